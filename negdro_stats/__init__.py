@@ -1,0 +1,28 @@
+"""negdro_stats: NegDRO for causal invariance learning from multi-environment data.
+
+>>> from negdro_stats import NegDRO, simulate
+>>> df = simulate.eq33(p=10).sample(2000, rng=0)
+>>> NegDRO(df, env="env", outcome="Y").fit().summary()   # doctest: +SKIP
+"""
+
+from . import simulate
+from .design import Intervention, LinearSEM
+from .exceptions import ConvergenceWarning, DataError, DataWarning, IdentificationWarning
+from .model import NegDRO
+from .moments import MomentAccumulator, Moments
+from .results import NegDROResults
+
+__all__ = [
+    "NegDRO",
+    "NegDROResults",
+    "Moments",
+    "MomentAccumulator",
+    "LinearSEM",
+    "Intervention",
+    "simulate",
+    "DataError",
+    "DataWarning",
+    "ConvergenceWarning",
+    "IdentificationWarning",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,77 @@
+"""Argument checks with one message template (see STYLE.md).
+
+"The 'gamma' parameter of NegDRO must be a float in the range [0, inf). Got -1 instead."
+"""
+
+from __future__ import annotations
+
+import difflib
+import numbers
+from collections.abc import Iterable
+
+import numpy as np
+
+__all__ = ["check_scalar", "check_option", "check_int"]
+
+
+def _range_text(min_val: float | None, max_val: float | None, closed: str) -> str:
+    lo = "-inf" if min_val is None else f"{min_val:g}"
+    hi = "inf" if max_val is None else f"{max_val:g}"
+    left = "[" if closed in ("both", "left") and min_val is not None else "("
+    right = "]" if closed in ("both", "right") and max_val is not None else ")"
+    return f"{left}{lo}, {hi}{right}"
+
+
+def check_scalar(
+    value: object,
+    name: str,
+    owner: str,
+    *,
+    min_val: float | None = None,
+    max_val: float | None = None,
+    closed: str = "both",
+) -> float:
+    """Return ``value`` as a float after checking that it is a finite real in range.
+
+    ``closed`` is one of ``"both"``, ``"left"``, ``"right"``, ``"neither"`` and says
+    which ends of ``[min_val, max_val]`` are allowed.
+    """
+    rng = _range_text(min_val, max_val, closed)
+    message = f"The '{name}' parameter of {owner} must be a float in the range {rng}. "
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(message + f"Got {value!r} of type {type(value).__name__} instead.")
+    x = float(value)
+    ok = np.isfinite(x)
+    if ok and min_val is not None:
+        ok = x >= min_val if closed in ("both", "left") else x > min_val
+    if ok and max_val is not None:
+        ok = x <= max_val if closed in ("both", "right") else x < max_val
+    if not ok:
+        raise ValueError(message + f"Got {value!r} instead.")
+    return x
+
+
+def check_int(value: object, name: str, owner: str, *, min_val: int = 0) -> int:
+    """Return ``value`` as an int after checking that it is an integer >= ``min_val``."""
+    message = f"The '{name}' parameter of {owner} must be an int in the range [{min_val}, inf). "
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(message + f"Got {value!r} of type {type(value).__name__} instead.")
+    if int(value) < min_val:
+        raise ValueError(message + f"Got {value!r} instead.")
+    return int(value)
+
+
+def check_option(value: object, name: str, owner: str, options: Iterable[str]) -> str:
+    """Return ``value`` if it is one of ``options``; otherwise suggest the nearest one."""
+    options = list(options)
+    if isinstance(value, str) and value in options:
+        return value
+    listed = ", ".join(repr(o) for o in options)
+    hint = ""
+    if isinstance(value, str):
+        close = difflib.get_close_matches(value, options, n=1)
+        if close:
+            hint = f" Did you mean {close[0]!r}?"
+    raise ValueError(
+        f"The '{name}' parameter of {owner} must be one of {listed}. Got {value!r} instead.{hint}"
+    )

@@ -1,0 +1,386 @@
+"""Linear structural equation models with additive interventions (eqs. (10)-(12)).
+
+A :class:`LinearSEM` is the mathematical object behind the paper's theory: the
+coefficient matrix ``B`` over ``(Y, X_1, ..., X_p)`` (row ``i`` holds the equation of
+variable ``i``), the systematic noise ``eta`` with covariance ``Omega`` (hidden
+confounding allowed: ``Omega[0, 1:] != 0``), and per environment an intervention
+``delta^e`` with a mean and a covariance.  It gives exact population moments in the same
+:class:`~negdro_stats.moments.Moments` container as data, ``beta*``, the quantities
+``G``, ``H``, ``h`` of Lemma 1, the intervened set ``S_L`` (29) and the outcome's
+children ``D``, and samples.
+
+Noise model.  Every environment's noise is ``eps^e = m_e + L_e z`` with ``z`` a vector
+of independent standardised components, each normal or uniform.  For an additive design
+``L_e = [Omega^{1/2}, (0; Cov(delta^e)^{1/2})]`` and ``m_e = (0, E[delta^e])``;
+:meth:`LinearSEM.from_noise_factors` takes ``m_e`` and ``L_e`` directly for designs
+that are not additive in the sense of (12) (Appendix F.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ._typing import ArrayLike, FloatArray
+from .exceptions import DataError
+from .moments import Moments
+
+__all__ = ["Intervention", "LinearSEM"]
+
+DISTRIBUTIONS = ("normal", "uniform")
+
+
+def _sqrt_psd(C: FloatArray, name: str) -> FloatArray:
+    """Symmetric square root of a PSD matrix (eigen-decomposition; zero blocks allowed)."""
+    vals, vecs = np.linalg.eigh((C + C.T) / 2)
+    if vals.min(initial=0.0) < -1e-10 * max(1.0, vals.max(initial=0.0)):
+        raise DataError(f"{name} must be positive semidefinite; its smallest eigenvalue "
+                        f"is {vals.min():.3g}.")
+    return (vecs * np.sqrt(np.clip(vals, 0, None))) @ vecs.T
+
+
+def _standard_draws(dists: Sequence[str], n: int, rng: np.random.Generator) -> FloatArray:
+    """n draws of independent mean-0, variance-1 components with the given laws."""
+    z = rng.standard_normal((n, len(dists)))
+    uni = np.array([d == "uniform" for d in dists])
+    if uni.any():
+        z[:, uni] = rng.uniform(-np.sqrt(3.0), np.sqrt(3.0), size=(n, int(uni.sum())))
+    return z
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Intervention:
+    """An additive intervention ``delta^e`` on the covariates of one environment.
+
+    Parameters
+    ----------
+    mean : array (p,)
+        ``E[delta^e]`` (a mean shift; a constant intervention has zero covariance).
+    cov : array (p, p)
+        ``Cov(delta^e)``.
+    dist : str or sequence of str
+        Law of the independent standardised components (``"normal"`` or ``"uniform"``),
+        one for all or one per covariate.  Only sampling uses it.
+    """
+
+    mean: FloatArray
+    cov: FloatArray
+    dist: tuple[str, ...]
+
+    def __init__(self, mean: ArrayLike, cov: ArrayLike, dist: str | Sequence[str] = "normal"):
+        mean = np.asarray(mean, dtype=np.float64).ravel()
+        cov = np.atleast_2d(np.asarray(cov, dtype=np.float64))
+        if cov.shape != (len(mean), len(mean)):
+            raise DataError(f"Intervention cov must have shape ({len(mean)}, {len(mean)}) to "
+                            f"match its mean; got {cov.shape}.")
+        dist = (dist,) * len(mean) if isinstance(dist, str) else tuple(dist)
+        bad = [d for d in dist if d not in DISTRIBUTIONS]
+        if bad or len(dist) != len(mean):
+            raise DataError(f"Intervention dist must be 'normal' or 'uniform' (or one per "
+                            f"covariate); got {dist!r}.")
+        object.__setattr__(self, "mean", mean)
+        object.__setattr__(self, "cov", cov)
+        object.__setattr__(self, "dist", dist)
+
+    @classmethod
+    def none(cls, p: int) -> Intervention:
+        """No intervention (the observational environment)."""
+        return cls(np.zeros(p), np.zeros((p, p)))
+
+    @property
+    def second_moment(self) -> FloatArray:
+        """``E[delta delta^T] = Cov(delta) + E[delta] E[delta]^T``."""
+        return self.cov + np.outer(self.mean, self.mean)
+
+
+class LinearSEM:
+    """A linear SEM over ``(Y, X_1..X_p)`` with additive interventions, eqs. (10)-(12).
+
+    Parameters
+    ----------
+    B : array (p+1, p+1)
+        Coefficients; ``B[i, j]`` is the effect of variable ``j`` on variable ``i``, with
+        ``Y`` first.  ``beta* = B[0, 1:]``.  The graph must be acyclic.
+    Omega : array (p+1, p+1)
+        Covariance of the systematic noise ``eta`` (mean zero), shared by all
+        environments; ``Omega[0, 1:] != 0`` is hidden confounding.
+    interventions : sequence of Intervention
+        One per environment.
+    names : sequence of str, optional
+        ``(outcome, covariate names...)``; default ``("Y", "X1", ..., "Xp")``.
+    envs : sequence, optional
+        Environment labels; default ``1..|E|``.
+
+    Examples
+    --------
+    >>> from negdro_stats import LinearSEM
+    >>> sem = LinearSEM.from_equations(
+    ...     {"Y": {"X1": 1.0}, "X2": {"Y": 1.0}},
+    ...     interventions=[{}, {"X1": 1.0, "X2": 1.0}])
+    >>> sem.beta_star
+    array([1., 0.])
+    """
+
+    def __init__(
+        self,
+        B: ArrayLike,
+        Omega: ArrayLike,
+        interventions: Sequence[Intervention],
+        *,
+        names: Sequence[str] | None = None,
+        envs: Sequence | None = None,
+    ) -> None:
+        B = np.asarray(B, dtype=np.float64)
+        p = B.shape[0] - 1
+        Omega = np.asarray(Omega, dtype=np.float64)
+        if Omega.shape != B.shape:
+            raise DataError(f"Omega must have shape {B.shape} like B; got {Omega.shape}.")
+        for k, iv in enumerate(interventions):
+            if len(iv.mean) != p:
+                raise DataError(f"Intervention {k} acts on {len(iv.mean)} covariates; the "
+                                f"SEM has p = {p}.")
+        root = _sqrt_psd(Omega, "Omega")
+        means, loadings, dists = [], [], []
+        for iv in interventions:
+            L = np.zeros((p + 1, 2 * p + 1))
+            L[:, : p + 1] = root
+            L[1:, p + 1 :] = _sqrt_psd(iv.cov, "Intervention cov")
+            means.append(np.concatenate([[0.0], iv.mean]))
+            loadings.append(L)
+            dists.append(("normal",) * (p + 1) + iv.dist)
+        self._init(B, means, loadings, dists, names, envs)
+        self.Omega = Omega
+        self.interventions = tuple(interventions)
+
+    @classmethod
+    def from_noise_factors(
+        cls,
+        B: ArrayLike,
+        means: Sequence[ArrayLike],
+        loadings: Sequence[ArrayLike],
+        dists: Sequence[Sequence[str]],
+        *,
+        names: Sequence[str] | None = None,
+        envs: Sequence | None = None,
+    ) -> LinearSEM:
+        """A SEM whose noise in environment e is ``means[e] + loadings[e] @ z``.
+
+        Use it for designs that are not additive in the sense of (12), such as the
+        environment-dependent confounding of Appendix F.2; Lemma 1 quantities
+        (``G``, ``H``, ``h``, ``Delta``) are then unavailable.
+        """
+        self = cls.__new__(cls)
+        self._init(np.asarray(B, dtype=np.float64),
+                   [np.asarray(m, dtype=np.float64) for m in means],
+                   [np.asarray(L, dtype=np.float64) for L in loadings],
+                   [tuple(d) for d in dists], names, envs)
+        self.Omega = None
+        self.interventions = None
+        return self
+
+    def _init(self, B, means, loadings, dists, names, envs) -> None:
+        p = B.shape[0] - 1
+        if B.shape != (p + 1, p + 1) or p < 1:
+            raise DataError(f"B must be a square (p+1, p+1) matrix with p >= 1; got {B.shape}.")
+        order = _topological_order(B)
+        if order is None:
+            raise DataError("The SEM's graph has a cycle: B must describe an acyclic graph "
+                            "(eq. (10)); remove an edge of the cycle.")
+        self.B = B
+        self.names = tuple(names) if names is not None else ("Y",) + tuple(
+            f"X{j + 1}" for j in range(p))
+        if len(self.names) != p + 1:
+            raise DataError(f"names must have p + 1 = {p + 1} entries (outcome first).")
+        self.envs = tuple(envs) if envs is not None else tuple(range(1, len(means) + 1))
+        if len(self.envs) != len(means):
+            raise DataError(f"envs has {len(self.envs)} labels for {len(means)} environments.")
+        self._means, self._loadings, self._dists = means, loadings, dists
+        self._T = np.linalg.inv(np.eye(p + 1) - B)                  # (I - B)^{-1}, eq. (11)
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_equations(
+        cls,
+        equations: Mapping[str, Mapping[str, float]],
+        *,
+        interventions: Sequence[Mapping[str, float | tuple[float, float]]],
+        outcome: str = "Y",
+        covariates: Sequence[str] | None = None,
+        noise_var: float | Mapping[str, float] = 1.0,
+        envs: Sequence | None = None,
+    ) -> LinearSEM:
+        """Build a SEM from structural equations by name.
+
+        Parameters
+        ----------
+        equations : dict
+            ``{child: {parent: coefficient}}``, e.g.
+            ``{"Y": {"X2": 2.0}, "X3": {"X1": 0.5, "Y": -1.0}}``.
+        interventions : list of dict
+            One dict per environment, ``{covariate: variance}`` or
+            ``{covariate: (mean, variance)}``; ``{}`` is the observational environment.
+        outcome : str
+            Name of the outcome.
+        covariates : sequence of str, optional
+            Covariate order; default: names in order of first appearance.
+        noise_var : float or dict
+            Variances of the independent systematic noises ``eta`` (default 1).
+        """
+        if covariates is None:
+            seen: list[str] = []
+            for child, parents in equations.items():
+                for v in (child, *parents):
+                    if v != outcome and v not in seen:
+                        seen.append(v)
+            for iv in interventions:
+                seen.extend(v for v in iv if v not in seen)
+            covariates = seen
+        names = (outcome, *covariates)
+        index = {v: i for i, v in enumerate(names)}
+        p = len(covariates)
+        B = np.zeros((p + 1, p + 1))
+        for child, parents in equations.items():
+            for parent, coef in parents.items():
+                for v in (child, parent):
+                    if v not in index:
+                        raise DataError(f"Unknown variable {v!r} in the equations; known: "
+                                        f"{list(names)}.")
+                B[index[child], index[parent]] = coef
+        var = np.array([noise_var.get(v, 1.0) if isinstance(noise_var, Mapping) else noise_var
+                        for v in names], dtype=np.float64)
+        ivs = []
+        for iv in interventions:
+            mean, cov = np.zeros(p), np.zeros(p)
+            for v, spec in iv.items():
+                if v not in index or v == outcome:
+                    raise DataError(f"Cannot intervene on {v!r}: interventions act on the "
+                                    f"covariates {list(covariates)} only (eq. (12)).")
+                m, s2 = spec if isinstance(spec, tuple) else (0.0, spec)
+                mean[index[v] - 1], cov[index[v] - 1] = m, s2
+            ivs.append(Intervention(mean, np.diag(cov)))
+        return cls(B, np.diag(var), ivs, names=names, envs=envs)
+
+    # ------------------------------------------------------------------ basic facts
+    @property
+    def p(self) -> int:
+        """Number of covariates."""
+        return self.B.shape[0] - 1
+
+    @property
+    def n_envs(self) -> int:
+        """Number of environments."""
+        return len(self._means)
+
+    @property
+    def beta_star(self) -> FloatArray:
+        """The causal outcome model ``beta* = B[0, 1:]``, eq. (10)."""
+        return self.B[0, 1:].copy()
+
+    @property
+    def is_additive(self) -> bool:
+        """Whether the noise has the additive form (12), so that Lemma 1 applies."""
+        return self.Omega is not None
+
+    def _require_additive(self, what: str) -> None:
+        if not self.is_additive:
+            raise DataError(f"{what} is defined only for additive-intervention designs "
+                            "(eq. (12)); this SEM was built from noise factors.")
+
+    @property
+    def Delta(self) -> FloatArray:
+        """``E[delta^e delta^eT]`` per environment, shape (E, p, p)."""
+        self._require_additive("Delta")
+        return np.stack([iv.second_moment for iv in self.interventions])
+
+    @property
+    def G(self) -> FloatArray:
+        """``G`` of Lemma 1: ``G^T = [(I - B_XX) - B_YX beta*^T]^{-1}``."""
+        B_YX, B_XX = self.B[1:, 0], self.B[1:, 1:]
+        S = np.eye(self.p) - B_XX - np.outer(B_YX, self.beta_star)
+        return np.linalg.inv(S).T
+
+    @property
+    def H(self) -> FloatArray:
+        """``H = [B_YX, I] Omega [B_YX, I]^T`` of Lemma 1 (PSD)."""
+        self._require_additive("H")
+        J = np.column_stack([self.B[1:, 0], np.eye(self.p)])
+        return J @ self.Omega @ J.T
+
+    @property
+    def h(self) -> FloatArray:
+        """``h`` with ``E[eps_Y X^e] = -G^T h`` (Lemma 1 with the sign corrected).
+
+        By (I - B)^{-1}, ``X = G^T (B_YX eps_Y + eps_X)``, so
+        ``E[eps_Y X] = G^T (sigma_Y^2 B_YX + E[eta_Y eta_X])`` and
+        ``h = -(sigma_Y^2 B_YX + E[eta_Y eta_X])``.  The printed proof has a sign error in
+        the lower-left block of (I - B)^{-1}; see DESIGN.md's errata.
+        """
+        self._require_additive("h")
+        return -(self.Omega[0, 0] * self.B[1:, 0] + self.Omega[0, 1:])
+
+    @property
+    def S_L(self) -> FloatArray:
+        """Indices of covariates intervened on in some environment, eq. (29)."""
+        self._require_additive("S_L")
+        return np.flatnonzero(np.einsum("ejj->j", self.Delta) > 0)
+
+    @property
+    def D(self) -> FloatArray:
+        """Indices of the outcome's children (``B_YX != 0``), Section 5.1."""
+        return np.flatnonzero(self.B[1:, 0] != 0)
+
+    # ------------------------------------------------------------------ moments, samples
+    def moments(self) -> Moments:
+        """Exact population moments per environment, from ``(I - B)^{-1}`` (eq. (11))."""
+        T = self._T
+        first, second = [], []
+        for m, L in zip(self._means, self._loadings, strict=True):
+            first.append(T @ m)
+            second.append(T @ (L @ L.T + np.outer(m, m)) @ T.T)
+        first, second = np.array(first), np.array(second)
+        return Moments.from_population(
+            Sigma=second[:, 1:, 1:], sxy=second[:, 1:, 0], syy=second[:, 0, 0],
+            mean_x=first[:, 1:], mean_y=first[:, 0], envs=self.envs,
+            names=self.names[1:], outcome=self.names[0],
+        )
+
+    def sample(
+        self, n_per_env: int | Sequence[int], rng: np.random.Generator | int | None = None,
+        *, env_column: str = "env",
+    ) -> pd.DataFrame:
+        """Draw rows from every environment; a DataFrame with the outcome first."""
+        rng = np.random.default_rng(rng)
+        ns = [n_per_env] * self.n_envs if np.ndim(n_per_env) == 0 else list(n_per_env)
+        frames = []
+        for label, n, m, L, dists in zip(self.envs, ns, self._means, self._loadings,
+                                         self._dists, strict=True):
+            eps = m + _standard_draws(dists, int(n), rng) @ L.T
+            frame = pd.DataFrame(eps @ self._T.T, columns=list(self.names))
+            frame[env_column] = label
+            frames.append(frame)
+        return pd.concat(frames, ignore_index=True)
+
+    def __repr__(self) -> str:
+        return (f"<LinearSEM: p={self.p}, envs={self.n_envs}, "
+                f"support of beta*={[self.names[j + 1] for j in np.flatnonzero(self.B[0, 1:])]}>")
+
+
+def _topological_order(B: FloatArray) -> list[int] | None:
+    """A topological order of the graph with edges ``j -> i`` where ``B[i, j] != 0``."""
+    k = B.shape[0]
+    indeg = (B != 0).sum(axis=1)
+    if np.any(np.diag(B) != 0):
+        return None
+    ready = [i for i in range(k) if indeg[i] == 0]
+    order = []
+    while ready:
+        j = ready.pop()
+        order.append(j)
+        for i in np.flatnonzero(B[:, j] != 0):
+            indeg[i] -= 1
+            if indeg[i] == 0:
+                ready.append(int(i))
+    return order if len(order) == k else None

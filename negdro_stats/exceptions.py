@@ -1,0 +1,48 @@
+"""Exceptions and warnings raised by negdro_stats.
+
+Every error raised on bad input subclasses :class:`ValueError` (or :class:`TypeError`
+for wrong types), so ``except ValueError`` catches them all; each message names the
+offending argument and says how to fix it.  Warnings are named classes so that they can
+be filtered one by one with :func:`warnings.filterwarnings`.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DataError",
+    "ConvergenceWarning",
+    "DataWarning",
+    "IdentificationWarning",
+    "SolverError",
+]
+
+
+class DataError(ValueError):
+    """The data cannot be used as given (NaN, too few environments, bad columns, ...).
+
+    The message names the problem and the fix, e.g. ``missing="drop"`` for NaN rows.
+    """
+
+
+class SolverError(RuntimeError):
+    """A numerical solver failed in a way that no result can be reported."""
+
+
+class ConvergenceWarning(UserWarning):
+    """Fires when a solver stops at ``max_iter`` before its stopping rule is met.
+
+    The results are still returned, with ``converged=False``.  Raise ``max_iter``,
+    or choose another ``method``; silence with
+    ``warnings.filterwarnings("ignore", category=ConvergenceWarning)``.
+    """
+
+
+class DataWarning(UserWarning):
+    """Fires when the data are usable but weak: an environment with fewer rows than
+    covariates, rows dropped for missing values, a near-collinear design.
+    """
+
+
+class IdentificationWarning(UserWarning):
+    """Fires when the environments look too similar for the causal model to be identified
+    (identifiability margin at or below the tolerance)."""

@@ -1,0 +1,248 @@
+"""Per-environment moments: the one currency of the package (DESIGN.md).
+
+The squared-error risk of a linear predictor is quadratic in ``b``, so every quantity in
+the paper is a function of, per environment ``e``,
+
+    n_e,  mean_x[e] = E_e[X],  mean_y[e] = E_e[Y],
+    Sigma[e] = E_e[X X^T],  sxy[e] = E_e[X Y],  syy[e] = E_e[Y^2]
+
+(raw, uncentred second moments: mean shifts are part of the heterogeneity, so nothing is
+centred per environment).  :class:`Moments` holds them.  It is built from rows in one
+pass (:meth:`Moments.from_arrays`, :class:`MomentAccumulator` for chunked streams) or
+directly from population moments (:meth:`Moments.from_population`, used by
+:class:`negdro_stats.LinearSEM`).  Solvers never touch rows, so their cost does not
+depend on n.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from ._typing import ArrayLike, FloatArray
+
+__all__ = ["Moments", "MomentAccumulator"]
+
+DEFAULT_CHUNK_ROWS = 65_536
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Moments:
+    """Per-environment first and raw second moments of ``(X, Y)``.
+
+    Attributes
+    ----------
+    n : ndarray, shape (E,)
+        Rows per environment (``inf`` for population moments).
+    mean_x : ndarray, shape (E, p)
+        ``E_e[X]``.
+    mean_y : ndarray, shape (E,)
+        ``E_e[Y]``.
+    Sigma : ndarray, shape (E, p, p)
+        ``E_e[X X^T]``, the uncentred second moment (not a covariance).
+    sxy : ndarray, shape (E, p)
+        ``E_e[X Y]``.
+    syy : ndarray, shape (E,)
+        ``E_e[Y^2]``.
+    envs : tuple
+        Environment labels, in the order of the first axis.
+    names : tuple of str
+        Covariate names.
+    outcome : str
+        Outcome name.
+    source : {"sample", "population"}
+        Whether these are sample or population moments.
+    """
+
+    n: FloatArray
+    mean_x: FloatArray
+    mean_y: FloatArray
+    Sigma: FloatArray
+    sxy: FloatArray
+    syy: FloatArray
+    envs: tuple
+    names: tuple[str, ...]
+    outcome: str = "y"
+    source: Literal["sample", "population"] = "sample"
+
+    @property
+    def n_envs(self) -> int:
+        """Number of environments ``|E|``."""
+        return self.Sigma.shape[0]
+
+    @property
+    def p(self) -> int:
+        """Number of covariates."""
+        return self.Sigma.shape[1]
+
+    @property
+    def nobs(self) -> float:
+        """Total number of rows (``inf`` for population moments)."""
+        return float(self.n.sum())
+
+    @classmethod
+    def from_population(
+        cls,
+        *,
+        Sigma: ArrayLike,
+        sxy: ArrayLike,
+        syy: ArrayLike,
+        mean_x: ArrayLike | None = None,
+        mean_y: ArrayLike | None = None,
+        envs: Sequence | None = None,
+        names: Sequence[str] | None = None,
+        outcome: str = "Y",
+    ) -> Moments:
+        """Moments given directly (population moments of a design, or precomputed ones)."""
+        Sigma = np.array(Sigma, dtype=np.float64)
+        E, p, _ = Sigma.shape
+        return cls(
+            n=np.full(E, np.inf),
+            mean_x=np.zeros((E, p)) if mean_x is None else np.array(mean_x, dtype=np.float64),
+            mean_y=np.zeros(E) if mean_y is None else np.array(mean_y, dtype=np.float64),
+            Sigma=Sigma,
+            sxy=np.array(sxy, dtype=np.float64).reshape(E, p),
+            syy=np.array(syy, dtype=np.float64).reshape(E),
+            envs=tuple(range(E)) if envs is None else tuple(envs),
+            names=tuple(f"X{j + 1}" for j in range(p)) if names is None else tuple(names),
+            outcome=outcome,
+            source="population",
+        )
+
+    @classmethod
+    def from_arrays(
+        cls,
+        X: ArrayLike,
+        y: ArrayLike,
+        env: ArrayLike,
+        *,
+        names: Sequence[str] | None = None,
+        outcome: str = "y",
+        chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    ) -> Moments:
+        """Sample moments in one pass over the rows, ``chunk_rows`` rows at a time.
+
+        Inputs are assumed clean (finite, matching lengths); :class:`negdro_stats.NegDRO`
+        validates user data before calling this.
+        """
+        X = np.asarray(X)
+        y = np.asarray(y)
+        codes, labels = pd.factorize(np.asarray(env), sort=True)
+        acc = MomentAccumulator(p=X.shape[1], n_envs=len(labels))
+        for start in range(0, X.shape[0], chunk_rows):
+            stop = start + chunk_rows
+            acc.add(X[start:stop], y[start:stop], codes[start:stop])
+        p = X.shape[1]
+        return acc.finish(
+            envs=tuple(labels.tolist()),
+            names=tuple(f"X{j + 1}" for j in range(p)) if names is None else tuple(names),
+            outcome=outcome,
+        )
+
+    # ----------------------------------------------------------------- transforms
+    def subset(self, cols: ArrayLike) -> Moments:
+        """Moments of the covariates ``cols`` (integer indices or a boolean mask)."""
+        idx = np.arange(self.p)[np.asarray(cols)]
+        return replace(
+            self,
+            mean_x=self.mean_x[:, idx],
+            Sigma=self.Sigma[:, idx][:, :, idx],
+            sxy=self.sxy[:, idx],
+            names=tuple(self.names[j] for j in idx),
+        )
+
+    def add_constant(self, name: str = "const") -> Moments:
+        """Append a constant covariate ``1``; its moments follow from the first moments."""
+        E, p = self.n_envs, self.p
+        Sigma = np.empty((E, p + 1, p + 1))
+        Sigma[:, :p, :p] = self.Sigma
+        Sigma[:, :p, p] = Sigma[:, p, :p] = self.mean_x
+        Sigma[:, p, p] = 1.0
+        return replace(
+            self,
+            mean_x=np.column_stack([self.mean_x, np.ones(E)]),
+            Sigma=Sigma,
+            sxy=np.column_stack([self.sxy, self.mean_y]),
+            names=(*self.names, name),
+        )
+
+    def scales(self) -> tuple[FloatArray, float]:
+        """Root mean second moments ``d_j`` of each covariate and ``s_y`` of the outcome.
+
+        Averages are over environments with equal weight, as in ``A(w)`` of eq. (16).
+        """
+        d = np.sqrt(np.einsum("ejj->j", self.Sigma) / self.n_envs)
+        s_y = float(np.sqrt(self.syy.mean()))
+        return d, s_y
+
+    def rescale(self, d: FloatArray, s_y: float) -> Moments:
+        """Moments of ``(X_j / d_j, Y / s_y)``.
+
+        With ``d, s_y = self.scales()`` every covariate and the outcome have unit root
+        mean square, which makes tolerances and thresholds scale-free: a coefficient
+        ``b`` on the original scale is ``b_tilde * s_y / d`` on this one.
+        """
+        return replace(
+            self,
+            mean_x=self.mean_x / d,
+            mean_y=self.mean_y / s_y,
+            Sigma=self.Sigma / np.multiply.outer(d, d),
+            sxy=self.sxy / (d * s_y),
+            syy=self.syy / s_y**2,
+        )
+
+
+class MomentAccumulator:
+    """Accumulate per-environment sums of ``Z = [X, y]`` and ``Z^T Z`` chunk by chunk.
+
+    Use it to build :class:`Moments` from data that do not fit in memory::
+
+        acc = MomentAccumulator(p=p, n_envs=E)
+        for X, y, codes in chunks:        # codes: integer environment codes 0..E-1
+            acc.add(X, y, codes)
+        mom = acc.finish(envs=labels, names=names)
+    """
+
+    def __init__(self, *, p: int, n_envs: int) -> None:
+        self.p, self.n_envs = p, n_envs
+        self._count = np.zeros(n_envs)
+        self._sum = np.zeros((n_envs, p + 1))
+        self._gram = np.zeros((n_envs, p + 1, p + 1))
+
+    def add(self, X: ArrayLike, y: ArrayLike, codes: ArrayLike) -> None:
+        """Add one chunk of rows (``codes`` are integer environment codes)."""
+        codes = np.asarray(codes)
+        order = np.argsort(codes, kind="stable")
+        Z = np.empty((len(order), self.p + 1))          # one float64 copy of the chunk
+        Z[:, : self.p] = np.asarray(X)[order]
+        Z[:, self.p] = np.asarray(y)[order]
+        counts = np.bincount(codes, minlength=self.n_envs)
+        for e, Ze in enumerate(np.split(Z, np.cumsum(counts)[:-1])):
+            if len(Ze):
+                self._count[e] += len(Ze)
+                self._sum[e] += Ze.sum(axis=0)
+                self._gram[e] += Ze.T @ Ze               # numpy dispatches this to syrk
+
+    def finish(
+        self, *, envs: Sequence, names: Sequence[str], outcome: str = "y"
+    ) -> Moments:
+        """Divide the sums by the row counts and return the :class:`Moments`."""
+        p, n = self.p, self._count
+        mean = self._sum / n[:, None]
+        gram = self._gram / n[:, None, None]
+        return Moments(
+            n=n.copy(),
+            mean_x=mean[:, :p],
+            mean_y=mean[:, p],
+            Sigma=gram[:, :p, :p],
+            sxy=gram[:, :p, p],
+            syy=gram[:, p, p],
+            envs=tuple(envs),
+            names=tuple(names),
+            outcome=outcome,
+            source="sample",
+        )

@@ -1,0 +1,212 @@
+"""Results of :meth:`NegDRO.fit`, statsmodels style, with a ``Summary`` as text/HTML/LaTeX."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+from statsmodels.iolib.summary import Summary
+from statsmodels.iolib.table import SimpleTable
+
+from ._typing import ArrayLike
+from .exceptions import DataError
+from .solvers import SolverOutput
+
+if TYPE_CHECKING:
+    from .model import NegDRO
+
+__all__ = ["NegDROResults", "NegDROSummary"]
+
+_METHOD_LABELS = {
+    ("algorithm3", "sqp"): "NegDRO, Alg. 3 (SQP)",
+    ("algorithm3", "gdm"): "NegDRO, Alg. 3 (GDM)",
+    ("algorithm1", "algorithm1"): "NegDRO, Alg. 1",
+    ("algorithm2", "algorithm2"): "NegDRO, Alg. 2",
+}
+
+
+def _latex_escape(text: str) -> str:
+    for a, b in (("\\", r"\textbackslash{}"), ("%", r"\%"), ("&", r"\&"), ("_", r"\_"),
+                 ("#", r"\#"), ("$", r"\$")):
+        text = text.replace(a, b)
+    return text
+
+
+class NegDROSummary(Summary):
+    """A statsmodels ``Summary`` whose notes are LaTeX-escaped in :meth:`as_latex`
+    (statsmodels escapes table stubs but not ``extra_txt``: "50%" would start a comment)."""
+
+    def as_latex(self) -> str:
+        notes, self.extra_txt = self.extra_txt, None
+        try:
+            latex = super().as_latex()
+        finally:
+            self.extra_txt = notes
+        if notes:
+            latex += "\n\n" + _latex_escape(notes).replace("\n", "\n\n")
+        return latex
+
+
+class NegDROResults:
+    """Results of :meth:`NegDRO.fit`; not constructed by users.
+
+    Attributes
+    ----------
+    model : NegDRO
+        The model that was fitted.
+    params : pandas.Series
+        Estimated coefficients, named by covariate; 0 outside the support.
+    support : pandas.Series of bool
+        Covariates kept by the hard threshold of Algorithm 3.
+    std_params : pandas.Series
+        Standardised coefficients ``b_j d_j / s_y`` (the scale of ``threshold``).
+    weights : pandas.Series
+        Worst-case simplex weights ``w`` at the estimate, eq. (20), by environment.
+    risks : pandas.Series
+        Environment risks ``R_e(b)`` at the estimate.
+    nobs_env : pandas.Series
+        Rows per environment.
+    objective : float
+        ``Phi_mu(b)``, eq. (19).
+    grad_norm : float
+        Stationarity measure at the output (standardised scale).
+    converged : bool
+        Whether every stage met its stopping rule.
+    n_iter : int
+        Solver iterations over all stages.
+    solver : SolverOutput
+        Everything the solver reported, including the settings used and, for
+        Algorithm 3, its stages.
+    """
+
+    def __init__(self, *, model: NegDRO, solver: SolverOutput) -> None:
+        mom = model.moments
+        names = pd.Index(model.exog_names, name="covariate")
+        envs = pd.Index(mom.envs, name="environment")
+        d, s_y = mom.scales()
+        self.model = model
+        self.solver = solver
+        self.params = pd.Series(solver.b, index=names, name="coef")
+        self.support = pd.Series(solver.support, index=names, name="selected")
+        self.std_params = pd.Series(solver.b * d / s_y, index=names, name="std coef")
+        self.weights = pd.Series(solver.w, index=envs, name="weight")
+        self.risks = pd.Series(solver.risks, index=envs, name="risk")
+        self.nobs_env = pd.Series(mom.n, index=envs, name="nobs")
+        self.objective = solver.objective
+        self.grad_norm = solver.grad_norm
+        self.converged = solver.converged
+        self.n_iter = solver.n_iter
+
+    @property
+    def gamma(self) -> float:
+        """The invariance strength gamma of the model (eq. (9))."""
+        return self.model.gamma
+
+    @property
+    def nobs(self) -> float:
+        """Total number of rows used."""
+        return float(self.nobs_env.sum())
+
+    @property
+    def n_envs(self) -> int:
+        """Number of environments."""
+        return len(self.nobs_env)
+
+    @cached_property
+    def settings(self) -> dict:
+        """Hyperparameters used: gamma, method, inner solver, mu, tau0, threshold, ..."""
+        return {"gamma": self.gamma, "method": self.solver.method,
+                "inner": self.solver.inner, **self.solver.params}
+
+    def predict(self, exog: pd.DataFrame | ArrayLike | None = None) -> pd.Series | np.ndarray:
+        """Predictions ``X b``.
+
+        ``exog`` is a DataFrame with the covariate columns (extra columns are ignored) or
+        an array with the covariates in model order; default: the model's data.
+        """
+        names = [n for n in self.params.index if not (self.model.fit_intercept and n == "const")]
+        if exog is None:
+            if self.model.data is None:
+                raise DataError("This model was built from moments; pass exog to predict.")
+            exog = self.model.data
+            if not isinstance(exog, pd.DataFrame):
+                exog = np.asarray(exog)[:, 1:]
+        intercept = self.params.get("const", 0.0) if self.model.fit_intercept else 0.0
+        b = self.params[names].to_numpy()
+        if isinstance(exog, pd.DataFrame):
+            missing = [n for n in names if n not in exog.columns]
+            if missing:
+                raise DataError(f"exog lacks the covariate columns {missing}.")
+            return pd.Series(exog[names].to_numpy(dtype=np.float64) @ b + intercept,
+                             index=exog.index, name="prediction")
+        X = np.asarray(exog, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != len(names):
+            raise DataError(f"exog must have shape (n, {len(names)}) with columns {names}; "
+                            f"got {X.shape}.")
+        return X @ b + intercept
+
+    # ------------------------------------------------------------------- printing
+    def summary(self) -> NegDROSummary:
+        """Summary tables: header, coefficients, environments, and numbered notes."""
+        return _build_summary(self)
+
+    def __str__(self) -> str:
+        return self.summary().as_text()
+
+    def _repr_html_(self) -> str:
+        return self.summary().as_html()
+
+    def __repr__(self) -> str:
+        return (f"<NegDROResults: p={len(self.params)}, selected={int(self.support.sum())}, "
+                f"gamma={self.gamma:g}, converged={self.converged}>")
+
+
+def _build_summary(res: NegDROResults) -> NegDROSummary:
+    s = res.settings
+    method = _METHOD_LABELS[(s["method"], s["inner"])]
+    left = [
+        ("Dep. Variable:", res.model.endog_name),
+        ("Method:", method),
+        ("gamma:", f"{res.gamma:g}"),
+        ("No. Observations:", f"{res.nobs:g}"),
+        ("No. Environments:", f"{res.n_envs}"),
+    ]
+    right = [
+        ("Selected:", f"{int(res.support.sum())} of {len(res.params)}"),
+        ("Threshold c0:", f"{s['threshold']:g}" if s["method"] == "algorithm3" else "none"),
+        ("Converged:", "yes" if res.converged else "NO"),
+        ("Iterations:", f"{res.n_iter}"),
+        ("Stationarity:", f"{res.grad_norm:.2e}"),
+    ]
+    top = SimpleTable(
+        [[a, b, c, d] for (a, b), (c, d) in zip(left, right, strict=True)],
+        txt_fmt={"data_fmts": ["%s"], "empty_cell": "", "colsep": "   "},
+    )
+    coef_rows = [[f"{b:.4f}", f"{z:.4f}", "yes" if sel else "-"]
+                 for b, z, sel in zip(res.params, res.std_params, res.support, strict=True)]
+    coefs = SimpleTable(coef_rows, headers=["coef", "std coef", "selected"],
+                        stubs=[str(n) for n in res.params.index],
+                        txt_fmt={"data_fmts": ["%s"]})
+    env_rows = [[f"{n:g}", f"{w:.3f}", f"{r:.4f}"]
+                for n, w, r in zip(res.nobs_env, res.weights, res.risks, strict=True)]
+    envs = SimpleTable(env_rows, headers=["n_e", "weight w_e", "risk R_e(b)"],
+                       stubs=[str(e) for e in res.weights.index],
+                       txt_fmt={"data_fmts": ["%s"]})
+    smry = NegDROSummary()
+    smry.tables = [top, coefs, envs]
+    notes = [
+        f"Objective Phi_mu(b) = {res.objective:.6g} (eq. (19), mu = {s['mu']:g} x mean E[Y^2]).",
+        "std coef = coef x RMS(X_j) / RMS(Y); Algorithm 3 keeps covariates with "
+        "|std coef| >= c0 and refits on them.",
+        "Intervals and selection frequencies need the bootstrap, which this version "
+        "does not run.",
+    ]
+    if not res.converged:
+        notes.append(f"The solver did not reach tol = {s['tol']:g}: treat the estimate "
+                     "with care, or raise max_iter.")
+    if res.model.moments.source == "population":
+        notes.append("Fitted on population moments: No. Observations is infinite.")
+    smry.add_extra_txt([f"[{k}] {t}" for k, t in enumerate(notes, start=1)])
+    return smry

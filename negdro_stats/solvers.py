@@ -1,0 +1,521 @@
+"""Solvers for NegDRO on per-environment moments: Algorithms 1, 2, 3 and the dual solver.
+
+All routines work on the arrays of :class:`~negdro_stats.moments.Moments` (see the
+glossary in :mod:`negdro_stats.objective`).  :func:`negdro` is the entry point: it
+rescales the moments so that every covariate and the outcome have unit root mean square
+(which makes ``mu``, ``threshold`` and the tolerances scale-free), runs the chosen
+method and maps the coefficients back.
+
+Methods
+-------
+``"algorithm3"`` (default)
+    Appendix F.3: minimise the tau-adjusted objective (124), hard-threshold at ``c0``,
+    halve tau, repeat on the support until it is stable, then minimise Phi_mu on it.
+    Each inner minimisation uses ``inner="sqp"`` (default) or ``inner="gdm"``
+    (Algorithm 1, as printed).
+``"algorithm1"``
+    Gradient descent-maximisation on Phi_mu, eq. (22)-(24), output = the iterate with the
+    smallest gradient norm.  No thresholding.
+``"algorithm2"``
+    Subgradient descent-maximisation on Phi (50), (53)-(54), output chosen by the
+    proximal stationarity measure ``||prox(b) - b||`` of (52).  No thresholding.
+
+The default inner solver (``inner="sqp"``)
+------------------------------------------
+Write ``Phi_{mu,tau}(b) = max_w sum_e w_e phi_e(b) - mu ||w||^2`` with the quadratic
+pieces ``phi_e = (1 + tau) R_e - c sum_f R_f`` (indefinite in general).  Each step
+solves the quadratic model
+
+    min_d  max_w sum_e w_e (phi_e + grad phi_e^T d) - mu ||w||^2 + d^T B d / 2,
+
+``B = 2 M(w) = 2 sum_e a_e Sigma_e`` the Hessian of the Lagrangian at the current
+weights (Levenberg-Marquardt shifted where it is not positive definite), through its
+|E|-dimensional dual: a QP over the simplex with matrix ``J B^{-1} J^T + 2 mu I``
+(``J`` = the rows ``grad phi_e``), solved exactly by an active-set method; then
+``d = -B^{-1} J^T w`` and an Armijo line search on Phi_{mu,tau}.  This is SQP for a
+finite minimax (a max of |E| quadratics): the linearised pieces handle the kinks of the
+max, and with the exact Hessian it converges quadratically near a strict local minimum,
+for ``mu >= 0``.  Each step costs one Cholesky factorisation of a p x p matrix.  The
+fixed-w quadratics are indefinite in directions that other environments control, so
+``min-max != max-min`` and a dual method does not apply to Phi itself.
+
+The proximal map (52) of Algorithm 2 is strongly convex in ``b`` and linear in ``w``, so
+there a saddle point exists and :func:`minimax_dual` computes it exactly from the
+concave dual ``f(w) = min_b [sum_e a_e R_e(b) + rho ||b - center||^2] - mu ||w||^2``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import linalg
+
+from ._typing import FloatArray
+from .moments import Moments
+from .objective import best_response, env_risks, gradient, negative_weight, objective
+
+__all__ = ["SolverOutput", "negdro", "sqp", "minimax_dual", "gdm", "subgradient_prox", "METHODS"]
+
+METHODS = ("algorithm3", "algorithm1", "algorithm2")
+INNER_SOLVERS = ("sqp", "gdm")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class InnerResult:
+    """One minimisation of Phi_{mu,tau} on a fixed support (standardised scale)."""
+
+    b: FloatArray
+    w: FloatArray
+    value: float
+    grad_norm: float
+    n_iter: int
+    converged: bool
+    gap: float = float("nan")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class SolverOutput:
+    """What a NegDRO solver reports (coefficients on the original scale).
+
+    Attributes
+    ----------
+    b : ndarray, shape (p,)
+        Coefficients; zero outside ``support``.
+    support : ndarray of bool, shape (p,)
+        Covariates kept by the hard threshold (all of them for Algorithms 1 and 2).
+    w : ndarray, shape (E,)
+        Maximising (worst-case) simplex weight at ``b``, eq. (20).
+    objective : float
+        ``Phi_mu(b)``, eq. (19), on the original scale of the outcome.
+    grad_norm : float
+        Stationarity: norm of the gradient of Phi_mu on the support, on the
+        standardised scale (every covariate and the outcome with unit root mean square).
+        For Algorithm 2 it is the proximal measure ``||prox(b) - b|| / upsilon``.
+    risks : ndarray, shape (E,)
+        Environment risks ``R_e(b)`` on the original scale.
+    n_iter : int
+        Iterations summed over all stages.
+    converged : bool
+        Whether every stage met its stopping rule.
+    method, inner : str
+        The method and inner solver used.
+    stages : tuple of dict
+        For Algorithm 3: per stage, ``tau``, support size before thresholding, iterations.
+    params : dict
+        The numerical settings used (mu, tau0, threshold, step size, ...).
+    """
+
+    b: FloatArray
+    support: np.ndarray
+    w: FloatArray
+    objective: float
+    risks: FloatArray
+    grad_norm: float
+    n_iter: int
+    converged: bool
+    method: str
+    inner: str
+    stages: tuple = ()
+    params: dict = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------- dual solver
+def _simplex_qp(Q: FloatArray, q: FloatArray, x: FloatArray) -> FloatArray:
+    """Minimise ``x^T Q x / 2 + q^T x`` over the simplex; primal active set from feasible x.
+
+    ``Q`` must be positive definite on ``{d : sum d = 0}``.  Exact after finitely many
+    steps (Nocedal & Wright, Algorithm 16.3); |E| is small, so each step is a tiny solve.
+    """
+    E = len(q)
+    x = x.copy()
+    free = x > 0
+    for _ in range(20 * E + 20):
+        F = np.flatnonzero(free)
+        k = len(F)
+        kkt = np.zeros((k + 1, k + 1))
+        kkt[:k, :k] = Q[np.ix_(F, F)]
+        kkt[:k, k] = kkt[k, :k] = 1.0
+        sol = np.linalg.solve(kkt, np.append(-q[F], 1.0))
+        z = np.zeros(E)
+        z[F] = sol[:k]
+        if np.all(z[F] >= 0):
+            x = z
+            lam = Q @ x + q + sol[k]             # multipliers of the bounds x_i >= 0
+            lam[free] = np.inf
+            j = int(np.argmin(lam))
+            if lam[j] >= -1e-12 * (1 + np.abs(q).max()):
+                return x
+            free[j] = True
+        else:
+            step = z - x
+            blocking = free & (step < 0)
+            ratios = np.full(E, np.inf)
+            ratios[blocking] = x[blocking] / -step[blocking]
+            j = int(np.argmin(ratios))
+            x = np.maximum(x + min(1.0, ratios[j]) * step, 0.0)
+            x[j] = 0.0
+            free[j] = False
+    return x
+
+
+def minimax_dual(
+    Sigma: FloatArray,
+    sxy: FloatArray,
+    syy: FloatArray,
+    *,
+    gamma: float,
+    mu: float,
+    tau: float = 0.0,
+    rho: float = 0.0,
+    center: FloatArray | None = None,
+    tol: float = 1e-10,
+    max_iter: int = 100,
+) -> InnerResult:
+    """Saddle point of ``sum_e a_e(w) R_e(b) + rho ||b - center||^2 - mu ||w||^2``.
+
+    Maximises the concave dual over the simplex by projected Newton steps from uniform
+    weights; each step solves an |E|-dimensional QP exactly.  When a saddle point exists
+    (always for the proximal problem (52), where ``rho`` makes the ``b``-part strongly
+    convex for every ``w``), ``b`` is the global minimiser of
+    ``Phi_{mu,tau}(b) + rho ||b - center||^2`` and the duality gap certifies it.  ``tol``
+    bounds the duality gap; the result is ``converged=False`` if it is not met within
+    ``max_iter`` Newton steps.
+    """
+    E, p, _ = Sigma.shape
+    c = negative_weight(gamma, E)
+    center = np.zeros(p) if center is None else center
+    eye = np.eye(p)
+    ridge_const = rho * (center @ center)
+
+    def evaluate(w):
+        a = (1.0 + tau) * w - c
+        M = np.tensordot(a, Sigma, axes=1) + rho * eye            # sum_e a_e Sigma_e
+        s = a @ sxy + rho * center
+        chol = linalg.cho_factor(M, lower=True, check_finite=False)  # LinAlgError if M !> 0
+        b = linalg.cho_solve(chol, s, check_finite=False)           # b(w) = M^{-1} s
+        f = a @ syy + ridge_const - s @ b - mu * (w @ w)
+        return f, b, chol
+
+    def primal(b):
+        return objective(b, Sigma, sxy, syy, gamma=gamma, mu=mu, tau=tau) + rho * np.sum(
+            (b - center) ** 2
+        )
+
+    w = np.full(E, 1.0 / E)          # M(w) = Sigma_bar/(1+gamma|E|) + rho I > 0 here
+    f, b, chol = evaluate(w)
+    gap, n_iter = primal(b) - f, 0
+    while gap > tol and n_iter < max_iter:
+        n_iter += 1
+        risks = env_risks(b, Sigma, sxy, syy)
+        grad = (1.0 + tau) * risks - 2.0 * mu * w
+        Gr = Sigma @ b - sxy                                        # (E, p) residual moments
+        K = linalg.cho_solve(chol, Gr.T, check_finite=False)
+        Q = 2.0 * (1.0 + tau) ** 2 * (Gr @ K) + 2.0 * mu * np.eye(E)  # minus the Hessian
+        Q += 1e-12 * (np.trace(Q) / E + 1.0) * np.eye(E)
+        d = _simplex_qp(Q, -(Q @ w + grad), w) - w
+        slope = grad @ d
+        if slope <= 1e-15 * (1.0 + abs(f)):
+            break
+        t = 1.0
+        while t > 1e-10:
+            try:
+                f_new, b_new, chol_new = evaluate(w + t * d)
+                if f_new >= f + 1e-4 * t * slope:
+                    break
+            except linalg.LinAlgError:
+                pass
+            t *= 0.5
+        else:
+            break
+        w = np.maximum(w + t * d, 0.0)
+        w /= w.sum()
+        f, b, chol = f_new, b_new, chol_new
+        gap = primal(b) - f
+    g, w_best = gradient(b, Sigma, sxy, syy, gamma=gamma, mu=mu, tau=tau)
+    g = g + 2.0 * rho * (b - center)
+    return InnerResult(
+        b=b,
+        w=w_best,
+        value=primal(b),
+        grad_norm=float(np.linalg.norm(g)),
+        n_iter=n_iter,
+        converged=bool(gap <= tol),
+        gap=float(max(gap, 0.0)),
+    )
+
+
+def sqp(
+    Sigma: FloatArray,
+    sxy: FloatArray,
+    syy: FloatArray,
+    *,
+    gamma: float,
+    mu: float,
+    tau: float = 0.0,
+    b_init: FloatArray,
+    tol: float = 1e-6,
+    max_iter: int = 200,
+) -> InnerResult:
+    """Stationary point of Phi_{mu,tau} by sequential quadratic programming (SQP).
+
+    See the module docstring.  Stops when the stationarity measure is ``<= tol`` (the
+    Danskin gradient norm for ``mu > 0``; ``||sum_e w_e grad phi_e||`` at the step's
+    multipliers for ``mu = 0``), after ``max_iter`` steps, or when no descent step
+    exists even with a large Levenberg-Marquardt shift.
+    """
+    E, p, _ = Sigma.shape
+    c = negative_weight(gamma, E)
+    b = b_init.copy()
+    risks = env_risks(b, Sigma, sxy, syy)
+    w = best_response(risks, mu=mu, tau=tau)
+    value = objective(b, Sigma, sxy, syy, gamma=gamma, mu=mu, tau=tau)
+    shift, n_iter, gn = 0.0, 0, np.inf
+    eye_p, eye_E = np.eye(p), np.eye(E)
+    while True:
+        Gr = Sigma @ b - sxy                                            # (E, p)
+        w_br = best_response(risks, mu=mu, tau=tau)                     # (20)/(23)
+        gn = float(np.linalg.norm(2.0 * (((1.0 + tau) * w_br - c) @ Gr)))  # Danskin, (24)
+        if gn <= tol or n_iter >= max_iter:
+            break
+        n_iter += 1
+        phi = (1.0 + tau) * risks - c * risks.sum()                     # pieces phi_e(b)
+        J = 2.0 * ((1.0 + tau) * Gr - c * Gr.sum(axis=0))               # their gradients
+        B = 2.0 * np.tensordot((1.0 + tau) * w - c, Sigma, axes=1)      # Lagrangian Hessian
+        scale = max(float(np.trace(np.abs(B))) / p, 1e-12)
+        while True:                                                     # Levenberg-Marquardt
+            try:
+                chol = linalg.cho_factor(B + shift * eye_p, lower=True, check_finite=False)
+                break
+            except linalg.LinAlgError:
+                shift = max(4.0 * shift, 1e-6 * scale)
+        K = linalg.cho_solve(chol, J.T, check_finite=False)             # (p, E)
+        Q = J @ K + 2.0 * mu * eye_E
+        Q += 1e-13 * (np.trace(Q) / E + 1e-300) * eye_E
+        w_new = _simplex_qp(Q, -phi, w)                                 # dual of the QP step
+        d = -K @ w_new
+        if mu == 0:              # Phi is not differentiable: measure ||sum_e w_e grad phi_e||
+            gn = float(np.linalg.norm(J.T @ w_new))
+            if gn <= tol:
+                break
+        decrease = -float(d @ (J.T @ w_new))                            # = d^T (B + shift) d
+        # Below ~1e-12 relative the objective cannot resolve the decrease, so the Armijo
+        # test would reject a good step: take the full (locally quadratic) step then.
+        t = 1.0 if decrease > 1e-12 * (1.0 + abs(value)) else 0.0
+        while 1e-10 <= t:                                               # Armijo on Phi_mu
+            b_new = b + t * d
+            v_new = objective(b_new, Sigma, sxy, syy, gamma=gamma, mu=mu, tau=tau)
+            if v_new <= value - 1e-4 * t * decrease:
+                break
+            t *= 0.5
+        if t == 0.0:
+            t, b_new = 1.0, b + d
+            v_new = objective(b_new, Sigma, sxy, syy, gamma=gamma, mu=mu, tau=tau)
+        elif t < 1e-10:
+            if shift > 1e8 * scale:                                     # no descent possible
+                break
+            shift = max(10.0 * shift, 1e-6 * scale)
+            continue
+        b, value, w = b_new, v_new, w_new
+        risks = env_risks(b, Sigma, sxy, syy)
+        shift *= 0.1 if t == 1.0 else 1.0
+    return InnerResult(
+        b=b,
+        w=best_response(risks, mu=mu, tau=tau),
+        value=value,
+        grad_norm=gn,
+        n_iter=n_iter,
+        converged=gn <= tol,
+    )
+
+
+# ----------------------------------------------------------------------- Algorithms 1, 2
+def gdm(
+    Sigma: FloatArray,
+    sxy: FloatArray,
+    syy: FloatArray,
+    *,
+    gamma: float,
+    mu: float,
+    tau: float = 0.0,
+    step_size: float,
+    max_iter: int,
+    tol: float,
+    b_init: FloatArray,
+) -> InnerResult:
+    """Algorithm 1: gradient descent-maximisation on Phi_{mu,tau}, eqs. (23)-(24).
+
+    Stops early once ``||grad|| <= tol``; returns the iterate with the smallest gradient
+    norm, as the algorithm's output rule says.
+    """
+    b = b_init.copy()
+    best = (np.inf, b, None)
+    t = 0
+    for t in range(max_iter + 1):
+        g, w = gradient(b, Sigma, sxy, syy, gamma=gamma, mu=mu, tau=tau)  # (23), Danskin
+        gn = float(np.linalg.norm(g))
+        if gn < best[0]:
+            best = (gn, b, w)
+        if gn <= tol or t == max_iter:
+            break
+        b = b - step_size * g                                            # (24)
+    gn, b, w = best
+    return InnerResult(
+        b=b,
+        w=w,
+        value=objective(b, Sigma, sxy, syy, gamma=gamma, mu=mu, tau=tau),
+        grad_norm=gn,
+        n_iter=t,
+        converged=gn <= tol,
+    )
+
+
+def subgradient_prox(
+    Sigma: FloatArray,
+    sxy: FloatArray,
+    syy: FloatArray,
+    *,
+    gamma: float,
+    step_size: float,
+    max_iter: int,
+    tol: float,
+    upsilon: float,
+    b_init: FloatArray,
+) -> InnerResult:
+    """Algorithm 2: subgradient descent-maximisation on Phi (50), eqs. (53)-(54).
+
+    The output is the iterate with the smallest ``||prox(b) - b|| / upsilon`` (52); the
+    proximal map is computed exactly by :func:`minimax_dual` with ``rho = 1/(2 upsilon)``
+    (strongly convex for ``upsilon`` below the inverse weak-convexity modulus).
+    Stops early once that measure is ``<= tol``.
+    """
+    b = b_init.copy()
+    best = (np.inf, b, None)
+    t = 0
+    for t in range(max_iter + 1):
+        prox = minimax_dual(
+            Sigma, sxy, syy, gamma=gamma, mu=0.0, rho=1.0 / (2.0 * upsilon), center=b
+        )
+        measure = float(np.linalg.norm(prox.b - b)) / upsilon
+        if measure < best[0]:
+            best = (measure, b)
+        if measure <= tol or t == max_iter:
+            break
+        g, _ = gradient(b, Sigma, sxy, syy, gamma=gamma)                # (53)-(54)
+        b = b - step_size * g
+    measure, b = best
+    return InnerResult(
+        b=b,
+        w=best_response(env_risks(b, Sigma, sxy, syy), mu=0.0),
+        value=objective(b, Sigma, sxy, syy, gamma=gamma),
+        grad_norm=measure,
+        n_iter=t,
+        converged=measure <= tol,
+    )
+
+
+# --------------------------------------------------------------------------- entry point
+def _lipschitz(Sigma: FloatArray, gamma: float, tau: float) -> float:
+    """Bound on the curvature of ``sum_e a_e R_e``: ``2 (1 + tau + c|E|) max_e ||Sigma_e||``."""
+    E = Sigma.shape[0]
+    top = max(float(linalg.eigvalsh(S, subset_by_index=[S.shape[0] - 1, S.shape[0] - 1])[0])
+              for S in Sigma)
+    return 2.0 * (1.0 + tau + negative_weight(gamma, E) * E) * top
+
+
+def negdro(
+    mom: Moments,
+    *,
+    gamma: float = 20.0,
+    method: str = "algorithm3",
+    inner: str = "sqp",
+    mu: float = 1e-3,
+    tau: float = 0.1,
+    threshold: float = 0.15,
+    step_size: float | None = None,
+    max_iter: int | None = None,
+    tol: float | None = None,
+    upsilon: float | None = None,
+) -> SolverOutput:
+    """Run a NegDRO method on moments; see the module docstring for the methods.
+
+    All numerical settings refer to the standardised problem (covariates and outcome
+    rescaled to unit root mean square by :meth:`Moments.scales`): ``mu`` in units of
+    ``E[Y^2]``, ``threshold`` on ``|b_j| d_j / s_y``, ``step_size`` in the same units.
+    Defaults: ``step_size = 1/L`` with ``L = 2 (1 + tau + c|E|) max_e ||Sigma_e||``;
+    ``max_iter`` 200 SQP steps or 10,000 iterations (Algorithms 1 and 2); ``tol``
+    1e-6 on the stationarity measure.
+    """
+    d, s_y = mom.scales()
+    std = mom.rescale(d, s_y)
+    Sigma, sxy, syy = std.Sigma, std.sxy, std.syy
+    E, p = std.n_envs, std.p
+    is_sqp = method == "algorithm3" and inner == "sqp"
+    if max_iter is None:
+        max_iter = 200 if is_sqp else 10_000
+    if tol is None:
+        tol = 1e-6
+    if step_size is None:
+        step_size = 1.0 / _lipschitz(Sigma, gamma, tau if method == "algorithm3" else 0.0)
+    if upsilon is None:
+        # Phi is m-weakly convex with m <= 2 c ||sum_e Sigma_e||; upsilon = 1/(2m) makes
+        # the proximal problem (52) m-strongly convex.
+        upsilon = 1.0 / (4.0 * negative_weight(gamma, E) * np.linalg.norm(Sigma.sum(0), 2))
+    settings = dict(mu=mu, tau0=tau, threshold=threshold, step_size=step_size,
+                    max_iter=max_iter, tol=tol, upsilon=upsilon)
+
+    def solve(S: np.ndarray, tau_s: float, b0: FloatArray) -> InnerResult:
+        Sig, sx = Sigma[:, S][:, :, S], sxy[:, S]
+        if inner == "sqp":
+            return sqp(Sig, sx, syy, gamma=gamma, mu=mu, tau=tau_s, b_init=b0,
+                          tol=tol, max_iter=max_iter)
+        return gdm(Sig, sx, syy, gamma=gamma, mu=mu, tau=tau_s, step_size=step_size,
+                   max_iter=max_iter, tol=tol, b_init=b0)
+
+    S = np.arange(p)
+    stages: list[dict] = []
+    if method == "algorithm1":
+        results = [gdm(Sigma, sxy, syy, gamma=gamma, mu=mu, step_size=step_size,
+                       max_iter=max_iter, tol=tol, b_init=np.zeros(p))]
+    elif method == "algorithm2":
+        results = [subgradient_prox(Sigma, sxy, syy, gamma=gamma, step_size=step_size,
+                                    max_iter=max_iter, tol=tol, upsilon=upsilon,
+                                    b_init=np.zeros(p))]
+    else:                                                     # Algorithm 3, Appendix F.3
+        results, tau_s, b = [], tau, np.zeros(p)
+        while len(S):
+            res = solve(S, tau_s, b)
+            results.append(res)
+            stages.append(dict(tau=tau_s, size=len(S), n_iter=res.n_iter))
+            keep = np.abs(res.b) >= threshold                 # S^tau = {j : |b_j| >= c0}
+            tau_s /= 2.0
+            S, b = S[keep], res.b[keep]
+            if keep.all():
+                break
+        if len(S):
+            results.append(solve(S, 0.0, b))                  # final: Phi_mu on S
+            stages.append(dict(tau=0.0, size=len(S), n_iter=results[-1].n_iter))
+    b_std = np.zeros(p)
+    if method != "algorithm3":
+        b_std = results[-1].b
+    elif len(S):
+        b_std[S] = results[-1].b
+    support = np.zeros(p, dtype=bool)
+    support[S] = True
+    risks = env_risks(b_std, Sigma, sxy, syy)
+    g, w = gradient(b_std, Sigma, sxy, syy, gamma=gamma, mu=mu)
+    grad_norm = results[-1].grad_norm if results else float(np.linalg.norm(g[S]))
+    return SolverOutput(
+        b=b_std * s_y / d,
+        support=support,
+        w=w,
+        objective=objective(b_std, Sigma, sxy, syy, gamma=gamma, mu=mu) * s_y**2,
+        risks=risks * s_y**2,
+        grad_norm=grad_norm,
+        n_iter=sum(r.n_iter for r in results),
+        converged=all(r.converged for r in results),
+        method=method,
+        inner=inner if method == "algorithm3" else method,
+        stages=tuple(stages),
+        params=settings,
+    )
