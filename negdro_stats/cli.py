@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="simulate eq. (33), fit NegDRO, print the summary")
     demo.add_argument("--p", type=int, default=10, help="number of covariates (>= 5)")
-    demo.add_argument("--n", type=int, default=2000, help="rows per environment")
+    demo.add_argument("--n", type=int, default=20_000, help="rows per environment")
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--gamma", type=float, default=20.0)
     demo.add_argument("--variant", choices=["text", "code"], default="text")

@@ -179,7 +179,7 @@ class NegDRO:
         threshold: float = 0.15,
         step_size: float | None = None,
         max_iter: int | None = None,
-        tol: float = 1e-6,
+        tol: float | None = None,
     ) -> NegDROResults:
         r"""Fit NegDRO.
 
@@ -216,9 +216,12 @@ class NegDRO:
         max_iter : int, optional
             Iteration cap T: default 200 SQP steps per stage, or 10,000 iterations for
             Algorithms 1 and 2 (and ``inner="gdm"``).
-        tol : float, default 1e-6
+        tol : float, optional
             Stop when the stationarity measure (gradient norm on the standardised
-            scale; the proximal measure for Algorithm 2) is at most ``tol``.
+            scale; the proximal measure for Algorithm 2) is at most ``tol``; default
+            1e-8 for SQP (which converges quadratically; near beta* the curvature of
+            Phi_mu can be as small as 1/(1 + gamma|E|), so a 1e-6 gradient could leave
+            an error of 1e-4) and 1e-6 for Algorithms 1 and 2.
 
         Returns
         -------
@@ -237,7 +240,8 @@ class NegDRO:
                               closed="neither")
         tau = check_scalar(tau, "tau", "NegDRO.fit", min_val=0)
         threshold = check_scalar(threshold, "threshold", "NegDRO.fit", min_val=0)
-        tol = check_scalar(tol, "tol", "NegDRO.fit", min_val=0, closed="neither")
+        if tol is not None:
+            tol = check_scalar(tol, "tol", "NegDRO.fit", min_val=0, closed="neither")
         if step_size is not None:
             step_size = check_scalar(step_size, "step_size", "NegDRO.fit", min_val=0,
                                      closed="neither")
@@ -248,7 +252,7 @@ class NegDRO:
                      tol=tol)
         if not out.converged:
             warnings.warn(
-                f"NegDRO ({method}) did not reach tol = {tol:g} within max_iter = "
+                f"NegDRO ({method}) did not reach tol = {out.params['tol']:g} within max_iter = "
                 f"{out.params['max_iter']} (stationarity {out.grad_norm:.2e}); raise "
                 "max_iter, or use the default method='algorithm3'.",
                 ConvergenceWarning, stacklevel=2)

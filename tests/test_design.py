@@ -1,0 +1,106 @@
+"""LinearSEM: Lemma 1 (with the sign correction), Example 2 / Table 1, sampling."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+
+from negdro_stats import DataError, LinearSEM, Moments, simulate
+from negdro_stats.objective import env_risks
+
+from .strategies import additive_sems
+
+
+@given(sem=additive_sems(max_p=5, max_envs=4, confounding=True))
+def test_lemma1_second_moments(sem):
+    """Lemma 1: E[X^e X^eT] = G^T (H + E[delta^e delta^eT]) G, from (I - B)^{-1} directly."""
+    mom = sem.moments()
+    G, H = sem.G, sem.H
+    for e in range(sem.n_envs):
+        assert_allclose(mom.Sigma[e], G.T @ (H + sem.Delta[e]) @ G, rtol=1e-9, atol=1e-9)
+
+
+@given(sem=additive_sems(max_p=5, max_envs=4, confounding=True), data=st.data())
+def test_lemma1_risk_form(sem, data):
+    """Eq. (28): R_e(b) = sigma_Y^2 + 2 (G^T h)^T (b - beta*) + (b - beta*)^T Sigma_e (b - beta*),
+    with the first-order term the same in every environment (h as corrected in DESIGN.md)."""
+    mom = sem.moments()
+    db = np.array(data.draw(st.lists(st.floats(-3, 3), min_size=sem.p, max_size=sem.p)))
+    risks = env_risks(sem.beta_star + db, mom.Sigma, mom.sxy, mom.syy)
+    expected = sem.Omega[0, 0] + 2 * (sem.G.T @ sem.h) @ db + np.einsum(
+        "i,eij,j->e", db, mom.Sigma, db)
+    assert_allclose(risks, expected, rtol=1e-8, atol=1e-8 * (1 + np.abs(expected).max()))
+
+
+def test_lemma1_sign_example2_by_hand():
+    """Example 2: X2 = Y + e2 gives E[eps_Y X] = (0, sigma_Y^2) = (0, 1), i.e. -G^T h = (0, 1)."""
+    sem = simulate.example2((1.0, 2.0))
+    assert_allclose(-sem.G.T @ sem.h, [0.0, 1.0])
+
+
+@pytest.mark.parametrize("nu", [(1.0, 2.0), (0.5, 3.0)])
+def test_table1_example2(nu):
+    """Table 1: pooled least squares on each subset S and its risks per environment."""
+    sem = simulate.example2(nu)
+    mom = sem.moments()
+    nb = np.mean(nu)
+    expected = {
+        (): (np.zeros(2), [v + 1 for v in nu]),
+        (0,): (np.array([1.0, 0.0]), [1.0, 1.0]),
+        (1,): (np.array([0.0, (nb + 1) / (2 * nb + 1)]),
+               [(nb**2 * (v + 1) + (nb + 1) ** 2 * v) / (2 * nb + 1) ** 2 for v in nu]),
+        (0, 1): (np.array([nb / (nb + 1), 1 / (nb + 1)]), [(v + nb**2) / (nb + 1) ** 2 for v in nu]),
+    }
+    Sbar, sbar = mom.Sigma.mean(0), mom.sxy.mean(0)       # equal-weight pooling (Sec. 2.2)
+    for S, (b_exp, r_exp) in expected.items():
+        b = np.zeros(2)
+        if S:
+            idx = list(S)
+            b[idx] = np.linalg.solve(Sbar[np.ix_(idx, idx)], sbar[idx])
+        assert_allclose(b, b_exp, atol=1e-12)
+        assert_allclose(env_risks(b, mom.Sigma, mom.sxy, mom.syy), r_exp, atol=1e-12)
+
+
+def test_sample_moments_converge_to_population():
+    sem = simulate.eq33(p=6)
+    df = sem.sample(200_000, rng=1)
+    mom = Moments.from_arrays(df.iloc[:, 1:-1], df["Y"], df["env"])
+    pop = sem.moments()
+    # Entries are O(10); the standard error of a second moment at n = 2e5 is < 0.1.
+    assert np.abs(mom.Sigma - pop.Sigma).max() < 0.3
+    assert np.abs(mom.sxy - pop.sxy).max() < 0.3
+    assert_allclose(mom.mean_x, pop.mean_x, atol=0.05)
+
+
+def test_from_equations_and_facts():
+    sem = LinearSEM.from_equations(
+        {"Y": {"X2": 2.0}, "X3": {"X1": 0.5, "Y": -1.0}, "X2": {"X1": 1.0}},
+        interventions=[{}, {"X3": 2.0}], covariates=["X1", "X2", "X3"])
+    assert_allclose(sem.beta_star, [0.0, 2.0, 0.0])
+    assert list(sem.D) == [2] and list(sem.S_L) == [2]
+    assert sem.names == ("Y", "X1", "X2", "X3")
+
+
+def test_cycle_and_bad_input_raise():
+    with pytest.raises(DataError, match="cycle"):
+        LinearSEM.from_equations({"Y": {"X1": 1.0}, "X1": {"Y": 1.0}}, interventions=[{}, {}])
+    with pytest.raises(DataError, match="Cannot intervene"):
+        LinearSEM.from_equations({"Y": {"X1": 1.0}}, interventions=[{"Y": 1.0}])
+
+
+def test_appendix_f2_not_additive():
+    sem = simulate.appendix_f2(p=6)
+    assert not sem.is_additive
+    with pytest.raises(DataError, match="additive"):
+        _ = sem.h
+    mom = sem.moments()
+    # Risk invariance of beta* still holds: R_e(beta*) = Var(eps_Y) = 1 + 0.25.
+    assert_allclose(env_risks(sem.beta_star, mom.Sigma, mom.sxy, mom.syy), 1.25)
+
+
+@settings(max_examples=10)
+@given(sem=additive_sems(max_p=3, max_envs=3))
+def test_sample_shape(sem):
+    df = sem.sample([3] * sem.n_envs, rng=0)
+    assert df.shape == (3 * sem.n_envs, sem.p + 2)
