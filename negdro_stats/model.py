@@ -134,10 +134,11 @@ class NegDRO:
     def from_formula(
         cls, formula: str, data: pd.DataFrame, env: str | ArrayLike, **kwargs: Any
     ) -> NegDRO:
-        """Build from a formula such as ``"y ~ x1 + x2 + np.log(x3)"`` (via formulaic).
+        """Build from a formula such as ``"y ~ 0 + x1 + x2 + np.log(x3)"`` (via formulaic).
 
-        As in the paper's model there is no intercept unless the formula asks for one
-        (``"y ~ 1 + x1"``), in which case it is handled as ``fit_intercept=True``.
+        The usual formula rules apply: an intercept is included (as
+        ``fit_intercept=True``) unless the formula removes it with ``0 +`` or ``- 1``.
+        The paper's model has no intercept, so write ``"y ~ 0 + x1 + x2"`` for it.
         """
         from formulaic import model_matrix
 

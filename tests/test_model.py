@@ -1,0 +1,132 @@
+"""NegDRO model: input handling, validation messages, results and printing."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose
+
+from negdro_stats import ConvergenceWarning, DataError, DataWarning, NegDRO, simulate
+from negdro_stats.cli import main
+
+
+@pytest.fixture(scope="module")
+def df():
+    return simulate.eq33(p=6).sample(3000, rng=7)
+
+
+def test_dataframe_not_mutated_and_formats_agree(df):
+    before = df.copy()
+    res = NegDRO(df, env="env", outcome="Y").fit()
+    pd.testing.assert_frame_equal(df, before)
+    X = df[[f"X{j}" for j in range(1, 7)]].to_numpy()
+    res2 = NegDRO.from_arrays(df["Y"].to_numpy(), X, df["env"].to_numpy(),
+                              names=[f"X{j}" for j in range(1, 7)], outcome="Y").fit()
+    assert_allclose(res.params, res2.params)
+    res3 = NegDRO.from_formula("Y ~ 0 + X1 + X2 + X3 + X4 + X5 + X6", df, env="env").fit()
+    assert_allclose(res.params.to_numpy(), res3.params.to_numpy())
+    with_const = NegDRO.from_formula("Y ~ X1 + X2 + X3 + X4 + X5 + X6", df, env="env")
+    assert with_const.fit_intercept and "const" in with_const.exog_names
+    env_first = df[["env", "Y", *[f"X{j}" for j in range(1, 7)]]]
+    assert_allclose(NegDRO(env_first, env="env").fit().params, res.params)
+
+
+def test_results_contents(df):
+    res = NegDRO(df, env="env", outcome="Y").fit()
+    assert list(res.params.index) == [f"X{j}" for j in range(1, 7)]
+    assert list(res.weights.index) == [1, 2, 3, 4] and abs(res.weights.sum() - 1) < 1e-12
+    assert (res.risks > 0).all() and res.nobs == 12000 and res.n_envs == 4
+    pred = res.predict()
+    assert_allclose(pred.to_numpy(), df[res.params.index].to_numpy() @ res.params.to_numpy())
+    assert res.converged and res.settings["gamma"] == 20.0
+    text = str(res.summary())
+    for word in ("Dep. Variable:", "Y", "gamma:", "Selected:", "weight w_e", "X3"):
+        assert word in text
+    assert "<table" in res._repr_html_()
+    latex = res.summary().as_latex()
+    assert r"\begin{tabular}" in latex and "Phi\\_mu" in latex
+    assert repr(res).startswith("<NegDROResults: p=6")
+
+
+def test_fit_intercept(df):
+    shifted = df.assign(Y=df["Y"] + 3.0)
+    res = NegDRO(shifted, env="env", outcome="Y", fit_intercept=True).fit(threshold=0.0)
+    assert "const" in res.params.index
+    assert res.predict(shifted).shape == (len(df),)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        (dict(env="nope"), DataError, "not a column"),
+        (dict(env="env", outcome="nope"), DataError, "not a column"),
+        (dict(env=np.zeros(5)), DataError, "one label per row"),
+        (dict(env="env", gamma=-1), ValueError, r"'gamma' parameter of NegDRO .* \[0, inf\)"),
+        (dict(env="env", missing="dorp"), ValueError, "Did you mean 'drop'"),
+    ],
+)
+def test_bad_arguments(df, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        NegDRO(df, outcome=kwargs.pop("outcome", "Y"), **kwargs)
+
+
+def test_bad_data(df):
+    nan = df.copy()
+    nan.loc[5, "X2"] = np.nan
+    with pytest.raises(DataError, match="missing='drop'"):
+        NegDRO(nan, env="env", outcome="Y")
+    with pytest.warns(DataWarning, match="Dropped 1"):
+        NegDRO(nan, env="env", outcome="Y", missing="drop")
+    with pytest.raises(DataError, match="at least 2 environments"):
+        NegDRO(df.assign(env=1), env="env", outcome="Y")
+    with pytest.raises(DataError, match="not numeric"):
+        NegDRO(df.assign(X2="a"), env="env", outcome="Y")
+    with pytest.raises(DataError, match="constant"):
+        NegDRO(df.assign(Y=1.0), env="env", outcome="Y")
+    with pytest.raises(DataError, match="constant"):
+        NegDRO(df.assign(X2=2.0), env="env", outcome="Y")
+    with pytest.raises(DataError, match="collinear"):
+        NegDRO(df.assign(X2=2 * df["X1"] - df["X3"]), env="env", outcome="Y")
+    dup = pd.concat([df, df[["X1"]]], axis=1)
+    with pytest.raises(DataError, match="duplicate"):
+        NegDRO(dup, env="env", outcome="Y")
+    with pytest.raises(DataError, match="fewer than 2 rows"):
+        NegDRO(df.assign(env=np.r_[np.zeros(len(df) - 1), 1]), env="env", outcome="Y")
+    with pytest.warns(DataWarning, match="fewer rows than"):
+        NegDRO(df.iloc[np.r_[0:3, 3000:len(df)]], env="env", outcome="Y")
+
+
+def test_bad_fit_options(df):
+    model = NegDRO(df, env="env", outcome="Y")
+    with pytest.raises(ValueError, match="Did you mean 'algorithm1'"):
+        model.fit(method="algorithm_1")
+    with pytest.raises(ValueError, match="'threshold'"):
+        model.fit(threshold=-0.1)
+    with pytest.raises(TypeError, match="'max_iter'"):
+        model.fit(max_iter=2.5)
+
+
+def test_nonconvergence_warns(df):
+    model = NegDRO(df, env="env", outcome="Y")
+    with pytest.warns(ConvergenceWarning, match="did not reach"):
+        res = model.fit(method="algorithm1", max_iter=3)
+    assert not res.converged and "did not reach" in str(res.summary())
+
+
+def test_population_model_from_moments():
+    sem = simulate.example3("strong")
+    res = NegDRO.from_moments(sem.moments()).fit()
+    assert_allclose(res.params.to_numpy(), sem.beta_star, atol=1e-6)
+    assert "population" in str(res.summary())
+    with pytest.raises(DataError, match="pass exog"):
+        res.predict()
+
+
+@pytest.mark.smoke
+def test_cli_demo(capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["demo", "--p", "6", "--n", "2000"]) == 0
+    out = capsys.readouterr().out
+    assert "NegDRO, Alg. 3" in out and "||b_hat - beta*||_2" in out
