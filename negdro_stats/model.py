@@ -124,11 +124,9 @@ class NegDRO:
         names = [f"x{j + 1}" for j in range(X.shape[1])] if names is None else list(names)
         if len(names) != X.shape[1]:
             raise DataError(f"names has {len(names)} entries for {X.shape[1]} columns of X.")
-        frame = pd.DataFrame(X, columns=names)
-        frame.insert(0, outcome, y)
         if outcome in names:
             raise DataError(f"The outcome name {outcome!r} is also a covariate name.")
-        return cls(frame, env, outcome=outcome, **kwargs)
+        return cls(_Columns(y, X, names, outcome), env, outcome=outcome, **kwargs)
 
     @classmethod
     def from_formula(
@@ -259,6 +257,14 @@ class NegDRO:
                 ConvergenceWarning, stacklevel=2)
         return NegDROResults(model=self, solver=out)
 
+    def _exog(self) -> pd.DataFrame | np.ndarray | None:
+        """The covariates of the fitted data (for ``predict``), or None without rows."""
+        if self.data is None or isinstance(self.data, pd.DataFrame):
+            return self.data
+        if isinstance(self.data, _Columns):
+            return self.data.X
+        return np.asarray(self.data)[:, 1:]
+
     def __repr__(self) -> str:
         m = self.moments
         return (f"<NegDRO: outcome={self.endog_name!r}, p={m.p}, envs={m.n_envs}, "
@@ -270,6 +276,8 @@ def _prepare(
     data: Any, env: Any, outcome: str | None, missing: str, fit_intercept: bool
 ) -> tuple[Moments, list[str], str]:
     """Validate the user's data and build the moments in one pass over the rows."""
+    if isinstance(data, _Columns):
+        return _prepare_arrays(data, env, missing, fit_intercept)
     if isinstance(data, pd.DataFrame):
         frame = data
     else:
@@ -277,7 +285,9 @@ def _prepare(
         if arr.ndim != 2 or arr.shape[1] < 2:
             raise DataError("data must be a DataFrame or a 2-d array with the outcome in "
                             f"column 0 and at least one covariate; got shape {arr.shape}.")
-        frame = pd.DataFrame(arr, columns=["y"] + [f"x{j}" for j in range(1, arr.shape[1])])
+        names = [f"x{j}" for j in range(1, arr.shape[1])]
+        return _prepare(_Columns(arr[:, 0], arr[:, 1:], names, "y"), env, outcome, missing,
+                        fit_intercept)
     columns = [str(c) for c in frame.columns]
     dupes = sorted({c for c in columns if columns.count(c) > 1})
     if dupes:
@@ -301,35 +311,75 @@ def _prepare(
     covariates = [c for c in columns if c != outcome]
     if not covariates:
         raise DataError("data has no covariate columns besides the outcome.")
-    sub = frame.loc[:, [outcome, *covariates]] if isinstance(data, pd.DataFrame) else frame
+    sub = frame.loc[:, [outcome, *covariates]]
     non_numeric = [c for c in sub.columns if not pd.api.types.is_numeric_dtype(sub[c])
                    or pd.api.types.is_bool_dtype(sub[c])]
     if non_numeric:
         raise DataError(f"Columns {non_numeric} are not numeric. Encode them first (e.g. "
                         "pandas.get_dummies) or use NegDRO.from_formula.")
+
+    def block(rows: slice | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        values = sub.iloc[rows].to_numpy(dtype=np.float64)     # one chunk, copied once
+        return values[:, 1:], values[:, 0]
+
+    return _accumulate(block, n, env_values, covariates, outcome, missing, fit_intercept)
+
+
+class _Columns:
+    """Outcome vector and covariate matrix kept as arrays (``NegDRO.from_arrays``)."""
+
+    def __init__(self, y: np.ndarray, X: np.ndarray, names: list[str], outcome: str) -> None:
+        self.y, self.X, self.names, self.outcome = y, X, names, outcome
+
+
+def _prepare_arrays(cols: _Columns, env: Any, missing: str, fit_intercept: bool):
+    n = len(cols.y)
+    env_values = np.asarray(env)
+    if env_values.ndim != 1 or len(env_values) != n:
+        raise DataError(f"env has {env_values.size} labels in shape {env_values.shape} "
+                        f"but data has {n} rows; pass one label per row.")
+    for name, arr in (("y", cols.y), ("X", cols.X)):
+        if not (np.issubdtype(arr.dtype, np.number) and not np.issubdtype(arr.dtype, bool)):
+            raise DataError(f"{name} must be numeric; got dtype {arr.dtype}.")
+
+    def block(rows: slice | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return cols.X[rows], cols.y[rows]
+
+    return _accumulate(block, n, env_values, cols.names, cols.outcome, missing, fit_intercept)
+
+
+def _accumulate(block, n, env_values, covariates, outcome, missing, fit_intercept):
+    """One pass over the rows, chunk by chunk; NaN handling; then the moment checks."""
     env_missing = pd.isna(env_values)
     if env_missing.any():
         raise DataError(f"env has {int(env_missing.sum())} missing labels; drop those rows.")
-
     keep = None
     if missing == "drop":
-        keep = np.isfinite(sub.to_numpy(dtype=np.float64)).all(axis=1)
-        if not keep.all():
+        keep = np.ones(n, dtype=bool)
+        for start in range(0, n, DEFAULT_CHUNK_ROWS):
+            X, y = block(slice(start, start + DEFAULT_CHUNK_ROWS))
+            keep[start:start + len(y)] = np.isfinite(X).all(axis=1) & np.isfinite(y)
+        if keep.all():
+            keep = None
+        else:
             warnings.warn(f"Dropped {int((~keep).sum())} of {n} rows with NaN or infinite "
-                          "values (missing='drop').", DataWarning, stacklevel=3)
+                          "values (missing='drop').", DataWarning, stacklevel=4)
+    rows = np.arange(n) if keep is None else np.flatnonzero(keep)
     codes, labels = pd.factorize(env_values if keep is None else env_values[keep], sort=True)
     acc = MomentAccumulator(p=len(covariates), n_envs=len(labels))
-    rows = np.arange(n) if keep is None else np.flatnonzero(keep)
     for start in range(0, len(rows), DEFAULT_CHUNK_ROWS):
-        idx = rows[start:start + DEFAULT_CHUNK_ROWS]
-        block = sub.iloc[idx].to_numpy(dtype=np.float64)         # one chunk, copied once
-        acc.add(block[:, 1:], block[:, 0], codes[start:start + DEFAULT_CHUNK_ROWS])
+        stop = start + DEFAULT_CHUNK_ROWS
+        X, y = block(slice(start, stop) if keep is None else rows[start:stop])
+        acc.add(X, y, codes[start:stop])
     mom = acc.finish(envs=tuple(labels.tolist()), names=covariates, outcome=outcome)
-    if not (np.isfinite(mom.Sigma).all() and np.isfinite(mom.syy).all()):
-        bad = ~np.isfinite(sub.to_numpy(dtype=np.float64))
-        cols = [c for c, b in zip(sub.columns, bad.any(axis=0), strict=True) if b]
-        raise DataError(f"data has {int(bad.any(axis=1).sum())} rows with NaN or infinite "
-                        f"values (columns {cols}). Clean them, or pass missing='drop'.")
+    if not (np.isfinite(mom.Sigma).all() and np.isfinite(mom.sxy).all()
+            and np.isfinite(mom.syy).all()):
+        bad = 0
+        for start in range(0, n, DEFAULT_CHUNK_ROWS):            # only on the error path
+            X, y = block(slice(start, start + DEFAULT_CHUNK_ROWS))
+            bad += int((~(np.isfinite(X).all(axis=1) & np.isfinite(y))).sum())
+        raise DataError(f"data has {bad} rows with NaN or infinite values. Clean them, or "
+                        "pass missing='drop'.")
     if fit_intercept:
         mom = mom.add_constant("const")
     _check_moments(mom)
@@ -360,12 +410,16 @@ def _check_moments(mom: Moments) -> None:
                         "fit_intercept=True for an intercept.")
     d, _ = mom.scales()
     corr = mom.Sigma.mean(axis=0) / np.multiply.outer(d, d)
-    vals, vecs = np.linalg.eigh(corr)
-    if vals[0] <= 1e-10 * vals[-1]:
+    try:                         # Cholesky: L_jj^2 = share of X_j not explained by X_<j
+        resid = np.diag(np.linalg.cholesky(corr)) ** 2
+    except np.linalg.LinAlgError:
+        resid = np.zeros(1)
+    if resid.min() <= 1e-10:
+        vals, vecs = np.linalg.eigh(corr)                         # only on the error path
         involved = [mom.names[j] for j in np.flatnonzero(np.abs(vecs[:, 0]) > 1e-3)]
         raise DataError(f"Covariates {involved} are collinear (the pooled second-moment "
                         "matrix is singular); drop one of them.")
-    if vals[0] <= 1e-8 * vals[-1]:
-        warnings.warn(f"The pooled second-moment matrix has condition number "
-                      f"{vals[-1] / vals[0]:.2g}; estimates may be unstable.",
-                      DataWarning, stacklevel=4)
+    if resid.min() <= 1e-8:
+        warnings.warn(f"A covariate is nearly collinear with the others (only "
+                      f"{resid.min():.1e} of its second moment is unexplained); estimates "
+                      "may be unstable.", DataWarning, stacklevel=4)

@@ -215,17 +215,20 @@ class MomentAccumulator:
 
     def add(self, X: ArrayLike, y: ArrayLike, codes: ArrayLike) -> None:
         """Add one chunk of rows (``codes`` are integer environment codes)."""
-        codes = np.asarray(codes)
-        order = np.argsort(codes, kind="stable")
-        Z = np.empty((len(order), self.p + 1))          # one float64 copy of the chunk
-        Z[:, : self.p] = np.asarray(X)[order]
-        Z[:, self.p] = np.asarray(y)[order]
-        counts = np.bincount(codes, minlength=self.n_envs)
-        for e, Ze in enumerate(np.split(Z, np.cumsum(counts)[:-1])):
-            if len(Ze):
-                self._count[e] += len(Ze)
-                self._sum[e] += Ze.sum(axis=0)
-                self._gram[e] += Ze.T @ Ze               # numpy dispatches this to syrk
+        X, y, codes = np.asarray(X), np.asarray(y), np.asarray(codes)
+        present = np.unique(codes)
+        for e in present:
+            rows = slice(None) if len(present) == 1 else codes == e
+            Xe = np.asarray(X[rows], dtype=np.float64)   # one copy of the environment's rows
+            ye = np.asarray(y[rows], dtype=np.float64)
+            self._count[e] += len(ye)
+            self._sum[e, : self.p] += Xe.sum(axis=0)
+            self._sum[e, self.p] += ye.sum()
+            self._gram[e, : self.p, : self.p] += Xe.T @ Xe  # numpy dispatches this to syrk
+            xy = Xe.T @ ye
+            self._gram[e, : self.p, self.p] += xy
+            self._gram[e, self.p, : self.p] += xy
+            self._gram[e, self.p, self.p] += ye @ ye
 
     def finish(
         self, *, envs: Sequence, names: Sequence[str], outcome: str = "y"

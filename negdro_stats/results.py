@@ -128,11 +128,9 @@ class NegDROResults:
         """
         names = [n for n in self.params.index if not (self.model.fit_intercept and n == "const")]
         if exog is None:
-            if self.model.data is None:
+            exog = self.model._exog()
+            if exog is None:
                 raise DataError("This model was built from moments; pass exog to predict.")
-            exog = self.model.data
-            if not isinstance(exog, pd.DataFrame):
-                exog = np.asarray(exog)[:, 1:]
         intercept = self.params.get("const", 0.0) if self.model.fit_intercept else 0.0
         b = self.params[names].to_numpy()
         if isinstance(exog, pd.DataFrame):

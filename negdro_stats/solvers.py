@@ -423,8 +423,8 @@ def subgradient_prox(
 def _lipschitz(Sigma: FloatArray, gamma: float, tau: float) -> float:
     """Bound on the curvature of ``sum_e a_e R_e``: ``2 (1 + tau + c|E|) max_e ||Sigma_e||``."""
     E = Sigma.shape[0]
-    top = max(float(linalg.eigvalsh(S, subset_by_index=[S.shape[0] - 1, S.shape[0] - 1])[0])
-              for S in Sigma)
+    p = Sigma.shape[1]
+    top = max(float(linalg.eigvalsh(S, subset_by_index=[p - 1, p - 1])[0]) for S in Sigma)
     return 2.0 * (1.0 + tau + negative_weight(gamma, E) * E) * top
 
 
@@ -460,12 +460,14 @@ def negdro(
         max_iter = 200 if is_sqp else 10_000
     if tol is None:
         tol = 1e-8 if is_sqp else 1e-6
-    if step_size is None:
+    uses_gradient = method != "algorithm3" or inner == "gdm"
+    if step_size is None and uses_gradient:
         step_size = 1.0 / _lipschitz(Sigma, gamma, tau if method == "algorithm3" else 0.0)
-    if upsilon is None:
+    if upsilon is None and method == "algorithm2":
         # Phi is m-weakly convex with m <= 2 c ||sum_e Sigma_e||; upsilon = 1/(2m) makes
         # the proximal problem (52) m-strongly convex.
-        upsilon = 1.0 / (4.0 * negative_weight(gamma, E) * np.linalg.norm(Sigma.sum(0), 2))
+        top = linalg.eigvalsh(Sigma.sum(0), subset_by_index=[p - 1, p - 1])[0]
+        upsilon = 1.0 / (4.0 * negative_weight(gamma, E) * top)
     settings = dict(mu=mu, tau0=tau, threshold=threshold, step_size=step_size,
                     max_iter=max_iter, tol=tol, upsilon=upsilon)
 

@@ -50,7 +50,8 @@ def test_table1_example2(nu):
         (0,): (np.array([1.0, 0.0]), [1.0, 1.0]),
         (1,): (np.array([0.0, (nb + 1) / (2 * nb + 1)]),
                [(nb**2 * (v + 1) + (nb + 1) ** 2 * v) / (2 * nb + 1) ** 2 for v in nu]),
-        (0, 1): (np.array([nb / (nb + 1), 1 / (nb + 1)]), [(v + nb**2) / (nb + 1) ** 2 for v in nu]),
+        (0, 1): (np.array([nb / (nb + 1), 1 / (nb + 1)]),
+                 [(v + nb**2) / (nb + 1) ** 2 for v in nu]),
     }
     Sbar, sbar = mom.Sigma.mean(0), mom.sxy.mean(0)       # equal-weight pooling (Sec. 2.2)
     for S, (b_exp, r_exp) in expected.items():

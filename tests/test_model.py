@@ -24,6 +24,10 @@ def test_dataframe_not_mutated_and_formats_agree(df):
     res2 = NegDRO.from_arrays(df["Y"].to_numpy(), X, df["env"].to_numpy(),
                               names=[f"X{j}" for j in range(1, 7)], outcome="Y").fit()
     assert_allclose(res.params, res2.params)
+    assert_allclose(res2.predict(), res.predict().to_numpy())
+    arr = NegDRO(df[['Y', *res.params.index]].to_numpy(), env=df['env'].to_numpy()).fit()
+    assert_allclose(arr.params.to_numpy(), res.params.to_numpy())
+    assert arr.predict().shape == (len(df),)
     res3 = NegDRO.from_formula("Y ~ 0 + X1 + X2 + X3 + X4 + X5 + X6", df, env="env").fit()
     assert_allclose(res.params.to_numpy(), res3.params.to_numpy())
     with_const = NegDRO.from_formula("Y ~ X1 + X2 + X3 + X4 + X5 + X6", df, env="env")
