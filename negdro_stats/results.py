@@ -164,6 +164,8 @@ class NegDROResults:
 def _build_summary(res: NegDROResults) -> NegDROSummary:
     s = res.settings
     method = _METHOD_LABELS[(s["method"], s["inner"])]
+    if res.solver.refit == "invariant":
+        method += " + inv. refit"
     left = [
         ("Dep. Variable:", res.model.endog_name),
         ("Method:", method),
@@ -201,6 +203,12 @@ def _build_summary(res: NegDROResults) -> NegDROSummary:
         "Intervals and selection frequencies need the bootstrap, which this version "
         "does not run.",
     ]
+    if res.solver.refit == "invariant":
+        notes.append("Coefficients on the support refitted by gradient invariance, eq. (31); "
+                     "Stationarity refers to the last Phi_mu stage.")
+    elif s.get("refit") == "invariant":
+        notes.append("refit='invariant' was not identified on the support (rank-deficient "
+                     "environment differences); the Phi_mu fit is reported.")
     if not res.converged:
         notes.append(f"The solver did not reach tol = {s['tol']:g}: treat the estimate "
                      "with care, or raise max_iter.")

@@ -55,9 +55,10 @@ from ._typing import FloatArray
 from .moments import Moments
 from .objective import best_response, env_risks, gradient, negative_weight, objective
 
-__all__ = ["SolverOutput", "negdro", "sqp", "minimax_dual", "gdm", "subgradient_prox", "METHODS"]
+__all__ = ["SolverOutput", "negdro", "sqp", "invariant_refit", "minimax_dual", "gdm", "subgradient_prox", "METHODS"]
 
 METHODS = ("algorithm3", "algorithm1", "algorithm2")
+REFITS = ("negdro", "invariant")
 INNER_SOLVERS = ("sqp", "gdm")
 
 
@@ -104,6 +105,10 @@ class SolverOutput:
         For Algorithm 3: per stage, ``tau``, support size before thresholding, iterations.
     params : dict
         The numerical settings used (mu, tau0, threshold, step size, ...).
+    refit : str
+        How the coefficients on the support were computed: ``"negdro"`` (the final
+        Phi_mu stage), ``"invariant"`` (:func:`invariant_refit`) or ``"none"``
+        (Algorithms 1 and 2).  ``grad_norm`` always refers to the last NegDRO stage.
     """
 
     b: FloatArray
@@ -118,6 +123,7 @@ class SolverOutput:
     inner: str
     stages: tuple = ()
     params: dict = field(default_factory=dict)
+    refit: str = "none"
 
 
 # ---------------------------------------------------------------------------- dual solver
@@ -420,6 +426,29 @@ def subgradient_prox(
 
 
 # --------------------------------------------------------------------------- entry point
+def invariant_refit(Sigma: FloatArray, sxy: FloatArray, *, rcond: float = 1e-6
+                    ) -> FloatArray | None:
+    """Coefficients on a selected support from gradient invariance, eq. (31).
+
+    Under additive interventions E[eps_Y X^e] = -G^T h is the same in every environment
+    (Lemma 1), so ``E_e[X (Y - b^T X)]`` is invariant at ``b = beta*``: the least-squares
+    solution of ``(Sigma_e - Sigma_bar) b = sxy_e - sxy_bar`` stacked over e (equal weight
+    per environment, as in A(w) of (16)).  It is identified when the stacked matrix has
+    full column rank -- implied by Condition 1b restricted to the support -- and then
+    converges at the n^{-1/2} rate, while the minimiser of Phi_mu chases the sampling
+    noise of the residual variances (about n^{-1/4}; Theorem 5).  Returns None when the
+    smallest singular value is below ``rcond`` times the largest (e.g. the limited
+    intervention regime of Section 5, where only Phi_mu identifies beta*).
+    Call on standardised moments, so that the weighting is scale-free.
+    """
+    D = (Sigma - Sigma.mean(axis=0)).reshape(-1, Sigma.shape[2])
+    r = (sxy - sxy.mean(axis=0)).reshape(-1)
+    b, _, rank, sv = np.linalg.lstsq(D, r, rcond=None)
+    if rank < D.shape[1] or sv[-1] <= rcond * sv[0]:
+        return None
+    return b
+
+
 def _lipschitz(Sigma: FloatArray, gamma: float, tau: float) -> float:
     """Bound on the curvature of ``sum_e a_e R_e``: ``2 (1 + tau + c|E|) max_e ||Sigma_e||``."""
     E = Sigma.shape[0]
@@ -441,8 +470,13 @@ def negdro(
     max_iter: int | None = None,
     tol: float | None = None,
     upsilon: float | None = None,
+    refit: str = "negdro",
 ) -> SolverOutput:
     """Run a NegDRO method on moments; see the module docstring for the methods.
+
+    ``refit`` (Algorithm 3 only) chooses the coefficients on the selected support:
+    ``"negdro"`` (the paper: the minimiser of Phi_mu on the support) or ``"invariant"``
+    (:func:`invariant_refit`, falling back to ``"negdro"`` where it is not identified).
 
     All numerical settings refer to the standardised problem (covariates and outcome
     rescaled to unit root mean square by :meth:`Moments.scales`): ``mu`` in units of
@@ -469,7 +503,7 @@ def negdro(
         top = linalg.eigvalsh(Sigma.sum(0), subset_by_index=[p - 1, p - 1])[0]
         upsilon = 1.0 / (4.0 * negative_weight(gamma, E) * top)
     settings = dict(mu=mu, tau0=tau, threshold=threshold, step_size=step_size,
-                    max_iter=max_iter, tol=tol, upsilon=upsilon)
+                    max_iter=max_iter, tol=tol, upsilon=upsilon, refit=refit)
 
     def solve(S: np.ndarray, tau_s: float, b0: FloatArray) -> InnerResult:
         Sig, sx = Sigma[:, S][:, :, S], sxy[:, S]
@@ -503,10 +537,14 @@ def negdro(
             results.append(solve(S, 0.0, b))                  # final: Phi_mu on S
             stages.append(dict(tau=0.0, size=len(S), n_iter=results[-1].n_iter))
     b_std = np.zeros(p)
+    used_refit = "none"
     if method != "algorithm3":
         b_std = results[-1].b
     elif len(S):
-        b_std[S] = results[-1].b
+        b_std[S], used_refit = results[-1].b, "negdro"
+        b_inv = invariant_refit(Sigma[:, S][:, :, S], sxy[:, S]) if refit == "invariant" else None
+        if b_inv is not None:
+            b_std[S], used_refit = b_inv, "invariant"
     support = np.zeros(p, dtype=bool)
     support[S] = True
     risks = env_risks(b_std, Sigma, sxy, syy)
@@ -525,4 +563,5 @@ def negdro(
         inner=inner if method == "algorithm3" else method,
         stages=tuple(stages),
         params=settings,
+        refit=used_refit,
     )
