@@ -20,7 +20,15 @@ from ._validation import check_int, check_option, check_scalar
 from .exceptions import ConvergenceWarning, DataError, DataWarning
 from .moments import DEFAULT_CHUNK_ROWS, MomentAccumulator, Moments
 from .results import NegDROResults
-from .solvers import INNER_SOLVERS, METHODS, REFITS, negdro
+from .solvers import (
+    DEFAULT_MU,
+    DEFAULT_TAU,
+    DEFAULT_THRESHOLD,
+    INNER_SOLVERS,
+    METHODS,
+    REFITS,
+    negdro,
+)
 
 __all__ = ["NegDRO"]
 
@@ -173,9 +181,9 @@ class NegDRO:
         *,
         method: str = "algorithm3",
         inner: str = "sqp",
-        mu: float = 1e-3,
-        tau: float = 0.1,
-        threshold: float = 0.15,
+        mu: float = DEFAULT_MU,
+        tau: float = DEFAULT_TAU,
+        threshold: float = DEFAULT_THRESHOLD,
         step_size: float | None = None,
         max_iter: int | None = None,
         tol: float | None = None,

@@ -55,10 +55,15 @@ from ._typing import FloatArray
 from .moments import Moments
 from .objective import best_response, env_risks, gradient, negative_weight, objective
 
-__all__ = ["SolverOutput", "negdro", "sqp", "invariant_refit", "minimax_dual", "gdm", "subgradient_prox", "METHODS"]
+__all__ = [
+    "SolverOutput", "negdro", "sqp", "invariant_refit", "minimax_dual", "gdm",
+    "subgradient_prox", "METHODS",
+]
 
 METHODS = ("algorithm3", "algorithm1", "algorithm2")
 REFITS = ("negdro", "invariant")
+# Defaults of Algorithm 3 (standardised scale), shared with NegDRO.fit; reasons in its docstring.
+DEFAULT_MU, DEFAULT_TAU, DEFAULT_THRESHOLD = 1e-3, 0.1, 0.15
 INNER_SOLVERS = ("sqp", "gdm")
 
 
@@ -463,9 +468,9 @@ def negdro(
     gamma: float = 20.0,
     method: str = "algorithm3",
     inner: str = "sqp",
-    mu: float = 1e-3,
-    tau: float = 0.1,
-    threshold: float = 0.15,
+    mu: float = DEFAULT_MU,
+    tau: float = DEFAULT_TAU,
+    threshold: float = DEFAULT_THRESHOLD,
     step_size: float | None = None,
     max_iter: int | None = None,
     tol: float | None = None,
