@@ -48,7 +48,9 @@ class NegDRO:
     eq. (9), with :math:`\hat R_e(b)` the mean squared error in environment ``e``.  The
     negative weights enforce equal risks across environments (the risk-invariance
     principle (2)); :math:`\gamma` sets how strongly.  Computed by Algorithm 3 of the
-    paper (Appendix F.3) with a fast SQP inner solver; see :meth:`fit`.
+    paper (Appendix F.3) with a fast SQP inner solver, and by default a refit on the
+    selected support by gradient invariance (31) where that is identified; see
+    :meth:`fit`.
 
     Parameters
     ----------
@@ -85,10 +87,16 @@ class NegDRO:
     Examples
     --------
     >>> from negdro_stats import NegDRO, simulate
-    >>> df = simulate.eq33(p=6).sample(2000, rng=0)
+    >>> df = simulate.eq33(p=6).sample(2000, rng=0)      # beta* = (0.5, 0, -0.5, 0, 0, 0)
     >>> res = NegDRO(df, env="env", outcome="Y").fit()
-    >>> res.params.round(1).tolist()
+    >>> res.support[res.support].index.tolist()
+    ['X1', 'X3']
+    >>> res.params.round(2).tolist()
     [0.5, 0.0, -0.5, 0.0, 0.0, 0.0]
+    >>> res.solver.refit
+    'invariant'
+    >>> NegDRO(df, env="env", outcome="Y").fit(refit="negdro").params.round(1).tolist()
+    [0.4, 0.0, -0.5, 0.0, 0.0, 0.0]
     """
 
     def __init__(
@@ -187,7 +195,7 @@ class NegDRO:
         step_size: float | None = None,
         max_iter: int | None = None,
         tol: float | None = None,
-        refit: str = "negdro",
+        refit: str = "auto",
     ) -> NegDROResults:
         r"""Fit NegDRO.
 
@@ -230,16 +238,19 @@ class NegDRO:
             1e-8 for SQP (which converges quadratically; near beta* the curvature of
             Phi_mu can be as small as 1/(1 + gamma|E|), so a 1e-6 gradient could leave
             an error of 1e-4) and 1e-6 for Algorithms 1 and 2.
-        refit : {"negdro", "invariant"}
+        refit : {"auto", "negdro", "invariant"}
             Coefficients on the support selected by Algorithm 3.  ``"negdro"`` (the
-            paper): the minimiser of Phi_mu there.  ``"invariant"``: least squares on the
-            gradient-invariance equations (31) restricted to the support
-            (:func:`negdro_stats.solvers.invariant_refit`), valid under additive
-            interventions when Condition 1b holds on the support; it converges at the
-            n^{-1/2} rate instead of about n^{-1/4}, e.g. mean error 0.012 instead of 0.054
-            on eq. (33), p = 10, n = 2,000 per environment (benchmarks/bench_core.py).
-            It falls back to ``"negdro"`` where not identified (limited interventions);
-            ``results.solver.refit`` says which was used.
+            paper, verbatim): the minimiser of Phi_mu there.  ``"invariant"``: least
+            squares on the gradient-invariance equations (31) restricted to the support
+            (:func:`negdro_stats.solvers.invariant_refit`); under additive interventions
+            it is consistent for beta* on any support that contains the causes, and it
+            converges at the n^{-1/2} rate instead of about n^{-1/4}: mean error 0.012
+            instead of 0.054 on eq. (33), p = 10, n = 2,000 per environment
+            (benchmarks/bench_core.py).  ``"auto"`` (default): ``"invariant"`` when the
+            environments' second moments differ on the support by well over their
+            sampling noise (Condition 1b there, with room to spare), else ``"negdro"``
+            -- as in the limited and weak intervention regimes of Example 3, where only
+            Phi_mu identifies beta*.  ``results.solver.refit`` says which was used.
 
         Returns
         -------

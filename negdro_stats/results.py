@@ -206,9 +206,10 @@ def _build_summary(res: NegDROResults) -> NegDROSummary:
     if res.solver.refit == "invariant":
         notes.append("Coefficients on the support refitted by gradient invariance, eq. (31); "
                      "Stationarity refers to the last Phi_mu stage.")
-    elif s.get("refit") == "invariant":
-        notes.append("refit='invariant' was not identified on the support (rank-deficient "
-                     "environment differences); the Phi_mu fit is reported.")
+    elif s.get("refit") in ("auto", "invariant") and res.solver.refit == "negdro":
+        notes.append("The gradient-invariance refit is not identified on the support (the "
+                     "environments' second moments differ too little there); the Phi_mu "
+                     "fit is reported.")
     if not res.converged:
         notes.append(f"The solver did not reach tol = {s['tol']:g}: treat the estimate "
                      "with care, or raise max_iter.")

@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 METHODS = ("algorithm3", "algorithm1", "algorithm2")
-REFITS = ("negdro", "invariant")
+REFITS = ("auto", "negdro", "invariant")
 # Defaults of Algorithm 3 (standardised scale), shared with NegDRO.fit; reasons in its docstring.
 DEFAULT_MU, DEFAULT_TAU, DEFAULT_THRESHOLD = 1e-3, 0.1, 0.15
 INNER_SOLVERS = ("sqp", "gdm")
@@ -431,25 +431,34 @@ def subgradient_prox(
 
 
 # --------------------------------------------------------------------------- entry point
-def invariant_refit(Sigma: FloatArray, sxy: FloatArray, *, rcond: float = 1e-6
-                    ) -> FloatArray | None:
+def invariant_refit(
+    Sigma: FloatArray, sxy: FloatArray, *, n_min: float = np.inf, kappa: float = 3.0,
+    rcond: float = 1e-6,
+) -> FloatArray | None:
     """Coefficients on a selected support from gradient invariance, eq. (31).
 
     Under additive interventions E[eps_Y X^e] = -G^T h is the same in every environment
-    (Lemma 1), so ``E_e[X (Y - b^T X)]`` is invariant at ``b = beta*``: the least-squares
-    solution of ``(Sigma_e - Sigma_bar) b = sxy_e - sxy_bar`` stacked over e (equal weight
-    per environment, as in A(w) of (16)).  It is identified when the stacked matrix has
-    full column rank -- implied by Condition 1b restricted to the support -- and then
-    converges at the n^{-1/2} rate, while the minimiser of Phi_mu chases the sampling
-    noise of the residual variances (about n^{-1/4}; Theorem 5).  Returns None when the
-    smallest singular value is below ``rcond`` times the largest (e.g. the limited
-    intervention regime of Section 5, where only Phi_mu identifies beta*).
-    Call on standardised moments, so that the weighting is scale-free.
+    (Lemma 1), so ``E_e[X_S (Y - b^T X)]`` is invariant at ``b = beta*`` for any support
+    ``S`` containing the causes (children of Y included): the least-squares solution of
+    ``(Sigma_e - Sigma_bar)_SS b = (sxy_e - sxy_bar)_S`` stacked over e (equal weight per
+    environment, as in A(w) of (16)).  It is identified when the stacked matrix ``D`` has
+    full column rank -- implied by Condition 1b on the support -- and then converges at
+    the n^{-1/2} rate, while the minimiser of Phi_mu chases the sampling noise of the
+    residual variances (about n^{-1/4}; Theorem 5).
+
+    Returns None (not identified) when the smallest singular value of ``D`` is below
+    ``rcond`` times the largest, or below ``kappa`` times the size a pure-noise ``D``
+    would have, ``sqrt(2 |E| |S| / n_min)`` (standardised moments of unit mean square
+    have sampling standard deviation about ``sqrt(2/n)``): e.g. the limited and weak
+    regimes of Example 3, where only Phi_mu identifies beta*.  Call on standardised
+    moments, so that the weighting is scale-free.
     """
-    D = (Sigma - Sigma.mean(axis=0)).reshape(-1, Sigma.shape[2])
+    E, k, _ = Sigma.shape
+    D = (Sigma - Sigma.mean(axis=0)).reshape(-1, k)
     r = (sxy - sxy.mean(axis=0)).reshape(-1)
     b, _, rank, sv = np.linalg.lstsq(D, r, rcond=None)
-    if rank < D.shape[1] or sv[-1] <= rcond * sv[0]:
+    noise = np.sqrt(2.0 * E * k / n_min)
+    if rank < k or sv[-1] <= rcond * sv[0] or sv[-1] <= kappa * noise:
         return None
     return b
 
@@ -475,13 +484,15 @@ def negdro(
     max_iter: int | None = None,
     tol: float | None = None,
     upsilon: float | None = None,
-    refit: str = "negdro",
+    refit: str = "auto",
 ) -> SolverOutput:
     """Run a NegDRO method on moments; see the module docstring for the methods.
 
     ``refit`` (Algorithm 3 only) chooses the coefficients on the selected support:
-    ``"negdro"`` (the paper: the minimiser of Phi_mu on the support) or ``"invariant"``
-    (:func:`invariant_refit`, falling back to ``"negdro"`` where it is not identified).
+    ``"negdro"`` (the paper: the minimiser of Phi_mu on the support), ``"invariant"``
+    (:func:`invariant_refit` whenever its matrix has full rank) or ``"auto"`` (default:
+    :func:`invariant_refit` when it is identified well above sampling noise, else
+    ``"negdro"``).
 
     All numerical settings refer to the standardised problem (covariates and outcome
     rescaled to unit root mean square by :meth:`Moments.scales`): ``mu`` in units of
@@ -547,7 +558,10 @@ def negdro(
         b_std = results[-1].b
     elif len(S):
         b_std[S], used_refit = results[-1].b, "negdro"
-        b_inv = invariant_refit(Sigma[:, S][:, :, S], sxy[:, S]) if refit == "invariant" else None
+        b_inv = None
+        if refit != "negdro":
+            n_min = float(mom.n.min()) if refit == "auto" else np.inf
+            b_inv = invariant_refit(Sigma[:, S][:, :, S], sxy[:, S], n_min=n_min)
         if b_inv is not None:
             b_std[S], used_refit = b_inv, "invariant"
     support = np.zeros(p, dtype=bool)

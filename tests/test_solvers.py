@@ -17,21 +17,22 @@ def test_population_eq33_exact_recovery(variant):
     {X1, X3}.  On the true support the risks have no first-order term (no confounding), so
     beta* is the exact minimiser of Phi_mu there."""
     sem = simulate.eq33(p=10, variant=variant)
-    out = negdro(sem.moments())
-    assert_allclose(out.b, sem.beta_star, atol=1e-6)
-    assert list(np.flatnonzero(out.support)) == [0, 2]
-    assert out.converged
+    for refit in ("negdro", "auto"):
+        out = negdro(sem.moments(), refit=refit)
+        assert_allclose(out.b, sem.beta_star, atol=1e-6)
+        assert list(np.flatnonzero(out.support)) == [0, 2]
+        assert out.converged
 
 
 def test_sqp_matches_algorithm1_and_algorithm2():
     """Same objective, same stationary point: SQP (mu = 1e-3) = Algorithm 1; SQP (mu = 0) =
     Algorithm 2 (which minimises the unpenalised Phi (50))."""
     mom = simulate.eq33(p=5).moments()
-    sqp = negdro(mom, threshold=0.0)
+    sqp = negdro(mom, threshold=0.0, refit="negdro")
     alg1 = negdro(mom, method="algorithm1")
     assert alg1.converged and alg1.grad_norm <= 1e-6
     assert_allclose(sqp.b, alg1.b, atol=1e-5)
-    sqp0 = negdro(mom, threshold=0.0, mu=0.0)
+    sqp0 = negdro(mom, threshold=0.0, mu=0.0, refit="negdro")
     alg2 = negdro(mom, method="algorithm2", max_iter=1000)
     assert alg2.grad_norm <= 1e-4
     assert_allclose(sqp0.b, alg2.b, atol=1e-4)
@@ -70,6 +71,7 @@ def test_limited_regime_example3_population():
     lam, _ = margin_1b(mom.Sigma)
     assert lam < 1e-6
     out = negdro(mom)
+    assert out.refit == "negdro"                    # gradient invariance not identified
     assert_allclose(out.b, sem.beta_star, atol=1e-4)
 
 
@@ -90,8 +92,8 @@ def test_gdm_inner_solver_agrees():
     1e-6; near beta* the smallest curvature of Phi_mu is about 2 lambda_min(Sigma_bar) /
     (1 + gamma|E|) ~ 0.02 on the standardised scale, so its error is up to ~5e-5."""
     mom = simulate.eq33(p=6).moments()
-    a = negdro(mom)
-    b = negdro(mom, inner="gdm")
+    a = negdro(mom, refit="negdro")
+    b = negdro(mom, inner="gdm", refit="negdro")
     assert_allclose(a.b, simulate.eq33(p=6).beta_star, atol=1e-6)
     assert_allclose(a.b, b.b, atol=5e-5)
     assert list(np.flatnonzero(a.support)) == list(np.flatnonzero(b.support))
@@ -108,6 +110,15 @@ def test_invariant_refit():
     out = negdro(limited.moments(), refit="invariant")
     assert out.refit == "negdro"
     assert_allclose(out.b, limited.beta_star, atol=1e-4)
+
+
+def test_auto_refit_falls_back_in_weak_regime():
+    """Example 3's weak regime at n = 10,000 per environment: the environments differ on
+    X2 by far less than sampling noise, so "auto" keeps the Phi_mu fit."""
+    sem = simulate.example3("weak")
+    df = sem.sample(10_000, rng=3)
+    res = NegDRO(df, env="env", outcome="Y").fit()
+    assert res.solver.refit == "negdro"
 
 
 def test_invariant_refit_more_accurate_on_samples():
