@@ -1,4 +1,4 @@
-"""Solvers for NegDRO on per-environment moments: Algorithms 1, 2, 3 and the dual solver.
+"""Solvers for NegDRO on per-environment moments: Algorithms 1, 2, 3, SQP and refits.
 
 All routines work on the arrays of :class:`~negdro_stats.moments.Moments` (see the
 glossary in :mod:`negdro_stats.objective`).  :func:`negdro` is the entry point: it
@@ -12,7 +12,9 @@ Methods
     Appendix F.3: minimise the tau-adjusted objective (124), hard-threshold at ``c0``,
     halve tau, repeat on the support until it is stable, then minimise Phi_mu on it.
     Each inner minimisation uses ``inner="sqp"`` (default) or ``inner="gdm"``
-    (Algorithm 1, as printed).
+    (Algorithm 1, as printed).  With ``refit="auto"`` (default) the coefficients on the
+    final support come from gradient invariance (31) where that is well identified
+    (:func:`invariant_refit`); ``refit="negdro"`` is the paper's algorithm verbatim.
 ``"algorithm1"``
     Gradient descent-maximisation on Phi_mu, eq. (22)-(24), output = the iterate with the
     smallest gradient norm.  No thresholding.
