@@ -6,10 +6,17 @@
 """
 
 from . import simulate
-from .design import Intervention, LinearSEM
+from .design import DesignReport, Intervention, InterventionAdvice, LinearSEM
+from .diagnostics import (
+    IdentificationResult,
+    check_condition_1b,
+    check_condition_4,
+    check_condition_6,
+)
 from .exceptions import ConvergenceWarning, DataError, DataWarning, IdentificationWarning
 from .model import NegDRO
 from .moments import MomentAccumulator, Moments
+from .report import IdentificationReport, RiskInvarianceTest
 from .results import NegDROResults
 
 __all__ = [
@@ -19,6 +26,14 @@ __all__ = [
     "MomentAccumulator",
     "LinearSEM",
     "Intervention",
+    "DesignReport",
+    "InterventionAdvice",
+    "IdentificationResult",
+    "IdentificationReport",
+    "RiskInvarianceTest",
+    "check_condition_1b",
+    "check_condition_4",
+    "check_condition_6",
     "simulate",
     "DataError",
     "DataWarning",

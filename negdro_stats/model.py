@@ -17,8 +17,10 @@ import pandas as pd
 
 from ._typing import ArrayLike
 from ._validation import check_int, check_option, check_scalar
-from .exceptions import ConvergenceWarning, DataError, DataWarning
+from .diagnostics import IdentificationResult, check_condition_1b
+from .exceptions import ConvergenceWarning, DataError, DataWarning, IdentificationWarning
 from .moments import DEFAULT_CHUNK_ROWS, MomentAccumulator, Moments
+from .report import IdentificationReport, identification_report
 from .results import NegDROResults
 from .solvers import (
     DEFAULT_MU,
@@ -113,7 +115,7 @@ class NegDRO:
         self.fit_intercept = bool(fit_intercept)
         self.missing = check_option(missing, "missing", "NegDRO", ["raise", "drop"])
         self.data = data
-        self.moments, self.exog_names, self.endog_name = _prepare(
+        self.moments, self.exog_names, self.endog_name, self._rows = _prepare(
             data, env, outcome, self.missing, self.fit_intercept)
 
     # ------------------------------------------------------------------ constructors
@@ -179,7 +181,7 @@ class NegDRO:
         self.gamma = check_scalar(gamma, "gamma", "NegDRO", min_val=0)
         self.fit_intercept, self.missing, self.data = False, "raise", None
         _check_moments(moments)
-        self.moments = moments
+        self.moments, self._rows = moments, None
         self.exog_names, self.endog_name = list(moments.names), moments.outcome
         return self
 
@@ -196,6 +198,7 @@ class NegDRO:
         max_iter: int | None = None,
         tol: float | None = None,
         refit: str = "auto",
+        check_identification: bool = True,
     ) -> NegDROResults:
         r"""Fit NegDRO.
 
@@ -280,13 +283,90 @@ class NegDRO:
         out = negdro(self.moments, gamma=self.gamma, method=method, inner=inner, mu=mu,
                      tau=tau, threshold=threshold, step_size=step_size, max_iter=max_iter,
                      tol=tol, refit=refit)
+        identification = self._condition_1b() if check_identification else None
+        if identification is not None and not identification.holds:
+            warnings.warn(
+                "Condition 1b fails on these data (identifiability margin "
+                f"{identification.margin:.3g}): the environments may not differ enough to "
+                "identify the causal model; see NegDRO.diagnose().",
+                IdentificationWarning, stacklevel=2)
         if not out.converged:
             warnings.warn(
                 f"NegDRO ({method}) did not reach tol = {out.params['tol']:g} within max_iter = "
                 f"{out.params['max_iter']} (stationarity {out.grad_norm:.2e}); raise "
                 "max_iter, or use the default method='algorithm3'.",
                 ConvergenceWarning, stacklevel=2)
-        return NegDROResults(model=self, solver=out)
+        return NegDROResults(model=self, solver=out, identification=identification)
+
+    def _condition_1b(self) -> IdentificationResult:
+        """Condition 1b on the moments, without the constant column (never intervened on,
+        so it would make the margin 0; STYLE.md's intercept decision)."""
+        mom = self.moments
+        if self.fit_intercept:
+            mom = mom.subset([j for j, n in enumerate(mom.names) if n != "const"])
+        return check_condition_1b(mom)
+
+    def diagnose(
+        self,
+        *,
+        n_boot: int = 199,
+        n_perm: int = 199,
+        alpha: float = 0.05,
+        rng: np.random.Generator | int | None = None,
+        results: NegDROResults | None = None,
+        verbose: bool | None = None,
+    ) -> IdentificationReport:
+        """How well do these environments identify beta*?  (Condition 1b/1a with
+        uncertainty, and a test of the invariance assumption.)
+
+        Parameters
+        ----------
+        n_boot : int, default 199
+            Bootstrap resamples (rows drawn with replacement within each environment) for
+            a lower confidence bound of the relative margin; 0 skips it.
+        n_perm : int, default 199
+            Permutations of the environment labels for the test of "no heterogeneity";
+            0 skips it.
+        alpha : float, default 0.05
+            One minus the confidence level of the bound.
+        rng : numpy Generator or seed, optional
+        results : NegDROResults, optional
+            A fit to test for equal environment risks; default: ``self.fit()``.
+        verbose : bool, optional
+            Show a progress bar (tqdm, if installed); default: when stderr is a terminal.
+
+        Returns
+        -------
+        IdentificationReport
+            ``print(report)`` explains the result in words.
+
+        Notes
+        -----
+        Each resample or permutation rebuilds the per-environment moments from the rows,
+        so the cost is ``(n_boot + n_perm) n p^2``.  A constant column (``fit_intercept``)
+        is left out of the margin: it is never intervened on.
+        """
+        if self._rows is None:
+            raise DataError("diagnose() resamples rows; this model was built from moments. "
+                            "Use negdro_stats.diagnostics.check_condition_1b on them.")
+        n_boot = check_int(n_boot, "n_boot", "NegDRO.diagnose", min_val=0)
+        n_perm = check_int(n_perm, "n_perm", "NegDRO.diagnose", min_val=0)
+        alpha = check_scalar(alpha, "alpha", "NegDRO.diagnose", min_val=0, max_val=1,
+                             closed="neither")
+        rng = np.random.default_rng(rng)
+        if results is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", IdentificationWarning)
+                results = self.fit()
+        X, y, codes = self._rows.arrays()
+        keep = [j for j, n in enumerate(self.exog_names) if n != "const"]
+        residuals = y - X @ results.params.iloc[keep].to_numpy() - (
+            results.params["const"] if self.fit_intercept else 0.0)
+        return identification_report(
+            X, y, codes, envs=self.moments.envs,
+            names=[self.exog_names[j] for j in keep], condition_1b=self._condition_1b(),
+            residuals=residuals, n_boot=n_boot, n_perm=n_perm, alpha=alpha, rng=rng,
+            progress=_progress_bar(n_boot + n_perm, verbose, "diagnose"))
 
     def _exog(self) -> pd.DataFrame | np.ndarray | None:
         """The covariates of the fitted data (for ``predict``), or None without rows."""
@@ -305,7 +385,7 @@ class NegDRO:
 # ------------------------------------------------------------------------- validation
 def _prepare(
     data: Any, env: Any, outcome: str | None, missing: str, fit_intercept: bool
-) -> tuple[Moments, list[str], str]:
+) -> tuple[Moments, list[str], str, _Rows]:
     """Validate the user's data and build the moments in one pass over the rows."""
     if isinstance(data, _Columns):
         return _prepare_arrays(data, env, missing, fit_intercept)
@@ -354,6 +434,18 @@ def _prepare(
         return values[:, 1:], values[:, 0]
 
     return _accumulate(block, n, env_values, covariates, outcome, missing, fit_intercept)
+
+
+class _Rows:
+    """Row access kept by the model for diagnostics that resample rows."""
+
+    def __init__(self, block, rows: np.ndarray | None, codes: np.ndarray) -> None:
+        self.block, self.rows, self.codes = block, rows, codes
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(X, y, codes)`` as float64 arrays of the rows used (one copy)."""
+        X, y = self.block(slice(None) if self.rows is None else self.rows)
+        return np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64), self.codes
 
 
 class _Columns:
@@ -414,7 +506,7 @@ def _accumulate(block, n, env_values, covariates, outcome, missing, fit_intercep
     if fit_intercept:
         mom = mom.add_constant("const")
     _check_moments(mom)
-    return mom, list(mom.names), outcome
+    return mom, list(mom.names), outcome, _Rows(block, None if keep is None else rows, codes)
 
 
 def _check_moments(mom: Moments) -> None:
@@ -454,3 +546,16 @@ def _check_moments(mom: Moments) -> None:
         warnings.warn(f"A covariate is nearly collinear with the others (only "
                       f"{resid.min():.1e} of its second moment is unexplained); estimates "
                       "may be unstable.", DataWarning, stacklevel=4)
+
+
+def _progress_bar(total: int, verbose: bool | None, desc: str):
+    """A tqdm wrapper when asked for (or when stderr is a terminal), else None."""
+    import sys
+
+    if verbose is False or (verbose is None and not sys.stderr.isatty()) or total == 0:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return lambda steps: tqdm(steps, total=total, desc=desc)

@@ -11,6 +11,7 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
 from ._typing import ArrayLike
+from .diagnostics import IdentificationResult
 from .exceptions import DataError
 from .solvers import SolverOutput
 
@@ -79,15 +80,20 @@ class NegDROResults:
     solver : SolverOutput
         Everything the solver reported, including the settings used and, for
         Algorithm 3, its stages.
+    identification : IdentificationResult or None
+        Condition 1b on the moments (``fit(check_identification=True)``, the default);
+        ``ident_margin`` is its margin.
     """
 
-    def __init__(self, *, model: NegDRO, solver: SolverOutput) -> None:
+    def __init__(self, *, model: NegDRO, solver: SolverOutput,
+                 identification: IdentificationResult | None = None) -> None:
         mom = model.moments
         names = pd.Index(model.exog_names, name="covariate")
         envs = pd.Index(mom.envs, name="environment")
         d, s_y = mom.scales()
         self.model = model
         self.solver = solver
+        self.identification = identification
         self.params = pd.Series(solver.b, index=names, name="coef")
         self.support = pd.Series(solver.support, index=names, name="selected")
         self.std_params = pd.Series(solver.b * d / s_y, index=names, name="std coef")
@@ -98,6 +104,11 @@ class NegDROResults:
         self.grad_norm = solver.grad_norm
         self.converged = solver.converged
         self.n_iter = solver.n_iter
+
+    @property
+    def ident_margin(self) -> float:
+        """Identifiability margin lambda of Condition 1b (eq. (16)); NaN if not computed."""
+        return float("nan") if self.identification is None else self.identification.margin
 
     @property
     def gamma(self) -> float:
@@ -172,8 +183,12 @@ def _build_summary(res: NegDROResults) -> NegDROSummary:
         ("gamma:", f"{res.gamma:g}"),
         ("No. Observations:", f"{res.nobs:g}"),
         ("No. Environments:", f"{res.n_envs}"),
+        ("Refit on support:", res.solver.refit),
     ]
+    ident = res.identification
     right = [
+        ("Ident. margin (λ, Cond. 1b):",
+         "n/a" if ident is None else f"{ident.margin:.3g} ({'holds' if ident.holds else 'FAILS'})"),
         ("Selected:", f"{int(res.support.sum())} of {len(res.params)}"),
         ("Threshold c0:", f"{s['threshold']:g}" if s["method"] == "algorithm3" else "none"),
         ("Converged:", "yes" if res.converged else "NO"),
@@ -210,9 +225,15 @@ def _build_summary(res: NegDROResults) -> NegDROSummary:
         notes.append("The gradient-invariance refit is not identified on the support (the "
                      "environments' second moments differ too little there); the Phi_mu "
                      "fit is reported.")
+    if ident is not None and not ident.holds:
+        notes.append("Condition 1b fails (margin <= 0): the environments may not identify "
+                     "the causal model; run model.diagnose() for advice.")
     if not res.converged:
         notes.append(f"The solver did not reach tol = {s['tol']:g}: treat the estimate "
                      "with care, or raise max_iter.")
+    if ident is not None and res.model.fit_intercept:
+        notes.append("The margin leaves out the constant column, which is never intervened "
+                     "on.")
     if res.model.moments.source == "population":
         notes.append("Fitted on population moments: No. Observations is infinite.")
     smry.add_extra_txt([f"[{k}] {t}" for k, t in enumerate(notes, start=1)])

@@ -12,10 +12,13 @@ ALLOWED = {
     "moments": {"_typing"},
     "objective": {"_typing"},
     "solvers": {"_typing", "moments", "objective"},
-    "design": {"_typing", "exceptions", "moments"},
+    "diagnostics": {"_typing", "exceptions", "moments"},
+    "report": {"_typing", "diagnostics", "moments"},
+    "design": {"_typing", "exceptions", "moments", "diagnostics"},
     "simulate": {"design", "exceptions"},
-    "results": {"_typing", "exceptions", "solvers"},       # model only under TYPE_CHECKING
-    "model": {"_typing", "_validation", "exceptions", "moments", "results", "solvers"},
+    "results": {"_typing", "exceptions", "solvers", "diagnostics"},  # model: TYPE_CHECKING
+    "model": {"_typing", "_validation", "exceptions", "moments", "results", "solvers",
+              "diagnostics", "report"},
     "cli": {"__init__"},
     "__main__": {"cli"},
 }

@@ -1,0 +1,424 @@
+"""Identification conditions as semidefinite programmes: Conditions 1a/1b, 4 and 6.
+
+Each check maximises a smallest eigenvalue over the simplex of environment weights:
+
+    Condition 1b (16):  lam = max_{w in simplex} lambda_min(A(w)),
+                        A(w) = sum_e (w_e - 1/|E|) Sigma_e,
+    Condition 4:        max_w min{ lambda_min([Delta(w)]_{S_L,S_L}),
+                                   lambda_min(sum_e w_e Sigma_e) }   and D subset S_L,
+    Condition 6:        max_w t  s.t.  Delta(w) >= t h h^T / ||h||^2,
+                                       H + sum_e w_e E[delta delta^T] >= t I,
+
+with Delta(w) = sum_e (w_e - 1/|E|) E[delta^e delta^eT] (30).  The condition holds when
+the optimum is positive.  Condition 6 asks for Delta(w) >= 0 with h in the span of its
+positive eigenvectors (57); for a PSD matrix that span is range(Delta(w)), and
+``h in range(Delta)`` holds iff ``Delta >= t h h^T`` for some ``t > 0`` (write
+``Delta = V L V^T``; then ``t = 1 / (h^T Delta^+ h)`` works, and conversely
+``Delta >= t h h^T`` forces ``h`` orthogonal to the kernel), so Condition 6 is the linear
+SDP above.  (56) is ``H + sum_e w_e E[delta delta^T] > 0``.
+
+Two solution paths, reported in the result:
+
+``"sdp"``
+    cvxpy, the epigraph form ``max t s.t. sum_e w_e M_e + C >= t N`` (CLARABEL, falling
+    back to SCS), the matrices scaled to unit spectral norm first so that solver
+    tolerances mean the same at any data scale.  The margin is then recomputed with
+    numpy at the returned weights.
+``"cutting-plane"``
+    for large p (default beyond ``SDP_MAX_DIM`` = 200): ``w -> lambda_min(A(w))`` is
+    concave with supergradient ``(v^T M_e v)_e`` (v the bottom eigenvector), so Kelley's
+    cutting-plane method over the |E|-simplex (one LP per step, HiGHS) converges with an
+    explicit optimality gap (upper bound from the LP, lower bound from the best point).
+    Each step needs one extreme eigenpair (dense for moderate p, Lanczos beyond).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Literal
+
+import cvxpy as cp
+import numpy as np
+from scipy import linalg, optimize
+from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+
+from ._typing import FloatArray
+from .exceptions import SolverError
+from .moments import Moments
+
+__all__ = [
+    "Certificate1a",
+    "IdentificationResult",
+    "check_condition_1b",
+    "check_condition_4",
+    "check_condition_6",
+    "max_min_eigenvalue",
+    "SDP_MAX_DIM",
+]
+
+SDP_MAX_DIM = 200
+DEFAULT_TOL = 1e-7
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class Certificate1a:
+    """Condition 1a (14) from the maximiser w0 of Condition 1b (proof of Proposition 1).
+
+    ``E1 = {e : w0_e > 1/|E|}``, ``E2 = {e : w0_e < 1/|E|}``, weights proportional to
+    ``|w0_e - 1/|E||`` within each group; then
+    ``sum_{E1} w_e Sigma_e - sum_{E2} w'_f Sigma_f = A(w0) / s`` with
+    ``s = sum_{E1} (w0_e - 1/|E|)``, and ``lambda_min`` of that difference is verified.
+    """
+
+    E1: tuple
+    E2: tuple
+    w: FloatArray
+    w_prime: FloatArray
+    lambda_min: float
+
+    def __str__(self) -> str:
+        a = " + ".join(f"{x:.3g}*Sigma[{e!r}]" for e, x in zip(self.E1, self.w, strict=True))
+        b = " + ".join(f"{x:.3g}*Sigma[{e!r}]" for e, x in zip(self.E2, self.w_prime,
+                                                                 strict=True))
+        return f"{a}  -  ({b})  has smallest eigenvalue {self.lambda_min:.3g}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class IdentificationResult:
+    """Outcome of an identification check (Condition 1b, 4 or 6 of the paper).
+
+    Attributes
+    ----------
+    condition : {"1b", "4", "6"}
+    holds : bool
+        ``relative_margin > tol`` (and, for Condition 4, ``D`` within ``S_L``).
+    margin : float
+        The optimal ``t`` (for 1b: the identifiability margin lambda of (16)), in the
+        units of the second moments.
+    relative_margin : float
+        ``margin`` divided by the spectral norm of the average matrix involved
+        (``Sigma_bar`` for 1b): invariant to rescaling all covariates together.
+    weights : ndarray
+        The maximising weights w0.
+    envs : tuple
+        Environment labels of the weights.
+    certificate : Certificate1a or None
+        For Condition 1b when it holds.
+    failing : tuple of str
+        Which requirements fail, in words (empty when the condition holds).
+    path, solver, status : str
+        ``"sdp"`` or ``"cutting-plane"``; the solver used; its final status.
+    gap : float
+        Upper bound minus the achieved value (cutting-plane path; 0 for the SDP).
+    tol : float
+    source : {"sample", "population"}
+    """
+
+    condition: Literal["1b", "4", "6"]
+    holds: bool
+    margin: float
+    relative_margin: float
+    weights: FloatArray
+    envs: tuple
+    certificate: Certificate1a | None
+    failing: tuple[str, ...]
+    path: str
+    solver: str
+    status: str
+    gap: float
+    tol: float
+    source: str
+    extras: dict = field(default_factory=dict)
+
+    @property
+    def verdict(self) -> str:
+        """One line in words."""
+        name = {"1b": "Condition 1b (heterogeneity: B_inv = {beta*})",
+                "4": "Condition 4 (limited interventions)",
+                "6": "Condition 6 (relaxed, with confounding)"}[self.condition]
+        if self.holds:
+            return (f"{name} holds: margin {self.margin:.4g} "
+                    f"(relative {self.relative_margin:.3g}).")
+        why = "; ".join(self.failing) if self.failing else "margin not positive"
+        return f"{name} fails: {why} (margin {self.margin:.4g})."
+
+    def __str__(self) -> str:
+        w = ", ".join(f"{e}: {x:.3f}" for e, x in zip(self.envs, self.weights, strict=True))
+        lines = [self.verdict, f"  weights w0 = ({w})",
+                 f"  path: {self.path} ({self.solver}, {self.status}), tol = {self.tol:g}, "
+                 f"{self.source} moments"]
+        if self.certificate is not None:
+            lines.append(f"  Condition 1a certificate: {self.certificate}")
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------- optimisers
+def _bottom_eigpair(S: FloatArray, v0: FloatArray | None) -> tuple[float, FloatArray]:
+    k = S.shape[0]
+    if k > 2 * SDP_MAX_DIM:
+        try:
+            vals, vecs = eigsh(S, k=1, which="SA", v0=v0, tol=1e-10)
+            return float(vals[0]), vecs[:, 0]
+        except ArpackNoConvergence:
+            pass
+    vals, vecs = linalg.eigh(S, subset_by_index=[0, 0])
+    return float(vals[0]), vecs[:, 0]
+
+
+def _cutting_plane(M: FloatArray, C: FloatArray, *, tol: float, max_iter: int = 300
+                   ) -> tuple[FloatArray, float, float, str]:
+    """Cutting planes with a trust region for max_{w in simplex} lambda_min(sum_e w_e M_e + C).
+
+    Every evaluation adds the cut ``f(w') <= f(w) + g.(w' - w)``; the LP over all cuts on
+    the whole simplex gives an upper bound, and the next point maximises the cuts within a
+    box of radius r around the best point (r halves after a step that does not improve,
+    which keeps Kelley's method from zig-zagging).
+    """
+    E = M.shape[0]
+    w = np.full(E, 1.0 / E)
+    cuts_g, cuts_c = [], []                  # t <= g.w + c  for every cut
+    best_w, best_f, upper, v, radius = w, -np.inf, np.inf, None, 0.5
+    status = "max_iter"
+    objective_lp = np.r_[np.zeros(E), -1.0]
+    A_eq, b_eq = np.r_[np.ones(E), 0.0][None, :], [1.0]
+    for _ in range(max_iter):
+        f, v = _bottom_eigpair(np.tensordot(w, M, axes=1) + C, v)
+        g = np.einsum("i,eij,j->e", v, M, v)              # supergradient of lambda_min
+        if f > best_f + 1e-15:
+            best_w, best_f = w, f
+        else:
+            radius *= 0.5
+        cuts_g.append(g)
+        cuts_c.append(f - g @ w)
+        A_ub = np.column_stack([-np.array(cuts_g), np.ones(len(cuts_g))])
+        b_ub = np.array(cuts_c)
+        lp = optimize.linprog(objective_lp, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq,
+                              bounds=[(0, 1)] * E + [(None, None)], method="highs")
+        if lp.status != 0:
+            status = f"lp status {lp.status}"
+            break
+        upper = min(upper, -lp.fun)
+        if upper - best_f <= tol:
+            status = "optimal"
+            break
+        box = [(max(0.0, x - radius), min(1.0, x + radius)) for x in best_w]
+        lp = optimize.linprog(objective_lp, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq,
+                              bounds=box + [(None, None)], method="highs")
+        w = np.maximum(lp.x[:E], 0.0) if lp.status == 0 else best_w
+        w /= w.sum()
+    return best_w, best_f, max(upper - best_f, 0.0), status
+
+
+def _sdp(M: FloatArray, C: FloatArray, N: FloatArray) -> tuple[FloatArray, str, str]:
+    """max t s.t. sum_e w_e M_e + C >= t N, w in the simplex (epigraph form)."""
+    E, k, _ = M.shape
+    w, t = cp.Variable(E, nonneg=True), cp.Variable()
+    lhs = sum(w[e] * M[e] for e in range(E)) + C           # stays symmetric for cvxpy
+    prob = cp.Problem(cp.Maximize(t), [cp.sum(w) == 1, lhs - t * N >> 0])
+    for solver in ("CLARABEL", "SCS"):
+        try:
+            with warnings.catch_warnings():       # "may be inaccurate": reported in status
+                warnings.simplefilter("ignore", UserWarning)
+                prob.solve(solver=solver)
+        except cp.SolverError:
+            continue
+        if prob.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+            w0 = np.maximum(np.asarray(w.value, dtype=np.float64), 0.0)
+            return w0 / w0.sum(), solver, prob.status
+    raise SolverError(f"The identification SDP failed with CLARABEL and SCS "
+                      f"(last status {prob.status!r}).")
+
+
+def max_min_eigenvalue(
+    M: FloatArray, C: FloatArray, *, path: str = "auto", tol: float = 1e-7
+) -> tuple[FloatArray, float, dict]:
+    """``max_{w in simplex} lambda_min(sum_e w_e M_e + C)``: the weights, the value and
+    facts about the solve (path, solver, status, gap).  Inputs should be scaled to unit
+    spectral norm; ``tol`` is the absolute optimality gap of the cutting-plane path (it
+    stalls near 1e-8 from eigenvalue rounding; within 100 tol it reports
+    "optimal_inaccurate")."""
+    k = M.shape[1]
+    if path == "auto":
+        path = "sdp" if k <= SDP_MAX_DIM else "cutting-plane"
+    if path == "sdp":
+        w0, solver, status = _sdp(M, C, np.eye(k))
+        value = float(np.linalg.eigvalsh(np.tensordot(w0, M, axes=1) + C)[0])
+        return w0, value, dict(path="sdp", solver=solver, status=status, gap=0.0)
+    w0, value, gap, status = _cutting_plane(M, C, tol=tol)
+    if status != "optimal" and gap <= 100 * tol:
+        status = "optimal_inaccurate"
+    elif status != "optimal":
+        raise SolverError(f"The cutting-plane path stopped with status {status!r} and gap "
+                          f"{gap:.2g}; use path='sdp'.")
+    return w0, value, dict(path="cutting-plane", solver="HiGHS LP + eigh", status=status,
+                           gap=gap)
+
+
+# ------------------------------------------------------------------------- conditions
+def _as_stack(Sigma: Moments | FloatArray) -> tuple[FloatArray, tuple, str]:
+    if isinstance(Sigma, Moments):
+        return Sigma.Sigma, Sigma.envs, Sigma.source
+    S = np.asarray(Sigma, dtype=np.float64)
+    return S, tuple(range(S.shape[0])), "population"
+
+
+def _certificate(w0: FloatArray, Sigma: FloatArray, envs: tuple) -> Certificate1a | None:
+    E = len(w0)
+    dev = w0 - 1.0 / E
+    up, down = dev > 0, dev < 0
+    if not (up.any() and down.any()):
+        return None
+    s = dev[up].sum()
+    w, w_prime = dev[up] / s, -dev[down] / s
+    diff = np.tensordot(w, Sigma[up], axes=1) - np.tensordot(w_prime, Sigma[down], axes=1)
+    return Certificate1a(E1=tuple(e for e, u in zip(envs, up, strict=True) if u),
+                         E2=tuple(e for e, d in zip(envs, down, strict=True) if d),
+                         w=w, w_prime=w_prime,
+                         lambda_min=float(np.linalg.eigvalsh(diff)[0]))
+
+
+def check_condition_1b(
+    Sigma: Moments | FloatArray, *, tol: float = DEFAULT_TOL, path: str = "auto"
+) -> IdentificationResult:
+    """Condition 1b: maximise ``lambda_min(A(w))`` over the simplex, eq. (16).
+
+    Parameters
+    ----------
+    Sigma : Moments or array (E, p, p)
+        Per-environment second moments ``E[X X^T]`` (sample or population).
+    tol : float
+        The condition is declared to hold when ``relative_margin > tol``.
+    path : {"auto", "sdp", "cutting-plane"}
+        Solution path; "auto" uses the SDP up to p = 200.
+
+    Returns
+    -------
+    IdentificationResult
+        With the Condition 1a certificate (Proposition 1) when the margin is positive.
+    """
+    S, envs, source = _as_stack(Sigma)
+    E, p, _ = S.shape
+    scale = float(np.linalg.eigvalsh(S.mean(axis=0))[-1])
+    Ms = S / scale
+    w0, value, facts = max_min_eigenvalue(Ms, -Ms.mean(axis=0), path=path)
+    lam = float(np.linalg.eigvalsh(np.tensordot(w0 - 1.0 / E, S, axes=1))[0])  # A(w0), (16)
+    rel = lam / scale
+    holds = rel > tol
+    return IdentificationResult(
+        condition="1b", holds=holds, margin=lam, relative_margin=rel, weights=w0, envs=envs,
+        certificate=_certificate(w0, S, envs) if holds else None,
+        failing=() if holds else ("no weighting of the environments makes A(w) positive "
+                                  "definite: some direction b - beta* leaves every "
+                                  "environment's risk equal",),
+        tol=tol, source=source, gap=facts["gap"] * scale,
+        **{k: facts[k] for k in ("path", "solver", "status")})
+
+
+def _block_diag(*blocks: FloatArray) -> FloatArray:
+    """Block-diagonal stack for (E, k_i, k_i) arrays or (k_i, k_i) matrices."""
+    if blocks[0].ndim == 3:
+        return np.stack([linalg.block_diag(*(b[e] for b in blocks))
+                         for e in range(blocks[0].shape[0])])
+    return linalg.block_diag(*blocks)
+
+
+def check_condition_4(
+    Sigma: FloatArray, Delta: FloatArray, S_L: np.ndarray, D: np.ndarray, *,
+    envs: tuple | None = None, names: tuple | None = None, tol: float = DEFAULT_TOL,
+    path: str = "auto",
+) -> IdentificationResult:
+    """Condition 4 (limited interventions): ``D subset S_L`` and some w0 with
+    ``[Delta(w0)]_{S_L,S_L} > 0`` and ``sum_e w0_e Sigma_e > 0``.
+
+    Both matrix requirements are one SDP: the smallest eigenvalue of the block-diagonal
+    matrix ``diag([Delta(w)]_{S_L,S_L}, sum_e w_e Sigma_e)``, maximised over w.
+    """
+    Sigma, Delta = np.asarray(Sigma, float), np.asarray(Delta, float)
+    E, p, _ = Sigma.shape
+    envs = tuple(range(E)) if envs is None else tuple(envs)
+    S_L, D = np.asarray(S_L, dtype=int), np.asarray(D, dtype=int)
+    failing = []
+    missing = sorted(set(D.tolist()) - set(S_L.tolist()))
+    if missing:
+        label = [names[j] for j in missing] if names is not None else missing
+        failing.append(f"children of Y never intervened on: {label} (D must lie in S_L)")
+    if len(S_L) == 0:
+        failing.append("no covariate is intervened on in any environment (S_L is empty)")
+        return IdentificationResult(
+            condition="4", holds=False, margin=0.0, relative_margin=0.0,
+            weights=np.full(E, 1.0 / E), envs=envs, certificate=None,
+            failing=tuple(failing), path="none", solver="none", status="skipped", gap=0.0,
+            tol=tol, source="population")
+    DL = Delta[:, S_L][:, :, S_L]
+    s1 = max(float(np.linalg.eigvalsh(DL.mean(axis=0))[-1]), 1e-300)
+    s2 = float(np.linalg.eigvalsh(Sigma.mean(axis=0))[-1])
+    M = _block_diag(DL / s1, Sigma / s2)
+    C = _block_diag(-DL.mean(axis=0) / s1, np.zeros((p, p)))
+    w0, value, facts = max_min_eigenvalue(M, C, path=path)
+    lam1 = float(np.linalg.eigvalsh(np.tensordot(w0 - 1.0 / E, DL, axes=1))[0])
+    lam2 = float(np.linalg.eigvalsh(np.tensordot(w0, Sigma, axes=1))[0])
+    rel = min(lam1 / s1, lam2 / s2)
+    if lam1 / s1 <= tol:
+        failing.append("no weighting makes the interventions' second moments on S_L "
+                       "dominate their average ([Delta(w)]_{S_L,S_L} not > 0)")
+    if lam2 / s2 <= tol:
+        failing.append("the weighted second moment sum_e w_e Sigma_e is singular")
+    return IdentificationResult(
+        condition="4", holds=not failing, margin=min(lam1, lam2), relative_margin=rel,
+        weights=w0, envs=envs, certificate=None, failing=tuple(failing), tol=tol,
+        source="population", gap=facts["gap"], extras=dict(lambda1=lam1, lambda2=lam2),
+        **{k: facts[k] for k in ("path", "solver", "status")})
+
+
+def check_condition_6(
+    Delta: FloatArray, H: FloatArray, h: FloatArray, *, envs: tuple | None = None,
+    tol: float = DEFAULT_TOL,
+) -> IdentificationResult:
+    """Condition 6 (Appendix C.2) as the SDP of the module docstring.
+
+    ``h = 0`` (no first-order term) makes the range requirement (57) empty; the SDP then
+    asks for ``Delta(w) >= 0`` and ``H + sum_e w_e E[delta delta^T] >= t I``.
+    """
+    Delta, H, h = np.asarray(Delta, float), np.asarray(H, float), np.asarray(h, float)
+    E, p, _ = Delta.shape
+    envs = tuple(range(E)) if envs is None else tuple(envs)
+    hn = np.linalg.norm(h)
+    P = np.outer(h, h) / hn**2 if hn > 0 else np.zeros((p, p))
+    scale = max(float(np.linalg.eigvalsh(H + Delta.mean(axis=0))[-1]), 1e-300)
+    M = _block_diag(Delta / scale, Delta / scale)
+    C = _block_diag(-Delta.mean(axis=0) / scale, H / scale)
+    N = _block_diag(P, np.eye(p))
+    w0, solver, status = _sdp(M, C, N)
+    Dw = np.tensordot(w0 - 1.0 / E, Delta, axes=1)
+    vals, vecs = np.linalg.eigh(Dw)
+    psd = vals[0] >= -tol * scale
+    pos = vecs[:, vals > tol * scale]
+    in_range = hn == 0 or np.linalg.norm(h - pos @ (pos.T @ h)) <= 1e-6 * hn
+    lam_H = float(np.linalg.eigvalsh(H + np.tensordot(w0, Delta, axes=1))[0])
+    failing = []
+    if not psd:
+        failing.append("no weighting makes Delta(w) positive semidefinite")
+    if not in_range:
+        failing.append("h is not in the span of Delta(w0)'s positive eigenvectors (57)")
+    if lam_H <= tol * scale:
+        failing.append("H + sum_e w_e E[delta delta^T] is singular (56)")
+    t_rel = min(vals[0] / scale if hn == 0 else _range_margin(Dw, h) / scale, lam_H / scale)
+    return IdentificationResult(
+        condition="6", holds=not failing, margin=t_rel * scale, relative_margin=t_rel,
+        weights=w0, envs=envs, certificate=None, failing=tuple(failing), path="sdp",
+        solver=solver, status=status, gap=0.0, tol=tol, source="population",
+        extras=dict(lambda_H=lam_H))
+
+
+def _range_margin(Dw: FloatArray, h: FloatArray) -> float:
+    """Largest t with ``Dw >= t h h^T / ||h||^2``: ``||h||^2 / (h^T Dw^+ h)`` if ``Dw >= 0``
+    and h lies in its range; otherwise <= 0."""
+    vals, vecs = np.linalg.eigh(Dw)
+    if vals[0] < -1e-12 * max(1.0, abs(vals[-1])):
+        return float(vals[0])
+    keep = vals > 1e-10 * max(1.0, vals[-1])
+    coef = vecs.T @ h
+    if np.linalg.norm(coef[~keep]) > 1e-6 * np.linalg.norm(h):
+        return 0.0
+    return float((h @ h) / np.sum(coef[keep] ** 2 / vals[keep]))

@@ -1,0 +1,205 @@
+"""Identification from data: how sure can a user be that the environments identify beta*?
+
+:func:`identification_report` (behind :meth:`NegDRO.diagnose`) combines
+
+- Condition 1b/1a on the sample moments (:func:`~negdro_stats.diagnostics.check_condition_1b`);
+- a bootstrap lower confidence bound for the relative margin (rows resampled within each
+  environment, so every n_e is kept);
+- a permutation test of "no heterogeneity": under H0 the environment labels are
+  exchangeable, so permuting them across rows gives the null distribution of the
+  relative margin;
+- a model-rejection signal: a test of equal environment risks at the NegDRO estimate
+  (the analogue of ICP's "no set accepted"), see :class:`RiskInvarianceTest`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from ._typing import FloatArray
+from .diagnostics import IdentificationResult, check_condition_1b
+from .moments import MomentAccumulator
+
+__all__ = ["IdentificationReport", "RiskInvarianceTest", "identification_report",
+           "risk_invariance_test"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class RiskInvarianceTest:
+    """Test of H0: ``R_e(b) = R_f(b)`` for all environments, at a given ``b``.
+
+    Welch-type heteroscedastic statistic on the per-environment mean squared residuals,
+    ``T = sum_e W_e (R_e - R_W)^2`` with ``W_e = n_e / Var_e(r^2)`` and ``R_W`` the
+    W-weighted mean, referred to chi-square with ``|E| - 1`` degrees of freedom.  ``b`` is
+    treated as fixed; since NegDRO chooses ``b`` to make the risks equal, the test is
+    conservative at the NegDRO estimate: a small p-value is strong evidence that no
+    linear model has invariant risks (the invariance assumption (2) looks violated, or a
+    cause is missing from the covariates).
+    """
+
+    statistic: float
+    df: int
+    pvalue: float
+    risks: FloatArray
+    envs: tuple
+
+    def __str__(self) -> str:
+        verdict = ("evidence against risk invariance" if self.pvalue < 0.05
+                   else "no evidence against risk invariance")
+        return (f"Equal environment risks at the estimate: chi2({self.df}) = "
+                f"{self.statistic:.3g}, p = {self.pvalue:.3g} ({verdict}).")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class IdentificationReport:
+    """Identification diagnostics on data; ``summary()`` says in words what to do.
+
+    Attributes
+    ----------
+    condition_1b : IdentificationResult
+        Condition 1b/1a on the sample moments.
+    margin_lcb : float
+        Bootstrap lower confidence bound (level ``1 - alpha``) of the relative margin;
+        NaN when ``n_boot = 0``.
+    boot_margins : ndarray
+        The bootstrap relative margins.
+    perm_pvalue : float
+        Permutation p-value of "no heterogeneity" (NaN when ``n_perm = 0``).
+    invariance : RiskInvarianceTest or None
+        The model-rejection signal at the NegDRO estimate.
+    alpha : float
+    """
+
+    condition_1b: IdentificationResult
+    margin_lcb: float
+    boot_margins: FloatArray
+    perm_pvalue: float
+    n_perm: int
+    invariance: RiskInvarianceTest | None
+    alpha: float
+
+    @property
+    def margin(self) -> float:
+        """The identifiability margin lambda (Condition 1b)."""
+        return self.condition_1b.margin
+
+    @property
+    def holds_with_confidence(self) -> bool:
+        """Whether the bootstrap lower bound of the relative margin is positive."""
+        return bool(self.margin_lcb > self.condition_1b.tol)
+
+    def summary(self) -> str:
+        """The report in plain words."""
+        c = self.condition_1b
+        level = f"{100 * (1 - self.alpha):g}%"
+        lines = ["Identification report (Condition 1b on sample moments)", "=" * 56]
+        if c.holds and self.holds_with_confidence:
+            lines.append("Verdict: the environments differ enough for NegDRO to identify the "
+                         f"causal model (Condition 1b holds with {level} confidence).")
+        elif c.holds:
+            lines.append("Verdict: Condition 1b holds on these data, but not with "
+                         f"{level} confidence: the heterogeneity may be sampling noise.")
+        else:
+            lines.append("Verdict: Condition 1b fails: some direction leaves every "
+                         "environment's risk unchanged, so invariance alone cannot pin "
+                         "down beta*.")
+        w = ", ".join(f"{e}: {x:.3f}" for e, x in zip(c.envs, c.weights, strict=True))
+        lines.append(f"  Margin lambda = {c.margin:.4g} (relative {c.relative_margin:.4g}), "
+                     f"weights w0 = ({w}); path {c.path}.")
+        if len(self.boot_margins):
+            lines.append(f"  Bootstrap ({len(self.boot_margins)} resamples within "
+                         f"environments): {level} lower confidence bound of the relative "
+                         f"margin = {self.margin_lcb:.4g}.")
+        if self.n_perm:
+            lines.append(f"  Permutation test of 'no heterogeneity' ({self.n_perm} label "
+                         f"permutations): p = {self.perm_pvalue:.3g}.")
+        if c.certificate is not None:
+            lines.append(f"  Condition 1a certificate: {c.certificate}.")
+        if self.invariance is not None:
+            lines.append(f"Model check: {self.invariance}")
+        if not (c.holds and self.holds_with_confidence):
+            lines += [
+                "What to do:",
+                "  - collect more environments, or stronger or different interventions, so "
+                "that some weighting of the environments dominates their average in every "
+                "direction;",
+                "  - if only some covariates can be intervened on, check the limited-"
+                "intervention route (Condition 4: every child of the outcome must be "
+                "intervened on) with LinearSEM.check_identification on a planned design;",
+                "  - more rows per environment narrow the bootstrap bound.",
+            ]
+        if self.invariance is not None and self.invariance.pvalue < self.alpha:
+            lines.append("  - the risks differ at the estimate: the invariance assumption "
+                         "may fail (an unobserved cause, or interventions on the outcome).")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def risk_invariance_test(residuals: FloatArray, codes: np.ndarray, envs: tuple
+                         ) -> RiskInvarianceTest:
+    """See :class:`RiskInvarianceTest`; ``residuals`` are ``y - X b`` row by row."""
+    r2 = residuals**2
+    E = len(envs)
+    n = np.bincount(codes, minlength=E).astype(float)
+    R = np.bincount(codes, weights=r2, minlength=E) / n
+    var = np.bincount(codes, weights=r2**2, minlength=E) / n - R**2
+    W = n / np.maximum(var, 1e-300)
+    RW = (W @ R) / W.sum()
+    T = float(W @ (R - RW) ** 2)
+    return RiskInvarianceTest(statistic=T, df=E - 1, pvalue=float(stats.chi2.sf(T, E - 1)),
+                              risks=R, envs=envs)
+
+
+def _relative_margin(X, y, codes, E, names, envs) -> float:
+    acc = MomentAccumulator(p=X.shape[1], n_envs=E)
+    acc.add(X, y, codes)
+    return check_condition_1b(acc.finish(envs=envs, names=names)).relative_margin
+
+
+def identification_report(
+    X: FloatArray,
+    y: FloatArray,
+    codes: np.ndarray,
+    *,
+    envs: tuple,
+    names: list[str],
+    condition_1b: IdentificationResult,
+    residuals: FloatArray | None,
+    n_boot: int,
+    n_perm: int,
+    alpha: float,
+    rng: np.random.Generator,
+    progress: Callable | None = None,
+) -> IdentificationReport:
+    """Bootstrap and permutation around Condition 1b; see the module docstring.
+
+    ``X`` excludes any constant column (a constant is never intervened on, so it would
+    make the margin 0; the report is about the non-constant block).
+    """
+    E = len(envs)
+    groups = [np.flatnonzero(codes == e) for e in range(E)]
+    steps = range(n_boot + n_perm)
+    it = iter(progress(steps) if progress is not None else steps)
+    boot = np.empty(n_boot)
+    for k in range(n_boot):
+        next(it)
+        idx = np.concatenate([rng.choice(g, size=len(g)) for g in groups])
+        boot[k] = _relative_margin(X[idx], y[idx], codes[idx], E, names, envs)
+    observed = condition_1b.relative_margin
+    exceed = 0
+    for _ in range(n_perm):
+        next(it)
+        perm = rng.permutation(codes)
+        exceed += _relative_margin(X, y, perm, E, names, envs) >= observed
+    lcb = float(np.quantile(boot, alpha)) if n_boot else float("nan")
+    return IdentificationReport(
+        condition_1b=condition_1b, margin_lcb=lcb, boot_margins=boot,
+        perm_pvalue=(1 + exceed) / (1 + n_perm) if n_perm else float("nan"), n_perm=n_perm,
+        invariance=None if residuals is None else risk_invariance_test(residuals, codes, envs),
+        alpha=alpha)
