@@ -1,0 +1,110 @@
+"""Identification diagnostics benchmark (issue: diagnostics).
+
+Usage:  python benchmarks/bench_conditions.py [--quick] [--reps 200]
+        [--out benchmarks/results/conditions.json]
+
+1. Condition 1b on population moments of eq. (33) (text variant), p in {10, 100, 200, 1000}
+   and on random dense designs (p in {50, 100, 200}): wall time of the SDP path (cvxpy +
+   CLARABEL; p <= 200 for eq. (33), p <= 100 dense) and of the cutting-plane path,
+   median of 3, and their agreement.
+2. The permutation test of "no heterogeneity" (NegDRO.diagnose, 99 permutations):
+   size -- all four environments drawn from environment 1 of eq. (33), p = 5,
+   n = 500 per environment -- and power on eq. (33) itself at n = 2,000 per environment,
+   over ``--reps`` repetitions each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from negdro_stats import NegDRO, check_condition_1b, simulate
+
+
+def _median_time(fn, reps=3):
+    out, times = None, []
+    for _ in range(reps):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return out, statistics.median(times)
+
+
+def _dense_design(p, rng, E=4):
+    L = rng.normal(size=(p, p)) / np.sqrt(p)
+    shared = L @ L.T + np.eye(p)
+    S = []
+    for e in range(E):
+        K = rng.normal(size=(p, p if e == E - 1 else 5)) / np.sqrt(p)
+        S.append(shared + 2.0 * K @ K.T + (3.0 * np.eye(p) if e == E - 1 else 0.0))
+    return np.stack(S)
+
+
+def timing(ps_eq33, ps_dense):
+    rows = []
+    cases = [("eq33", p, simulate.eq33(p).moments().Sigma) for p in ps_eq33]
+    rng = np.random.default_rng(0)
+    cases += [("dense", p, _dense_design(p, rng)) for p in ps_dense]
+    for name, p, S in cases:
+        row = dict(design=name, p=p)
+        cp, row["cutting_plane_s"] = _median_time(
+            lambda S=S: check_condition_1b(S, path="cutting-plane"))
+        row["cp_margin"], row["cp_status"] = cp.margin, cp.status
+        if p <= (200 if name == "eq33" else 100):
+            sdp, row["sdp_s"] = _median_time(lambda S=S: check_condition_1b(S, path="sdp"))
+            row["sdp_margin"] = sdp.margin
+            row["rel_diff"] = abs(sdp.margin - cp.margin) / max(abs(sdp.margin), 1e-12)
+        rows.append(row)
+        print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                       for k, v in row.items()), flush=True)
+    return rows
+
+
+def permutation(reps, n_null, n_alt):
+    sem = simulate.eq33(p=5)
+    out = {}
+    for label, n in (("size", n_null), ("power", n_alt)):
+        pvals = []
+        for r in range(reps):
+            df = sem.sample(n * (4 if label == "size" else 1), rng=10_000 + r)
+            if label == "size":
+                df = df[df["env"] == 1].reset_index(drop=True)
+                df["env"] = np.random.default_rng(r).permutation(np.arange(len(df)) % 4)
+            rep = NegDRO(df, env="env", outcome="Y").diagnose(n_boot=0, n_perm=99, rng=r,
+                                                              verbose=False)
+            pvals.append(rep.perm_pvalue)
+        pvals = np.array(pvals)
+        rate = float(np.mean(pvals <= 0.05))
+        se = float(np.sqrt(rate * (1 - rate) / reps))
+        out[label] = dict(reps=reps, n_per_env=n, reject_rate_5pct=rate, se=se)
+        print(label, out[label], flush=True)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--out", default="benchmarks/results/conditions.json")
+    a = ap.parse_args()
+    if a.quick:
+        tm = timing([10, 100], [50])
+        pm = permutation(5, 500, 2000)
+    else:
+        tm = timing([10, 100, 200, 1000], [50, 100, 200])
+        pm = permutation(a.reps, 500, 2000)
+    meta = dict(machine=platform.platform(), python=platform.python_version(),
+                date=time.strftime("%Y-%m-%d"))
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(dict(meta=meta, timing=tm, permutation=pm), indent=1))
+    print(f"wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
