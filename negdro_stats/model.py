@@ -20,7 +20,12 @@ from ._validation import check_int, check_option, check_scalar
 from .diagnostics import IdentificationResult, check_condition_1b
 from .exceptions import ConvergenceWarning, DataError, DataWarning, IdentificationWarning
 from .moments import DEFAULT_CHUNK_ROWS, MomentAccumulator, Moments
-from .report import IdentificationReport, identification_report
+from .report import (
+    IdentificationReport,
+    RiskInvarianceTest,
+    identification_report,
+    risk_invariance_test,
+)
 from .results import NegDROResults
 from .solvers import (
     DEFAULT_MU,
@@ -284,6 +289,7 @@ class NegDRO:
                      tau=tau, threshold=threshold, step_size=step_size, max_iter=max_iter,
                      tol=tol, refit=refit)
         identification = self._condition_1b() if check_identification else None
+        invariance = self._risk_test(out.b)
         if identification is not None and not identification.holds:
             warnings.warn(
                 "Condition 1b fails on these data (identifiability margin "
@@ -296,7 +302,18 @@ class NegDRO:
                 f"{out.params['max_iter']} (stationarity {out.grad_norm:.2e}); raise "
                 "max_iter, or use the default method='algorithm3'.",
                 ConvergenceWarning, stacklevel=2)
-        return NegDROResults(model=self, solver=out, identification=identification)
+        return NegDROResults(model=self, solver=out, identification=identification,
+                             invariance=invariance)
+
+    def _risk_test(self, b: np.ndarray) -> RiskInvarianceTest | None:
+        """The equal-risks test at ``b`` (needs the rows; None for moment-only models)."""
+        if self._rows is None:
+            return None
+        names = self.exog_names
+        keep = [j for j, n in enumerate(names) if n != "const"]
+        intercept = b[names.index("const")] if self.fit_intercept else 0.0
+        sums = self._rows.residual_sums(b[keep], intercept, self.moments.n_envs)
+        return risk_invariance_test(*sums, self.moments.envs)
 
     def _condition_1b(self) -> IdentificationResult:
         """Condition 1b on the moments, without the constant column (never intervened on,
@@ -360,12 +377,11 @@ class NegDRO:
                 results = self.fit()
         X, y, codes = self._rows.arrays()
         keep = [j for j, n in enumerate(self.exog_names) if n != "const"]
-        residuals = y - X @ results.params.iloc[keep].to_numpy() - (
-            results.params["const"] if self.fit_intercept else 0.0)
         return identification_report(
             X, y, codes, envs=self.moments.envs,
             names=[self.exog_names[j] for j in keep], condition_1b=self._condition_1b(),
-            residuals=residuals, n_boot=n_boot, n_perm=n_perm, alpha=alpha, rng=rng,
+            invariance=self._risk_test(results.params.to_numpy()), n_boot=n_boot,
+            n_perm=n_perm, alpha=alpha, rng=rng,
             progress=_progress_bar(n_boot + n_perm, verbose, "diagnose"))
 
     def _exog(self) -> pd.DataFrame | np.ndarray | None:
@@ -441,6 +457,24 @@ class _Rows:
 
     def __init__(self, block, rows: np.ndarray | None, codes: np.ndarray) -> None:
         self.block, self.rows, self.codes = block, rows, codes
+
+    def residual_sums(self, b: np.ndarray, intercept: float, n_envs: int
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per environment: rows, sum of r^2 and of r^4 for ``r = y - X b - intercept``,
+        one chunk at a time (O(n p))."""
+        n, s2, s4 = (np.zeros(n_envs) for _ in range(3))
+        total = len(self.codes)
+        for start in range(0, total, DEFAULT_CHUNK_ROWS):
+            stop = min(start + DEFAULT_CHUNK_ROWS, total)
+            X, y = self.block(slice(start, stop) if self.rows is None
+                              else self.rows[start:stop])
+            r2 = (np.asarray(y, dtype=np.float64) - np.asarray(X, dtype=np.float64) @ b
+                  - intercept) ** 2
+            codes = self.codes[start:stop]
+            n += np.bincount(codes, minlength=n_envs)
+            s2 += np.bincount(codes, weights=r2, minlength=n_envs)
+            s4 += np.bincount(codes, weights=r2**2, minlength=n_envs)
+        return n, s2, s4
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(X, y, codes)`` as float64 arrays of the rows used (one copy)."""

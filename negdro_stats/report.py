@@ -141,14 +141,13 @@ class IdentificationReport:
         return self.summary()
 
 
-def risk_invariance_test(residuals: FloatArray, codes: np.ndarray, envs: tuple
-                         ) -> RiskInvarianceTest:
-    """See :class:`RiskInvarianceTest`; ``residuals`` are ``y - X b`` row by row."""
-    r2 = residuals**2
+def risk_invariance_test(n: FloatArray, sum_r2: FloatArray, sum_r4: FloatArray,
+                         envs: tuple) -> RiskInvarianceTest:
+    """See :class:`RiskInvarianceTest`; inputs are per-environment row counts and sums of
+    squared and fourth-power residuals ``y - X b``."""
     E = len(envs)
-    n = np.bincount(codes, minlength=E).astype(float)
-    R = np.bincount(codes, weights=r2, minlength=E) / n
-    var = np.bincount(codes, weights=r2**2, minlength=E) / n - R**2
+    R = sum_r2 / n
+    var = sum_r4 / n - R**2
     W = n / np.maximum(var, 1e-300)
     RW = (W @ R) / W.sum()
     T = float(W @ (R - RW) ** 2)
@@ -170,7 +169,7 @@ def identification_report(
     envs: tuple,
     names: list[str],
     condition_1b: IdentificationResult,
-    residuals: FloatArray | None,
+    invariance: RiskInvarianceTest | None,
     n_boot: int,
     n_perm: int,
     alpha: float,
@@ -201,5 +200,5 @@ def identification_report(
     return IdentificationReport(
         condition_1b=condition_1b, margin_lcb=lcb, boot_margins=boot,
         perm_pvalue=(1 + exceed) / (1 + n_perm) if n_perm else float("nan"), n_perm=n_perm,
-        invariance=None if residuals is None else risk_invariance_test(residuals, codes, envs),
+        invariance=invariance,
         alpha=alpha)

@@ -13,6 +13,7 @@ from statsmodels.iolib.table import SimpleTable
 from ._typing import ArrayLike
 from .diagnostics import IdentificationResult
 from .exceptions import DataError
+from .report import RiskInvarianceTest
 from .solvers import SolverOutput
 
 if TYPE_CHECKING:
@@ -83,10 +84,14 @@ class NegDROResults:
     identification : IdentificationResult or None
         Condition 1b on the moments (``fit(check_identification=True)``, the default);
         ``ident_margin`` is its margin.
+    invariance : RiskInvarianceTest or None
+        Test of equal environment risks at the estimate (the model-rejection signal);
+        None when the model was built from moments.
     """
 
     def __init__(self, *, model: NegDRO, solver: SolverOutput,
-                 identification: IdentificationResult | None = None) -> None:
+                 identification: IdentificationResult | None = None,
+                 invariance: RiskInvarianceTest | None = None) -> None:
         mom = model.moments
         names = pd.Index(model.exog_names, name="covariate")
         envs = pd.Index(mom.envs, name="environment")
@@ -94,6 +99,7 @@ class NegDROResults:
         self.model = model
         self.solver = solver
         self.identification = identification
+        self.invariance = invariance
         self.params = pd.Series(solver.b, index=names, name="coef")
         self.support = pd.Series(solver.support, index=names, name="selected")
         self.std_params = pd.Series(solver.b * d / s_y, index=names, name="std coef")
@@ -231,6 +237,8 @@ def _build_summary(res: NegDROResults) -> NegDROSummary:
     if not res.converged:
         notes.append(f"The solver did not reach tol = {s['tol']:g}: treat the estimate "
                      "with care, or raise max_iter.")
+    if res.invariance is not None:
+        notes.append(str(res.invariance))
     if ident is not None and res.model.fit_intercept:
         notes.append("The margin leaves out the constant column, which is never intervened "
                      "on.")

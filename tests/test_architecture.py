@@ -16,7 +16,8 @@ ALLOWED = {
     "report": {"_typing", "diagnostics", "moments"},
     "design": {"_typing", "exceptions", "moments", "diagnostics"},
     "simulate": {"design", "exceptions"},
-    "results": {"_typing", "exceptions", "solvers", "diagnostics"},  # model: TYPE_CHECKING
+    # results sees the model only under TYPE_CHECKING
+    "results": {"_typing", "exceptions", "solvers", "diagnostics", "report"},
     "model": {"_typing", "_validation", "exceptions", "moments", "results", "solvers",
               "diagnostics", "report"},
     "cli": {"__init__"},
