@@ -91,14 +91,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=200)
+    ap.add_argument("--only", choices=["timing", "permutation"], default=None,
+                    help="run one part and keep the other part of an existing --out file")
     ap.add_argument("--out", default="benchmarks/results/conditions.json")
     a = ap.parse_args()
-    if a.quick:
-        tm = timing([10, 100], [50])
-        pm = permutation(5, 500, 2000)
-    else:
-        tm = timing([10, 100, 200, 1000], [50, 100, 200])
-        pm = permutation(a.reps, 500, 2000)
+    old = json.loads(Path(a.out).read_text()) if a.only and Path(a.out).exists() else {}
+    tm, pm = old.get("timing"), old.get("permutation")
+    if a.only != "permutation":
+        tm = timing([10, 100], [50]) if a.quick else timing([10, 100, 200, 1000], [50, 100, 200])
+    if a.only != "timing":
+        pm = permutation(5, 500, 2000) if a.quick else permutation(a.reps, 500, 2000)
     meta = dict(machine=platform.platform(), python=platform.python_version(),
                 date=time.strftime("%Y-%m-%d"))
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)

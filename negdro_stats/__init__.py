@@ -14,7 +14,7 @@ from .diagnostics import (
     check_condition_6,
 )
 from .exceptions import ConvergenceWarning, DataError, DataWarning, IdentificationWarning
-from .model import NegDRO
+from .model import NegDRO, diagnose
 from .moments import MomentAccumulator, Moments
 from .report import IdentificationReport, RiskInvarianceTest
 from .results import NegDROResults
@@ -22,6 +22,7 @@ from .results import NegDROResults
 __all__ = [
     "NegDRO",
     "NegDROResults",
+    "diagnose",
     "Moments",
     "MomentAccumulator",
     "LinearSEM",

@@ -37,7 +37,7 @@ from .solvers import (
     negdro,
 )
 
-__all__ = ["NegDRO"]
+__all__ = ["NegDRO", "diagnose"]
 
 
 class NegDRO:
@@ -396,6 +396,17 @@ class NegDRO:
         m = self.moments
         return (f"<NegDRO: outcome={self.endog_name!r}, p={m.p}, envs={m.n_envs}, "
                 f"nobs={m.nobs:g}, gamma={self.gamma:g}>")
+
+
+def diagnose(
+    data: pd.DataFrame | ArrayLike, env: str | ArrayLike, *, outcome: str | None = None,
+    missing: str = "raise", **kwargs: Any,
+) -> IdentificationReport:
+    """Function form of :meth:`NegDRO.diagnose`: ``diagnose(df, "env", outcome="y")``.
+
+    Keyword arguments other than ``outcome`` and ``missing`` go to :meth:`NegDRO.diagnose`.
+    """
+    return NegDRO(data, env, outcome=outcome, missing=missing).diagnose(**kwargs)
 
 
 # ------------------------------------------------------------------------- validation
