@@ -134,3 +134,27 @@ def test_cli_demo(capsys):
         assert main(["demo", "--p", "6", "--n", "2000"]) == 0
     out = capsys.readouterr().out
     assert "NegDRO, Alg. 3" in out and "||b_hat - beta*||_2" in out
+
+
+def test_identification_and_invariance_in_results(df):
+    res = NegDRO(df, env="env", outcome="Y").fit()
+    assert res.identification.condition == "1b" and res.ident_margin > 0
+    assert res.invariance.df == 3 and 0 <= res.invariance.pvalue <= 1
+    text = str(res.summary())
+    assert "Ident. margin" in text and "Equal environment risks" in text
+    off = NegDRO(df, env="env", outcome="Y").fit(check_identification=False)
+    assert off.identification is None and np.isnan(off.ident_margin)
+    # With an intercept the margin leaves the constant out (it is never intervened on).
+    res_c = NegDRO(df, env="env", outcome="Y", fit_intercept=True).fit()
+    assert_allclose(res_c.ident_margin, res.ident_margin, rtol=1e-6)
+
+
+def test_diagnose_function_form(df):
+    from negdro_stats import diagnose
+
+    rep = diagnose(df, "env", outcome="Y", n_boot=9, n_perm=9, rng=0, verbose=False)
+    assert len(rep.boot_margins) == 9 and rep.n_perm == 9
+    assert rep.invariance is not None
+    model = NegDRO.from_moments(simulate.eq33(p=5).moments())
+    with pytest.raises(DataError, match="resamples rows"):
+        model.diagnose()
