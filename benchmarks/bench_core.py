@@ -3,7 +3,7 @@
 Usage:  python benchmarks/bench_core.py [--quick] [--seeds 20] [--out benchmarks/results/core.json]
 
 Speed (eq. (33), text variant, 4 environments, n = 20,000 per environment):
-  * wall time of ``NegDRO.from_arrays(y, X, env).fit()`` (validation + one pass for the
+  * wall time of ``NegDRO.from_arrays(y, X, env).fit(n_boot=0)`` (validation + one pass for the
     moments + Algorithm 3 with SQP) vs pooled OLS by ``numpy.linalg.lstsq`` on the same
     arrays, median of 5, and the ratio;
   * iterations and time to the same stationarity on the same objective: SQP vs Algorithm 1
@@ -54,10 +54,11 @@ def speed(ps, n):
         sem = simulate.eq33(p=p)
         y, X, env = _arrays(sem, n, seed=1)
         names = [f"X{j}" for j in range(1, p + 1)]
-        t_fit = _median_time(lambda: NegDRO.from_arrays(y, X, env, names=names).fit())  # noqa: B023
+        t_fit = _median_time(
+            lambda: NegDRO.from_arrays(y, X, env, names=names).fit(n_boot=0))  # noqa: B023
         t_ols = _median_time(lambda: np.linalg.lstsq(X, y, rcond=None))  # noqa: B023
         model = NegDRO.from_arrays(y, X, env, names=names)
-        res = model.fit()
+        res = model.fit(n_boot=0)
         mom = model.moments
         d, s = mom.scales()
         st = mom.rescale(d, s)
@@ -105,11 +106,11 @@ def accuracy(ps, ns, seeds):
                     y, X, env = _arrays(sem, n, seed=1000 + seed)
                     t = time.perf_counter()
                     model = NegDRO.from_arrays(y, X, env)
-                    res = model.fit()
+                    res = model.fit(n_boot=0)
                     times.append(time.perf_counter() - t)
                     err.append(np.linalg.norm(res.params.to_numpy() - sem.beta_star))
                     exact += list(np.flatnonzero(res.support.to_numpy())) == [0, 2]
-                    paper = model.fit(refit="negdro")
+                    paper = model.fit(refit="negdro", n_boot=0)
                     err_paper.append(np.linalg.norm(paper.params.to_numpy() - sem.beta_star))
                     used_inv += res.solver.refit == "invariant"
                     b_or = np.zeros(p)

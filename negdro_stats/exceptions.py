@@ -9,6 +9,7 @@ be filtered one by one with :func:`warnings.filterwarnings`.
 from __future__ import annotations
 
 __all__ = [
+    "BootstrapFailureWarning",
     "DataError",
     "ConvergenceWarning",
     "DataWarning",
@@ -46,3 +47,8 @@ class DataWarning(UserWarning):
 class IdentificationWarning(UserWarning):
     """Fires when the environments look too similar for the causal model to be identified
     (identifiability margin at or below the tolerance)."""
+
+
+class BootstrapFailureWarning(UserWarning):
+    """Fires when some bootstrap refits failed or did not converge; the results count
+    them (``results.bootstrap.failed``, ``.converged``) and use the successful ones."""

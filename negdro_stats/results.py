@@ -11,8 +11,10 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
 from ._typing import ArrayLike
+from ._validation import check_option, check_scalar
 from .diagnostics import IdentificationResult
 from .exceptions import DataError
+from .inference import CI_METHODS, BootstrapResult
 from .report import RiskInvarianceTest
 from .solvers import SolverOutput
 
@@ -87,11 +89,14 @@ class NegDROResults:
     invariance : RiskInvarianceTest or None
         Test of equal environment risks at the estimate (the model-rejection signal);
         None when the model was built from moments.
+    bootstrap : BootstrapResult or None
+        The stratified bootstrap refits (``fit(n_boot=...)``); None when skipped.
     """
 
     def __init__(self, *, model: NegDRO, solver: SolverOutput,
                  identification: IdentificationResult | None = None,
-                 invariance: RiskInvarianceTest | None = None) -> None:
+                 invariance: RiskInvarianceTest | None = None,
+                 bootstrap: BootstrapResult | None = None) -> None:
         mom = model.moments
         names = pd.Index(model.exog_names, name="covariate")
         envs = pd.Index(mom.envs, name="environment")
@@ -100,6 +105,7 @@ class NegDROResults:
         self.solver = solver
         self.identification = identification
         self.invariance = invariance
+        self.bootstrap = bootstrap
         self.params = pd.Series(solver.b, index=names, name="coef")
         self.support = pd.Series(solver.support, index=names, name="selected")
         self.std_params = pd.Series(solver.b * d / s_y, index=names, name="std coef")
@@ -110,6 +116,47 @@ class NegDROResults:
         self.grad_norm = solver.grad_norm
         self.converged = solver.converged
         self.n_iter = solver.n_iter
+
+    @cached_property
+    def bse(self) -> pd.Series:
+        """Bootstrap standard errors (sd of the refits); NaN without a bootstrap."""
+        values = (np.full(len(self.params), np.nan) if self.bootstrap is None
+                  else self.bootstrap.standard_error())
+        return pd.Series(values, index=self.params.index, name="boot se")
+
+    @cached_property
+    def support_freq(self) -> pd.Series:
+        """Selection frequency: the share of bootstrap refits that kept each covariate.
+
+        Read it as in stability selection: covariates kept in (nearly) every refit are
+        stable findings; frequencies well below 1 say the selection depends on the
+        sample.  NaN without a bootstrap.
+        """
+        values = (np.full(len(self.params), np.nan) if self.bootstrap is None
+                  else self.bootstrap.support_freq())
+        return pd.Series(values, index=self.params.index, name="sel. freq")
+
+    @property
+    def bootstrap_draws(self) -> pd.DataFrame:
+        """The bootstrap refits as a DataFrame (replicates x covariates)."""
+        draws = (np.empty((0, len(self.params))) if self.bootstrap is None
+                 else self.bootstrap.draws)
+        return pd.DataFrame(draws, columns=self.params.index)
+
+    def conf_int(self, alpha: float = 0.05, method: str = "percentile") -> pd.DataFrame:
+        """Bootstrap confidence intervals with coverage ``1 - alpha``.
+
+        ``method`` is ``"percentile"`` (default), ``"basic"`` or ``"normal"``; see
+        :meth:`negdro_stats.inference.BootstrapResult.interval`.  NaN without a bootstrap.
+        """
+        alpha = check_scalar(alpha, "alpha", "conf_int", min_val=0, max_val=1,
+                             closed="neither")
+        method = check_option(method, "method", "conf_int", CI_METHODS)
+        if self.bootstrap is None:
+            lo = hi = np.full(len(self.params), np.nan)
+        else:
+            lo, hi = self.bootstrap.interval(self.params.to_numpy(), alpha, method)
+        return pd.DataFrame({"lower": lo, "upper": hi}, index=self.params.index)
 
     @property
     def ident_margin(self) -> float:
@@ -163,9 +210,23 @@ class NegDROResults:
         return X @ b + intercept
 
     # ------------------------------------------------------------------- printing
-    def summary(self) -> NegDROSummary:
-        """Summary tables: header, coefficients, environments, and numbered notes."""
-        return _build_summary(self)
+    def summary(self, alpha: float = 0.05, show: str | None = None,
+                ci_method: str = "percentile") -> NegDROSummary:
+        """Summary tables: header, coefficients, environments, and numbered notes.
+
+        Parameters
+        ----------
+        alpha : float
+            Significance level of the intervals (coverage ``1 - alpha``).
+        show : {"all", "selected"}, optional
+            Coefficient rows: all of them, or the selected ones plus any with selection
+            frequency >= 0.1 (and a count of the rest).  Default: all when p <= 30.
+        ci_method : {"percentile", "basic", "normal"}
+        """
+        show = check_option(show if show is not None else
+                            ("all" if len(self.params) <= 30 else "selected"),
+                            "show", "summary", ["all", "selected"])
+        return _build_summary(self, alpha=alpha, show=show, ci_method=ci_method)
 
     def __str__(self) -> str:
         return self.summary().as_text()
@@ -178,7 +239,8 @@ class NegDROResults:
                 f"gamma={self.gamma:g}, converged={self.converged}>")
 
 
-def _build_summary(res: NegDROResults) -> NegDROSummary:
+def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: str
+                   ) -> NegDROSummary:
     s = res.settings
     method = _METHOD_LABELS[(s["method"], s["inner"])]
     if res.solver.refit == "invariant":
@@ -190,6 +252,7 @@ def _build_summary(res: NegDROResults) -> NegDROSummary:
         ("No. Observations:", f"{res.nobs:g}"),
         ("No. Environments:", f"{res.n_envs}"),
         ("Refit on support:", res.solver.refit),
+        ("Boot reps:", "0" if res.bootstrap is None else f"{res.bootstrap.n_boot}"),
     ]
     ident = res.identification
     right = [
@@ -200,15 +263,31 @@ def _build_summary(res: NegDROResults) -> NegDROSummary:
         ("Converged:", "yes" if res.converged else "NO"),
         ("Iterations:", f"{res.n_iter}"),
         ("Stationarity:", f"{res.grad_norm:.2e}"),
+        ("Objective Phi_mu:", f"{res.objective:.4g}"),
     ]
     top = SimpleTable(
         [[a, b, c, d] for (a, b), (c, d) in zip(left, right, strict=True)],
         txt_fmt={"data_fmts": ["%s"], "empty_cell": "", "colsep": "   "},
     )
-    coef_rows = [[f"{b:.4f}", f"{z:.4f}", "yes" if sel else "-"]
-                 for b, z, sel in zip(res.params, res.std_params, res.support, strict=True)]
-    coefs = SimpleTable(coef_rows, headers=["coef", "std coef", "selected"],
-                        stubs=[str(n) for n in res.params.index],
+    ci = res.conf_int(alpha, ci_method)
+    freq = res.support_freq
+    rows = np.arange(len(res.params))
+    if show == "selected":
+        rows = rows[res.support.to_numpy() | (freq.fillna(0).to_numpy() >= 0.1)]
+    has_boot = res.bootstrap is not None
+    lo_lab, hi_lab = f"[{alpha / 2:g}", f"{1 - alpha / 2:g}]"
+    headers = ["coef", "std coef", "selected"] + (
+        ["boot se", lo_lab, hi_lab, "sel. freq"] if has_boot else [])
+    coef_rows = []
+    for j in rows:
+        row = [f"{res.params.iloc[j]:.4f}", f"{res.std_params.iloc[j]:.4f}",
+               "yes" if res.support.iloc[j] else "-"]
+        if has_boot:
+            row += [f"{res.bse.iloc[j]:.4f}", f"{ci['lower'].iloc[j]:.4f}",
+                    f"{ci['upper'].iloc[j]:.4f}", f"{freq.iloc[j]:.2f}"]
+        coef_rows.append(row)
+    coefs = SimpleTable(coef_rows or [["-"] * len(headers)], headers=headers,
+                        stubs=[str(res.params.index[j]) for j in rows] or ["(none)"],
                         txt_fmt={"data_fmts": ["%s"]})
     env_rows = [[f"{n:g}", f"{w:.3f}", f"{r:.4f}"]
                 for n, w, r in zip(res.nobs_env, res.weights, res.risks, strict=True)]
@@ -218,12 +297,20 @@ def _build_summary(res: NegDROResults) -> NegDROSummary:
     smry = NegDROSummary()
     smry.tables = [top, coefs, envs]
     notes = [
-        f"Objective Phi_mu(b) = {res.objective:.6g} (eq. (19), mu = {s['mu']:g} x mean E[Y^2]).",
         "std coef = coef x RMS(X_j) / RMS(Y); Algorithm 3 keeps covariates with "
         "|std coef| >= c0 and refits on them.",
-        "Intervals and selection frequencies need the bootstrap, which this version "
-        "does not run.",
     ]
+    if has_boot:
+        notes.append(f"Bootstrap: {res.bootstrap.n_boot} stratified refits of the whole "
+                     f"estimator; {ci_method} intervals; sel. freq = share of refits that "
+                     "selected the covariate.  Intervals of a thresholded estimator are not "
+                     "normal: read them with sel. freq.")
+    else:
+        notes.append("No bootstrap (n_boot=0, or a model built from moments): no standard "
+                     "errors, intervals or selection frequencies.")
+    if show == "selected" and len(rows) < len(res.params):
+        notes.append(f"{len(res.params) - len(rows)} covariates neither selected nor selected "
+                     "in >= 10% of refits are not shown; summary(show='all') lists them.")
     if res.solver.refit == "invariant":
         notes.append("Coefficients on the support refitted by gradient invariance, eq. (31); "
                      "Stationarity refers to the last Phi_mu stage.")

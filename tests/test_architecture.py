@@ -17,9 +17,11 @@ ALLOWED = {
     "design": {"_typing", "exceptions", "moments", "diagnostics"},
     "simulate": {"design", "exceptions"},
     # results sees the model only under TYPE_CHECKING
-    "results": {"_typing", "exceptions", "solvers", "diagnostics", "report"},
+    "inference": {"_typing", "moments", "solvers"},
+    "results": {"_typing", "_validation", "exceptions", "solvers", "diagnostics", "report",
+                "inference"},
     "model": {"_typing", "_validation", "exceptions", "moments", "results", "solvers",
-              "diagnostics", "report"},
+              "diagnostics", "report", "inference"},
     "cli": {"__init__"},
     "__main__": {"cli"},
 }

@@ -18,26 +18,26 @@ def df():
 
 def test_dataframe_not_mutated_and_formats_agree(df):
     before = df.copy()
-    res = NegDRO(df, env="env", outcome="Y").fit()
+    res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
     pd.testing.assert_frame_equal(df, before)
     X = df[[f"X{j}" for j in range(1, 7)]].to_numpy()
     res2 = NegDRO.from_arrays(df["Y"].to_numpy(), X, df["env"].to_numpy(),
-                              names=[f"X{j}" for j in range(1, 7)], outcome="Y").fit()
+                              names=[f"X{j}" for j in range(1, 7)], outcome="Y").fit(n_boot=0)
     assert_allclose(res.params, res2.params)
     assert_allclose(res2.predict(), res.predict().to_numpy())
-    arr = NegDRO(df[['Y', *res.params.index]].to_numpy(), env=df['env'].to_numpy()).fit()
+    arr = NegDRO(df[['Y', *res.params.index]].to_numpy(), env=df['env'].to_numpy()).fit(n_boot=0)
     assert_allclose(arr.params.to_numpy(), res.params.to_numpy())
     assert arr.predict().shape == (len(df),)
-    res3 = NegDRO.from_formula("Y ~ 0 + X1 + X2 + X3 + X4 + X5 + X6", df, env="env").fit()
+    res3 = NegDRO.from_formula("Y ~ 0 + X1 + X2 + X3 + X4 + X5 + X6", df, env="env").fit(n_boot=0)
     assert_allclose(res.params.to_numpy(), res3.params.to_numpy())
     with_const = NegDRO.from_formula("Y ~ X1 + X2 + X3 + X4 + X5 + X6", df, env="env")
     assert with_const.fit_intercept and "const" in with_const.exog_names
     env_first = df[["env", "Y", *[f"X{j}" for j in range(1, 7)]]]
-    assert_allclose(NegDRO(env_first, env="env").fit().params, res.params)
+    assert_allclose(NegDRO(env_first, env="env").fit(n_boot=0).params, res.params)
 
 
 def test_results_contents(df):
-    res = NegDRO(df, env="env", outcome="Y").fit()
+    res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
     assert list(res.params.index) == [f"X{j}" for j in range(1, 7)]
     assert list(res.weights.index) == [1, 2, 3, 4] and abs(res.weights.sum() - 1) < 1e-12
     assert (res.risks > 0).all() and res.nobs == 12000 and res.n_envs == 4
@@ -55,7 +55,7 @@ def test_results_contents(df):
 
 def test_fit_intercept(df):
     shifted = df.assign(Y=df["Y"] + 3.0)
-    res = NegDRO(shifted, env="env", outcome="Y", fit_intercept=True).fit(threshold=0.0)
+    res = NegDRO(shifted, env="env", outcome="Y", fit_intercept=True).fit(threshold=0.0, n_boot=0)
     assert "const" in res.params.index
     assert res.predict(shifted).shape == (len(df),)
 
@@ -114,13 +114,13 @@ def test_bad_fit_options(df):
 def test_nonconvergence_warns(df):
     model = NegDRO(df, env="env", outcome="Y")
     with pytest.warns(ConvergenceWarning, match="did not reach"):
-        res = model.fit(method="algorithm1", max_iter=3)
+        res = model.fit(method="algorithm1", max_iter=3, n_boot=0)
     assert not res.converged and "did not reach" in str(res.summary())
 
 
 def test_population_model_from_moments():
     sem = simulate.example3("strong")
-    res = NegDRO.from_moments(sem.moments()).fit()
+    res = NegDRO.from_moments(sem.moments()).fit(n_boot=0)
     assert_allclose(res.params.to_numpy(), sem.beta_star, atol=1e-6)
     assert "population" in str(res.summary())
     with pytest.raises(DataError, match="pass exog"):
@@ -137,15 +137,15 @@ def test_cli_demo(capsys):
 
 
 def test_identification_and_invariance_in_results(df):
-    res = NegDRO(df, env="env", outcome="Y").fit()
+    res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
     assert res.identification.condition == "1b" and res.ident_margin > 0
     assert res.invariance.df == 3 and 0 <= res.invariance.pvalue <= 1
     text = str(res.summary())
     assert "Ident. margin" in text and "Equal environment risks" in text
-    off = NegDRO(df, env="env", outcome="Y").fit(check_identification=False)
+    off = NegDRO(df, env="env", outcome="Y").fit(check_identification=False, n_boot=0)
     assert off.identification is None and np.isnan(off.ident_margin)
     # With an intercept the margin leaves the constant out (it is never intervened on).
-    res_c = NegDRO(df, env="env", outcome="Y", fit_intercept=True).fit()
+    res_c = NegDRO(df, env="env", outcome="Y", fit_intercept=True).fit(n_boot=0)
     assert_allclose(res_c.ident_margin, res.ident_margin, rtol=1e-6)
 
 

@@ -84,7 +84,7 @@ def eq33_samples(draw):
 
 
 def _fit(df, refit="auto"):
-    return NegDRO(df, env="env", outcome="Y").fit(refit=refit)
+    return NegDRO(df, env="env", outcome="Y").fit(refit=refit, n_boot=0)
 
 
 @settings(max_examples=15, deadline=None)
