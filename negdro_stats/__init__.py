@@ -13,7 +13,14 @@ from .diagnostics import (
     check_condition_4,
     check_condition_6,
 )
-from .exceptions import ConvergenceWarning, DataError, DataWarning, IdentificationWarning
+from .exceptions import (
+    BootstrapFailureWarning,
+    ConvergenceWarning,
+    DataError,
+    DataWarning,
+    IdentificationWarning,
+)
+from .inference import BootstrapResult
 from .model import NegDRO, diagnose
 from .moments import MomentAccumulator, Moments
 from .report import IdentificationReport, RiskInvarianceTest
@@ -36,6 +43,8 @@ __all__ = [
     "check_condition_4",
     "check_condition_6",
     "simulate",
+    "BootstrapFailureWarning",
+    "BootstrapResult",
     "DataError",
     "DataWarning",
     "ConvergenceWarning",

@@ -58,12 +58,16 @@ class BootstrapResult:
         return self.draws[~self.failed]
 
     def support_freq(self) -> FloatArray:
-        """Share of successful refits that selected each covariate."""
-        return self.selected[~self.failed].mean(axis=0)
+        """Share of successful refits that selected each covariate (NaN if none ran)."""
+        ok = self.selected[~self.failed]
+        return ok.mean(axis=0) if len(ok) else np.full(ok.shape[1], np.nan)
 
     def standard_error(self) -> FloatArray:
-        """Standard deviation of the refits (ddof = 1)."""
-        return self._ok().std(axis=0, ddof=1)
+        """Standard deviation of the refits (ddof = 1); NaN with fewer than two refits."""
+        ok = self._ok()
+        if len(ok) < 2:
+            return np.full(ok.shape[1], np.nan)
+        return ok.std(axis=0, ddof=1)
 
     def interval(self, estimate: FloatArray, alpha: float,
                  method: Literal["percentile", "basic", "normal"] = "percentile"
@@ -78,6 +82,9 @@ class BootstrapResult:
         undefined where a quarter or more of the refits sit exactly at 0.
         """
         ok = self._ok()
+        if len(ok) == 0:
+            nan = np.full(self.draws.shape[1], np.nan)
+            return nan, nan
         lo_q, hi_q = np.quantile(ok, [alpha / 2, 1 - alpha / 2], axis=0)
         if method == "percentile":
             return lo_q, hi_q

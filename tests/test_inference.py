@@ -1,0 +1,92 @@
+"""Bootstrap: reproducibility, intervals, selection frequency, edge cases."""
+
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from negdro_stats import BootstrapFailureWarning, NegDRO, simulate
+
+
+@pytest.fixture(scope="module")
+def model():
+    return NegDRO(simulate.eq33(p=6).sample(2000, rng=3), env="env", outcome="Y")
+
+
+def test_same_seed_same_draws(model):
+    a = model.fit(n_boot=20, rng=7, n_jobs=1)
+    b = model.fit(n_boot=20, rng=7, n_jobs=1)
+    np.testing.assert_array_equal(a.bootstrap.draws, b.bootstrap.draws)
+    c = model.fit(n_boot=20, rng=7, n_jobs=2)          # threads: same replicates
+    assert_allclose(c.bootstrap.draws, a.bootstrap.draws, rtol=1e-10, atol=1e-12)
+    d = model.fit(n_boot=20, rng=8, n_jobs=1)
+    assert not np.array_equal(d.bootstrap.draws, a.bootstrap.draws)
+
+
+@pytest.mark.parametrize("method", ["percentile", "basic", "normal"])
+def test_intervals_contain_estimate(model, method):
+    res = model.fit(n_boot=100, rng=1)
+    ci = res.conf_int(0.05, method=method)
+    assert (ci["lower"] <= res.params + 1e-12).all() and (res.params <= ci["upper"] + 1e-12).all()
+    assert list(ci.columns) == ["lower", "upper"]
+    assert (res.bse >= 0).all() and res.support_freq.between(0, 1).all()
+    assert res.bootstrap_draws.shape == (100, 6)
+
+
+def test_widths_shrink_with_n():
+    sem = simulate.eq33(p=5)
+    widths = []
+    for n in (1000, 8000):
+        res = NegDRO(sem.sample(n, rng=5), env="env", outcome="Y").fit(n_boot=100, rng=0)
+        ci = res.conf_int()
+        widths.append((ci["upper"] - ci["lower"])[["X1", "X3"]].to_numpy())
+    assert np.all(widths[1] < widths[0])
+
+
+def test_selection_frequency_eq33_n20000():
+    sem = simulate.eq33(p=10)
+    res = NegDRO(sem.sample(20_000, rng=9), env="env", outcome="Y").fit(n_boot=50, rng=0)
+    assert res.support_freq["X1"] == 1.0 and res.support_freq["X3"] == 1.0
+    others = res.support_freq.drop(["X1", "X3"])
+    assert (others <= 0.1).all()
+    text = str(res.summary())
+    assert "sel. freq" in text and "boot se" in text and "[0.025" in text
+
+
+def test_one_replicate_and_no_bootstrap(model):
+    res = model.fit(n_boot=1, rng=0)
+    assert res.bse.isna().all() and res.bootstrap.n_boot == 1
+    assert res.conf_int().notna().all().all()               # one draw: degenerate interval
+    none = model.fit(n_boot=0)
+    assert none.bootstrap is None and none.bse.isna().all() and none.conf_int().isna().all().all()
+    assert "No bootstrap" in str(none.summary())
+
+
+def test_nonconverging_replicates_are_counted(model):
+    with pytest.warns(BootstrapFailureWarning, match="did not converge"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)   # the main fit's own warning
+            warnings.simplefilter("always", BootstrapFailureWarning)
+            res = model.fit(n_boot=5, rng=0, max_iter=1)
+    assert (~res.bootstrap.converged).sum() == 5
+
+
+def test_small_environments():
+    """n_e = 8 rows, p = 5: some replicates may be singular; they are counted, not fatal."""
+    sem = simulate.eq33(p=5)
+    df = sem.sample(8, rng=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=20, rng=0)
+    boot = res.bootstrap
+    assert boot.n_boot == 20 and boot.failed.sum() + boot.converged.sum() <= 20
+    assert np.isfinite(res.params).all()
+
+
+def test_large_p_summary_shows_selected_only():
+    sem = simulate.eq33(p=40)
+    res = NegDRO(sem.sample(3000, rng=1), env="env", outcome="Y").fit(n_boot=10, rng=0)
+    text = str(res.summary())
+    assert "X1 " in text and "X40" not in text and "summary(show='all')" in text
+    assert "X40" in str(res.summary(show="all"))
