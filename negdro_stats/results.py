@@ -91,6 +91,8 @@ class NegDROResults:
         None when the model was built from moments.
     bootstrap : BootstrapResult or None
         The stratified bootstrap refits (``fit(n_boot=...)``); None when skipped.
+    gamma_path : PathResult or None
+        With ``gamma="auto"``: the path on which gamma was chosen.
     """
 
     def __init__(self, *, model: NegDRO, solver: SolverOutput,
@@ -106,6 +108,7 @@ class NegDROResults:
         self.identification = identification
         self.invariance = invariance
         self.bootstrap = bootstrap
+        self.gamma_path: PathResult | None = None   # set by gamma="auto"
         self.params = pd.Series(solver.b, index=names, name="coef")
         self.support = pd.Series(solver.support, index=names, name="selected")
         self.std_params = pd.Series(solver.b * d / s_y, index=names, name="std coef")
@@ -209,6 +212,26 @@ class NegDROResults:
                             f"got {X.shape}.")
         return X @ b + intercept
 
+    # ------------------------------------------------------------------- plots
+    def plot_coefficients(self, *, alpha: float = 0.05, beta_star: ArrayLike | None = None,
+                          show: str = "selected"):
+        """Forest plot of the estimates and bootstrap intervals; returns the Figure."""
+        from .plotting import plot_coefficients
+
+        return plot_coefficients(self, alpha=alpha, beta_star=beta_star, show=show)
+
+    def plot_selection(self, *, top: int = 30):
+        """Bar chart of the bootstrap selection frequencies; returns the Figure."""
+        from .plotting import plot_selection
+
+        return plot_selection(self, top=top)
+
+    def plot_risks(self):
+        """Environment risks and worst-case weights at the estimate; returns the Figure."""
+        from .plotting import plot_risks
+
+        return plot_risks(self)
+
     # ------------------------------------------------------------------- printing
     def summary(self, alpha: float = 0.05, show: str | None = None,
                 ci_method: str = "percentile") -> NegDROSummary:
@@ -248,7 +271,7 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
     left = [
         ("Dep. Variable:", res.model.endog_name),
         ("Method:", method),
-        ("gamma:", f"{res.gamma:g}"),
+        ("gamma:", f"{res.gamma:g}" + (" (auto)" if res.gamma_path is not None else "")),
         ("No. Observations:", f"{res.nobs:g}"),
         ("No. Environments:", f"{res.n_envs}"),
         ("Refit on support:", res.solver.refit),
@@ -333,3 +356,41 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
         notes.append("Fitted on population moments: No. Observations is infinite.")
     smry.add_extra_txt([f"[{k}] {t}" for k, t in enumerate(notes, start=1)])
     return smry
+
+
+class PathResult:
+    """NegDRO along a grid of gamma (like the paper's Figures 5 and 7).
+
+    Attributes
+    ----------
+    gammas : ndarray
+    params : pandas.DataFrame
+        Coefficients, one row per gamma.
+    support : pandas.DataFrame of bool
+        Selected covariates per gamma.
+    risks : pandas.DataFrame
+        Environment risks ``R_e(b)`` at each estimate.
+    objective : pandas.Series
+        ``Phi_mu(b)`` at each estimate (its gamma's objective).
+    invariance_pvalue : pandas.Series
+        p-value of the equal-risk test at each estimate (NaN without rows).
+    chosen_gamma : float or None
+        Set by ``gamma="auto"``: the smallest gamma whose estimate passes the test.
+    """
+
+    def __init__(self, *, gammas, params, support, risks, objective, invariance_pvalue,
+                 chosen_gamma=None) -> None:
+        self.gammas = np.asarray(gammas, dtype=np.float64)
+        self.params, self.support, self.risks = params, support, risks
+        self.objective, self.invariance_pvalue = objective, invariance_pvalue
+        self.chosen_gamma = chosen_gamma
+
+    def plot(self, beta_star: ArrayLike | None = None):
+        """Coefficients and environment risks along gamma; returns the Figure."""
+        from .plotting import plot_path
+
+        return plot_path(self, beta_star=beta_star)
+
+    def __repr__(self) -> str:
+        return (f"<PathResult: {len(self.gammas)} gammas in [{self.gammas.min():g}, "
+                f"{self.gammas.max():g}], p={self.params.shape[1]}>")

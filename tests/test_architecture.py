@@ -19,7 +19,8 @@ ALLOWED = {
     # results sees the model only under TYPE_CHECKING
     "inference": {"_typing", "moments", "solvers"},
     "results": {"_typing", "_validation", "exceptions", "solvers", "diagnostics", "report",
-                "inference"},
+                "inference", "plotting"},
+    "plotting": {"_typing"},
     "model": {"_typing", "_validation", "exceptions", "moments", "results", "solvers",
               "diagnostics", "report", "inference"},
     "cli": {"__init__"},

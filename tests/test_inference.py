@@ -90,3 +90,33 @@ def test_large_p_summary_shows_selected_only():
     text = str(res.summary())
     assert "X1 " in text and "X40" not in text and "summary(show='all')" in text
     assert "X40" in str(res.summary(show="all"))
+
+
+def test_fit_path_and_auto_gamma():
+    """Example 3 (strong regime, n = 10,000): gamma = 0 and 1 leave unequal risks (the
+    equal-risk test rejects), larger gammas do not; "auto" picks the first that passes."""
+    sem = simulate.example3("strong")
+    model = NegDRO(sem.sample(10_000, rng=1), env="env", outcome="Y")
+    path = model.fit_path([0, 1, 5, 20, 60])
+    assert path.params.shape == (5, 4) and path.risks.shape == (5, 2)
+    assert path.invariance_pvalue.iloc[0] < 0.05 and path.invariance_pvalue.iloc[2] >= 0.05
+    assert path.chosen_gamma == 5.0
+    auto = NegDRO(model.data, env="env", outcome="Y", gamma="auto").fit(n_boot=0)
+    assert auto.gamma_path is not None and auto.gamma == auto.gamma_path.chosen_gamma
+    assert np.linalg.norm(auto.params.to_numpy() - sem.beta_star) < 0.02
+    assert "(auto)" in str(auto.summary())
+
+
+@pytest.mark.smoke
+def test_plots_return_figures(model, tmp_path):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    sem = simulate.eq33(p=6)
+    res = model.fit(n_boot=20, rng=0)
+    figs = [res.plot_coefficients(beta_star=sem.beta_star), res.plot_selection(),
+            res.plot_risks(), model.fit_path([0, 5, 20]).plot(beta_star=sem.beta_star)]
+    for k, fig in enumerate(figs):
+        fig.savefig(tmp_path / f"f{k}.png")
+        assert (tmp_path / f"f{k}.png").stat().st_size > 5_000
+    with pytest.raises(ValueError, match="n_boot"):
+        model.fit(n_boot=0).plot_selection()

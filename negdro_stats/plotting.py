@@ -1,0 +1,136 @@
+"""Figures for NegDRO results (matplotlib, imported only when a plot is made).
+
+Every function returns the matplotlib ``Figure``; save it with ``fig.savefig(...)``.
+Install the extra with ``pip install negdro-stats[plot]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._typing import ArrayLike
+
+__all__ = ["plot_coefficients", "plot_selection", "plot_path", "plot_risks"]
+
+
+def _pyplot():
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:                   # optional dependency
+        raise ImportError("Plots need matplotlib: pip install 'negdro-stats[plot]'.") from exc
+    return plt
+
+
+def plot_coefficients(res: Any, *, alpha: float = 0.05, beta_star: ArrayLike | None = None,
+                      show: str = "selected", ci_method: str = "percentile"):
+    """Forest plot: estimates with bootstrap intervals, beta* overlaid when known.
+
+    ``show="selected"`` plots covariates selected by the estimate or in >= 10% of the
+    bootstrap refits (all of them if there is no bootstrap); ``"all"`` plots every one.
+    """
+    plt = _pyplot()
+    params = res.params
+    ci = res.conf_int(alpha, ci_method)
+    keep = np.ones(len(params), dtype=bool)
+    if show == "selected" and res.bootstrap is not None:
+        keep = res.support.to_numpy() | (res.support_freq.to_numpy() >= 0.1)
+    if beta_star is not None:
+        beta_star = np.asarray(beta_star, dtype=np.float64)
+        keep |= beta_star != 0
+    idx = np.flatnonzero(keep)[::-1]
+    fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(idx) + 1.6))
+    y = np.arange(len(idx))
+    lo, hi = ci["lower"].to_numpy()[idx], ci["upper"].to_numpy()[idx]
+    est = params.to_numpy()[idx]
+    has_ci = np.isfinite(lo) & np.isfinite(hi)
+    ax.errorbar(est[has_ci], y[has_ci], xerr=[est[has_ci] - lo[has_ci], hi[has_ci] - est[has_ci]],
+                fmt="o", color="C0", ecolor="C0", capsize=3,
+                label=f"NegDRO, {100 * (1 - alpha):g}% {ci_method} interval")
+    ax.plot(est[~has_ci], y[~has_ci], "o", color="C0")
+    if beta_star is not None:
+        ax.plot(beta_star[idx], y, "x", color="C3", markersize=9, mew=2, label="beta*")
+    ax.axvline(0, color="0.6", lw=0.8)
+    ax.set_yticks(y, [str(params.index[j]) for j in idx])
+    ax.set_xlabel(f"coefficient on {res.model.endog_name}")
+    ax.set_title(f"NegDRO estimates (gamma = {res.gamma:g})")
+    ax.legend(loc="best", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_selection(res: Any, *, top: int = 30):
+    """Selection frequency across bootstrap refits, highest first (at most ``top`` bars)."""
+    plt = _pyplot()
+    if res.bootstrap is None:
+        raise ValueError("Selection frequencies need the bootstrap: fit with n_boot > 0.")
+    freq = res.support_freq.sort_values(ascending=False).iloc[:top]
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.35 * len(freq) + 1.5), 3.6))
+    colors = ["C0" if s else "0.6" for s in res.support[freq.index]]
+    ax.bar(np.arange(len(freq)), freq.to_numpy(), color=colors)
+    ax.set_xticks(np.arange(len(freq)), [str(i) for i in freq.index], rotation=60, ha="right")
+    ax.axhline(0.9, color="C2", ls="--", lw=1, label="0.9")
+    ax.axhline(0.5, color="C1", ls=":", lw=1, label="0.5")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("selection frequency")
+    ax.set_title(f"Selection frequency, {res.bootstrap.n_boot} bootstrap refits\n"
+                 "(blue: selected by the estimate)", fontsize=9)
+    ax.legend(fontsize=8, loc="upper right")
+    fig.tight_layout()
+    return fig
+
+
+def plot_path(path: Any, *, beta_star: ArrayLike | None = None, max_lines: int = 12):
+    """Coefficients (and their distance to beta*, if given) and environment risks along
+    gamma, like the paper's Figures 5 and 7; the gamma chosen by ``gamma="auto"`` is
+    marked."""
+    plt = _pyplot()
+    n_panels = 3 if beta_star is not None else 2
+    fig, axes = plt.subplots(1, n_panels, figsize=(4.2 * n_panels, 3.6))
+    g = path.gammas
+    coefs = path.params
+    shown = coefs.abs().max().sort_values(ascending=False).index[:max_lines]
+    for name in shown:
+        axes[0].plot(g, coefs[name], marker=".", label=str(name))
+    axes[0].set_ylabel("coefficient")
+    axes[0].legend(fontsize=7, ncol=2)
+    for e in path.risks.columns:
+        axes[1].plot(g, path.risks[e], marker=".", label=f"env {e}")
+    axes[1].set_ylabel("risk R_e(b)")
+    axes[1].legend(fontsize=7)
+    if beta_star is not None:
+        err = np.linalg.norm(coefs.to_numpy() - np.asarray(beta_star, dtype=float), axis=1)
+        axes[2].plot(g, err, marker=".", color="k")
+        axes[2].set_ylabel("||b - beta*||_2")
+    for ax in axes:
+        ax.set_xscale("symlog", linthresh=0.1)
+        ax.set_xlabel("gamma")
+        if path.chosen_gamma is not None:
+            ax.axvline(path.chosen_gamma, color="C3", ls="--", lw=1)
+    fig.suptitle("NegDRO along gamma" + ("" if path.chosen_gamma is None else
+                                         f" (red: gamma='auto' choice {path.chosen_gamma:.3g})"),
+                 fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_risks(res: Any):
+    """Environment risks at the estimate, with the worst-case weights w_e annotated."""
+    plt = _pyplot()
+    risks, w = res.risks, res.weights
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.6 * len(risks) + 2), 3.4))
+    x = np.arange(len(risks))
+    ax.bar(x, risks.to_numpy(), color="C0")
+    for xi, (r, wi) in enumerate(zip(risks, w, strict=True)):
+        ax.annotate(f"w={wi:.2f}", (xi, r), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(x, [str(e) for e in risks.index])
+    ax.set_xlabel("environment")
+    ax.set_ylabel("risk R_e(b) = mean squared error")
+    ax.set_ylim(0, risks.max() * 1.15)
+    title = "Environment risks at the estimate"
+    if res.invariance is not None:
+        title += f" (equal-risk test p = {res.invariance.pvalue:.2g})"
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    return fig
