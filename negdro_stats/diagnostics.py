@@ -173,10 +173,12 @@ def _cutting_plane(M: FloatArray, C: FloatArray, *, tol: float, max_iter: int = 
                    ) -> tuple[FloatArray, float, float, str]:
     """Cutting planes with a trust region for max_{w in simplex} lambda_min(sum_e w_e M_e + C).
 
-    Every evaluation adds the cut ``f(w') <= f(w) + g.(w' - w)``; the LP over all cuts on
-    the whole simplex gives an upper bound, and the next point maximises the cuts within a
-    box of radius r around the best point (r halves after a step that does not improve,
-    which keeps Kelley's method from zig-zagging).
+    Every evaluation adds the cut ``f(w') <= f(w) + g.(w' - w)``; the next point maximises
+    the cuts within a box of radius r around the best point (r halves after a step that
+    does not improve, which keeps Kelley's method from zig-zagging).  The LP over all cuts
+    on the whole simplex is an upper bound; when the box LP's maximiser is not on the box
+    it is that bound already (a local maximum of a concave function), else the whole-
+    simplex LP is solved for it.
     """
     E = M.shape[0]
     w = np.full(E, 1.0 / E)
@@ -196,19 +198,25 @@ def _cutting_plane(M: FloatArray, C: FloatArray, *, tol: float, max_iter: int = 
         cuts_c.append(f - g @ w)
         A_ub = np.column_stack([-np.array(cuts_g), np.ones(len(cuts_g))])
         b_ub = np.array(cuts_c)
-        lp = optimize.linprog(objective_lp, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq,
-                              bounds=[(0, 1)] * E + [(None, None)], method="highs")
-        if lp.status != 0:
-            status = f"lp status {lp.status}"
-            break
-        upper = min(upper, -lp.fun)
-        if upper - best_f <= tol:
-            status = "optimal"
-            break
         box = [(max(0.0, x - radius), min(1.0, x + radius)) for x in best_w]
         lp = optimize.linprog(objective_lp, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq,
                               bounds=box + [(None, None)], method="highs")
-        w = np.maximum(lp.x[:E], 0.0) if lp.status == 0 else best_w
+        if lp.status != 0:
+            status = f"lp status {lp.status}"
+            break
+        x = lp.x[:E]
+        on_box = any((lo > 0 and x_i <= lo + 1e-12) or (hi < 1 and x_i >= hi - 1e-12)
+                     for x_i, (lo, hi) in zip(x, box, strict=True))
+        bound = -lp.fun                       # the global LP value if the box is not active
+        if on_box:
+            glob = optimize.linprog(objective_lp, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq,
+                                    bounds=[(0, 1)] * E + [(None, None)], method="highs")
+            bound = -glob.fun if glob.status == 0 else np.inf
+        upper = min(upper, bound)
+        if upper - best_f <= tol:
+            status = "optimal"
+            break
+        w = np.maximum(x, 0.0)
         w /= w.sum()
     return best_w, best_f, max(upper - best_f, 0.0), status
 
