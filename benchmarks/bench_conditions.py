@@ -18,22 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
 import time
 from pathlib import Path
 
 import numpy as np
+from _timing import timed
 
 from negdro_stats import NegDRO, check_condition_1b, simulate
-
-
-def _median_time(fn, reps=3):
-    out, times = None, []
-    for _ in range(reps):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return out, statistics.median(times)
 
 
 def _dense_design(p, rng, E=4):
@@ -53,11 +44,11 @@ def timing(ps_eq33, ps_dense):
     cases += [("dense", p, _dense_design(p, rng)) for p in ps_dense]
     for name, p, S in cases:
         row = dict(design=name, p=p)
-        cp, row["cutting_plane_s"] = _median_time(
-            lambda S=S: check_condition_1b(S, path="cutting-plane"))
+        cp, row["cutting_plane_s"] = timed(
+            lambda S=S: check_condition_1b(S, path="cutting-plane"), reps=3)
         row["cp_margin"], row["cp_status"] = cp.margin, cp.status
         if p <= (200 if name == "eq33" else 100):
-            sdp, row["sdp_s"] = _median_time(lambda S=S: check_condition_1b(S, path="sdp"))
+            sdp, row["sdp_s"] = timed(lambda S=S: check_condition_1b(S, path="sdp"), reps=3)
             row["sdp_margin"] = sdp.margin
             row["rel_diff"] = abs(sdp.margin - cp.margin) / max(abs(sdp.margin), 1e-12)
         rows.append(row)

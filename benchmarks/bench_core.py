@@ -23,11 +23,11 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
 import time
 from pathlib import Path
 
 import numpy as np
+from _timing import timed
 
 from negdro_stats import NegDRO, simulate
 from negdro_stats.solvers import _lipschitz, gdm, negdro, sqp, subgradient_prox
@@ -39,24 +39,15 @@ def _arrays(sem, n, seed):
     return df["Y"].to_numpy(), X, df["env"].to_numpy()
 
 
-def _median_time(fn, reps=5):
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
-
-
 def speed(ps, n):
     rows = []
     for p in ps:
         sem = simulate.eq33(p=p)
         y, X, env = _arrays(sem, n, seed=1)
         names = [f"X{j}" for j in range(1, p + 1)]
-        t_fit = _median_time(
-            lambda: NegDRO.from_arrays(y, X, env, names=names).fit(n_boot=0))  # noqa: B023
-        t_ols = _median_time(lambda: np.linalg.lstsq(X, y, rcond=None))  # noqa: B023
+        t_fit = timed(
+            lambda: NegDRO.from_arrays(y, X, env, names=names).fit(n_boot=0))[1]  # noqa: B023
+        t_ols = timed(lambda: np.linalg.lstsq(X, y, rcond=None))[1]  # noqa: B023
         model = NegDRO.from_arrays(y, X, env, names=names)
         res = model.fit(n_boot=0)
         mom = model.moments

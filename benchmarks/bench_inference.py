@@ -21,23 +21,14 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+from _timing import timed
 
 from negdro_stats import NegDRO, simulate
-
-
-def _median_time(fn, reps=3):
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def cost(p, n, B):
@@ -45,12 +36,12 @@ def cost(p, n, B):
     df = sem.sample(n, rng=1)
     X = df[[f"X{j}" for j in range(1, p + 1)]].to_numpy()
     y, env = df["Y"].to_numpy(), df["env"].to_numpy()
-    one_fit = _median_time(lambda: NegDRO.from_arrays(y, X, env).fit(n_boot=0))
-    one_ols = _median_time(lambda: np.linalg.lstsq(X, y, rcond=None))
+    one_fit = timed(lambda: NegDRO.from_arrays(y, X, env).fit(n_boot=0), reps=3)[1]
+    one_ols = timed(lambda: np.linalg.lstsq(X, y, rcond=None), reps=3)[1]
     model = NegDRO.from_arrays(y, X, env)
     t0 = time.perf_counter()
     model.fit(n_boot=B, rng=0, verbose=False)
-    t_boot = time.perf_counter() - t0 - _median_time(lambda: model.fit(n_boot=0))
+    t_boot = time.perf_counter() - t0 - timed(lambda: model.fit(n_boot=0), reps=3)[1]
     row = dict(p=p, n_per_env=n, B=B, boot_s=t_boot, one_fit_s=one_fit,
                ratio_to_B_fits=t_boot / (B * one_fit), one_ols_s=one_ols,
                ratio_to_B_ols=t_boot / (B * one_ols))
@@ -114,14 +105,19 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=100)
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--only", choices=["cost", "coverage", "auto_gamma"], default=None,
+                    help="run one part and keep the others of an existing --out file")
     ap.add_argument("--out", default="benchmarks/results/inference.json")
     a = ap.parse_args()
-    if a.quick:
-        res = dict(cost=cost(20, 2000, 20), coverage=coverage(3, 1000, B=50),
-                   auto_gamma=auto_gamma(2))
-    else:
-        res = dict(cost=cost(100, 20_000, 200), coverage=coverage(a.reps, 5000),
-                   auto_gamma=auto_gamma(a.seeds))
+    res = json.loads(Path(a.out).read_text()) if a.only and Path(a.out).exists() else {}
+    parts = {
+        "cost": lambda: cost(20, 2000, 20) if a.quick else cost(100, 20_000, 200),
+        "coverage": lambda: coverage(3, 1000, B=50) if a.quick else coverage(a.reps, 5000),
+        "auto_gamma": lambda: auto_gamma(2 if a.quick else a.seeds),
+    }
+    for name, run in parts.items():
+        if a.only in (None, name):
+            res[name] = run()
     res["meta"] = dict(machine=platform.platform(), python=platform.python_version(),
                        date=time.strftime("%Y-%m-%d"))
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
