@@ -50,6 +50,7 @@ def speed(ps, n):
         t_ols = timed(lambda: np.linalg.lstsq(X, y, rcond=None))[1]  # noqa: B023
         model = NegDRO.from_arrays(y, X, env, names=names)
         res = model.fit(n_boot=0)
+        t_ident = timed(model._condition_1b, reps=1)[1]   # Condition 1b check (lazy, p > 200)
         mom = model.moments
         d, s = mom.scales()
         st = mom.rescale(d, s)
@@ -64,6 +65,7 @@ def speed(ps, n):
                    max_iter=50_000 if p <= 100 else 20_000)
         t_a1 = time.perf_counter() - t0
         row = dict(p=p, n_per_env=n, fit_s=t_fit, ols_s=t_ols, ratio=t_fit / t_ols,
+                   ident_s=t_ident,
                    fit_error=float(np.linalg.norm(res.params.to_numpy() - sem.beta_star)),
                    sqp_iter=r_sqp.n_iter, sqp_s=t_sqp, sqp_grad=r_sqp.grad_norm,
                    alg1_iter=r_a1.n_iter, alg1_s=t_a1, alg1_grad=r_a1.grad_norm,

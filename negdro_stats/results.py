@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -13,7 +15,7 @@ from statsmodels.iolib.table import SimpleTable
 from ._typing import ArrayLike
 from ._validation import check_option, check_scalar
 from .diagnostics import IdentificationResult
-from .exceptions import DataError
+from .exceptions import DataError, IdentificationWarning
 from .inference import CI_METHODS, BootstrapResult
 from .report import RiskInvarianceTest
 from .solvers import SolverOutput
@@ -96,7 +98,8 @@ class NegDROResults:
     """
 
     def __init__(self, *, model: NegDRO, solver: SolverOutput,
-                 identification: IdentificationResult | None = None,
+                 identification: IdentificationResult | Callable[[], IdentificationResult]
+                 | None = None,
                  invariance: RiskInvarianceTest | None = None,
                  bootstrap: BootstrapResult | None = None) -> None:
         mom = model.moments
@@ -105,7 +108,7 @@ class NegDROResults:
         d, s_y = mom.scales()
         self.model = model
         self.solver = solver
-        self.identification = identification
+        self._identification = identification
         self.invariance = invariance
         self.bootstrap = bootstrap
         self.gamma_path: PathResult | None = None   # set by gamma="auto"
@@ -160,6 +163,19 @@ class NegDROResults:
         else:
             lo, hi = self.bootstrap.interval(self.params.to_numpy(), alpha, method)
         return pd.DataFrame({"lower": lo, "upper": hi}, index=self.params.index)
+
+    @cached_property
+    def identification(self) -> IdentificationResult | None:
+        """Condition 1b on the moments (computed on first use for large p); warns with
+        :class:`IdentificationWarning` when it fails."""
+        src = self._identification
+        result = src() if callable(src) else src
+        if result is not None and not result.holds:
+            warnings.warn(
+                f"Condition 1b fails on these data (identifiability margin {result.margin:.3g}"
+                "): the environments may not differ enough to identify the causal model; see "
+                "NegDRO.diagnose().", IdentificationWarning, stacklevel=3)
+        return result
 
     @property
     def ident_margin(self) -> float:
