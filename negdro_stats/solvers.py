@@ -31,13 +31,22 @@ solves the quadratic model
     min_d  max_w sum_e w_e (phi_e + grad phi_e^T d) - mu ||w||^2 + d^T B d / 2,
 
 ``B = 2 M(w) = 2 sum_e a_e Sigma_e`` the Hessian of the Lagrangian at the current
-weights (Levenberg-Marquardt shifted where it is not positive definite), through its
+weights, through its
 |E|-dimensional dual: a QP over the simplex with matrix ``J B^{-1} J^T + 2 mu I``
 (``J`` = the rows ``grad phi_e``), solved exactly by an active-set method; then
 ``d = -B^{-1} J^T w`` and an Armijo line search on Phi_{mu,tau}.  This is SQP for a
 finite minimax (a max of |E| quadratics): the linearised pieces handle the kinks of the
 max, and with the exact Hessian it converges quadratically near a strict local minimum,
-for ``mu >= 0``.  Each step costs one Cholesky factorisation of a p x p matrix.  The
+for ``mu >= 0``.  Where B is not positive definite (it can be indefinite even at the
+minimum, in directions the max over environments controls) the step is a Newton step on
+the smooth Phi_mu with its generalised Hessian
+
+    2 M(w) + (2 (1 + tau)^2 / mu) Gr_F^T (I - 11^T/|F|) Gr_F
+
+(w the best response, F its support, ``Gr`` the rows ``Sigma_e b - sxy_e``; the
+second term is the derivative of the projection onto the simplex), and a
+Levenberg-Marquardt shift of B only if that is not positive definite either.  Each step
+costs one or two Cholesky factorisations of a p x p matrix.  The
 fixed-w quadratics are indefinite in directions that other environments control, so
 ``min-max != max-min`` and a dual method does not apply to Phi itself.
 
@@ -172,6 +181,14 @@ def _simplex_qp(Q: FloatArray, q: FloatArray, x: FloatArray) -> FloatArray:
     return x
 
 
+def _cholesky(M: FloatArray):
+    """Cholesky factor of M, or None if M is not (numerically) positive definite."""
+    try:
+        return linalg.cho_factor(M, lower=True, check_finite=False)
+    except linalg.LinAlgError:
+        return None
+
+
 def minimax_dual(
     Sigma: FloatArray,
     sxy: FloatArray,
@@ -298,22 +315,36 @@ def sqp(
         J = 2.0 * ((1.0 + tau) * Gr - c * Gr.sum(axis=0))               # their gradients
         B = 2.0 * np.tensordot((1.0 + tau) * w - c, Sigma, axes=1)      # Lagrangian Hessian
         scale = max(float(np.trace(np.abs(B))) / p, 1e-12)
-        while True:                                                     # Levenberg-Marquardt
-            try:
-                chol = linalg.cho_factor(B + shift * eye_p, lower=True, check_finite=False)
-                break
-            except linalg.LinAlgError:
-                shift = max(4.0 * shift, 1e-6 * scale)
-        K = linalg.cho_solve(chol, J.T, check_finite=False)             # (p, E)
-        Q = J @ K + 2.0 * mu * eye_E
-        Q += 1e-13 * (np.trace(Q) / E + 1e-300) * eye_E
-        w_new = _simplex_qp(Q, -phi, w)                                 # dual of the QP step
-        d = -K @ w_new
-        if mu == 0:              # Phi is not differentiable: measure ||sum_e w_e grad phi_e||
-            gn = float(np.linalg.norm(J.T @ w_new))
-            if gn <= tol:
-                break
-        decrease = -float(d @ (J.T @ w_new))                            # = d^T (B + shift) d
+        chol = _cholesky(B + shift * eye_p)      # shift > 0 only after a failed search
+        d = None
+        if chol is None and mu > 0 and shift == 0:
+            # B is indefinite (directions that other environments control): take a Newton
+            # step on the smooth Phi_mu with its generalised Hessian (module docstring),
+            # which is positive definite near a strict local minimum.
+            F = w_br > 0
+            GF, sF = Gr[F], Gr[F].sum(axis=0)
+            H = 2.0 * np.tensordot((1.0 + tau) * w_br - c, Sigma, axes=1) + (
+                2.0 * (1.0 + tau) ** 2 / mu) * (GF.T @ GF - np.outer(sF, sF) / F.sum())
+            chol_h = _cholesky(H)
+            if chol_h is not None:
+                g = 2.0 * (((1.0 + tau) * w_br - c) @ Gr)
+                d = -linalg.cho_solve(chol_h, g, check_finite=False)
+                w_new, decrease = w_br, -float(g @ d)
+        if d is None:
+            lm_shift = shift
+            while chol is None:                                         # Levenberg-Marquardt
+                lm_shift = max(4.0 * lm_shift, 1e-6 * scale)
+                chol = _cholesky(B + lm_shift * eye_p)
+            K = linalg.cho_solve(chol, J.T, check_finite=False)         # (p, E)
+            Q = J @ K + 2.0 * mu * eye_E
+            Q += 1e-13 * (np.trace(Q) / E + 1e-300) * eye_E
+            w_new = _simplex_qp(Q, -phi, w)                             # dual of the QP step
+            d = -K @ w_new
+            if mu == 0:          # Phi is not differentiable: measure ||sum_e w_e grad phi_e||
+                gn = float(np.linalg.norm(J.T @ w_new))
+                if gn <= tol:
+                    break
+            decrease = -float(d @ (J.T @ w_new))                   # = d^T (B + lm_shift) d
         # Below ~1e-12 relative the objective cannot resolve the decrease, so the Armijo
         # test would reject a good step: take the full (locally quadratic) step then.
         t = 1.0 if decrease > 1e-12 * (1.0 + abs(value)) else 0.0
@@ -336,7 +367,8 @@ def sqp(
             continue
         b, value, w = b_new, v_new, w_new
         risks = env_risks(b, Sigma, sxy, syy)
-        shift *= 0.1 if t == 1.0 else 1.0
+        if t == 1.0:
+            shift = 0.0 if shift < 1e-9 * scale else 0.1 * shift
     return InnerResult(
         b=b,
         w=best_response(risks, mu=mu, tau=tau),
