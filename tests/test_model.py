@@ -158,3 +158,13 @@ def test_diagnose_function_form(df):
     model = NegDRO.from_moments(simulate.eq33(p=5).moments())
     with pytest.raises(DataError, match="resamples rows"):
         model.diagnose()
+
+
+@pytest.mark.smoke
+def test_cli_fit_csv(df, tmp_path, capsys):
+    path = tmp_path / "data.csv"
+    df.to_csv(path, index=False)
+    assert main(["fit", str(path), "--env", "env", "--outcome", "Y", "--n-boot", "10",
+                 "--seed", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "Dep. Variable:" in out and "sel. freq" in out
