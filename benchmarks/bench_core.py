@@ -1,6 +1,7 @@
 """Core estimator benchmark (issue: core estimator): speed and accuracy of NegDRO.
 
-Usage:  python benchmarks/bench_core.py [--quick] [--seeds 20] [--out benchmarks/results/core.json]
+Usage:  python benchmarks/bench_core.py [--quick] [--seeds 20] [--only speed|accuracy]
+        [--out benchmarks/results/core.json]
 
 Speed (eq. (33), text variant, 4 environments, n = 20,000 per environment):
   * wall time of ``NegDRO.from_arrays(y, X, env).fit(n_boot=0)`` (validation + one pass for the
@@ -129,18 +130,20 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--only", choices=["speed", "accuracy"], default=None,
+                    help="run one part and keep the other of an existing --out file")
     ap.add_argument("--out", default="benchmarks/results/core.json")
     a = ap.parse_args()
-    if a.quick:
-        sp = speed([10, 100], 2000)
-        ac = accuracy([5, 10], [2000], 3)
-    else:
-        sp = speed([10, 100, 1000], 20_000)
-        ac = accuracy([5, 10, 20, 100], [2000, 20_000], a.seeds)
-    meta = dict(machine=platform.platform(), python=platform.python_version(),
-                numpy=np.__version__, date=time.strftime("%Y-%m-%d"))
+    res = json.loads(Path(a.out).read_text()) if a.only and Path(a.out).exists() else {}
+    if a.only != "accuracy":
+        res["speed"] = speed([10, 100], 2000) if a.quick else speed([10, 100, 1000], 20_000)
+    if a.only != "speed":
+        res["accuracy"] = (accuracy([5, 10], [2000], 3) if a.quick else
+                           accuracy([5, 10, 20, 100], [2000, 20_000], a.seeds))
+    res["meta"] = dict(machine=platform.platform(), python=platform.python_version(),
+                       numpy=np.__version__, date=time.strftime("%Y-%m-%d"))
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(dict(meta=meta, speed=sp, accuracy=ac), indent=1))
+    Path(a.out).write_text(json.dumps(res, indent=1))
     print(f"wrote {a.out}")
 
 
