@@ -6,6 +6,7 @@
 """
 
 from . import simulate
+from .baselines import BaselineResult, fit_baseline
 from .design import DesignReport, Intervention, InterventionAdvice, LinearSEM
 from .diagnostics import (
     IdentificationResult,
@@ -30,6 +31,8 @@ __all__ = [
     "NegDRO",
     "NegDROResults",
     "diagnose",
+    "fit_baseline",
+    "BaselineResult",
     "Moments",
     "MomentAccumulator",
     "LinearSEM",

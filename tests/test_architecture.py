@@ -21,6 +21,7 @@ ALLOWED = {
     "results": {"_typing", "_validation", "exceptions", "solvers", "diagnostics", "report",
                 "inference", "plotting"},
     "plotting": {"_typing"},
+    "baselines": {"_typing", "exceptions", "moments"},
     "model": {"_typing", "_validation", "exceptions", "moments", "results", "solvers",
               "diagnostics", "report", "inference"},
     "cli": {"__init__"},
