@@ -14,14 +14,17 @@ says ``Y = X1/2 - X3/2``; the equation (and the authors' code) give
 
 from __future__ import annotations
 
+import time
+import warnings
 from typing import Literal
 
 import numpy as np
+import pandas as pd
 
 from .design import Intervention, LinearSEM
 from .exceptions import DataError
 
-__all__ = ["example2", "example3", "eq33", "appendix_f2"]
+__all__ = ["example2", "example3", "eq33", "appendix_f2", "compare_methods", "METHODS"]
 
 
 def example2(nu: tuple[float, float] = (1.0, 2.0)) -> LinearSEM:
@@ -125,3 +128,73 @@ def appendix_f2(p: int = 10) -> LinearSEM:
         loadings.append(L)
         dists.append(["normal"] * (p + 2) + [dist5[k - 1]] * 5 + ["normal"] * (p - 5))
     return LinearSEM.from_noise_factors(_eq33_B(p, 1.0), means, loadings, dists)
+
+
+# ------------------------------------------------------------------ Monte Carlo harness
+METHODS = ("negdro", "erm", "anchor", "icp", "eills", "drig", "causal_dantzig")
+
+
+def compare_methods(
+    design: LinearSEM,
+    *,
+    n_per_env: int,
+    reps: int,
+    methods: tuple[str, ...] = METHODS,
+    time_limit: float = 60.0,
+    rng: int = 0,
+    options: dict | None = None,
+) -> pd.DataFrame:
+    """Monte Carlo comparison of NegDRO and its peers on one design (Figures 8 and 10).
+
+    For each repetition, sample ``n_per_env`` rows per environment, build the moments once,
+    and fit every method on them.  ICP and EILLS enumerate subsets; a method whose fit
+    exceeds ``time_limit`` seconds (or reports a time-out) is recorded as timed out and
+    skipped for the remaining repetitions, as the paper does with its 30-minute limit.
+    ``options`` maps a method to keyword arguments (defaults: anchor gamma = 5, DRIG
+    gamma = 10 with the first environment as reference, EILLS gamma = 20).
+
+    Returns a DataFrame with one row per (repetition, method): ``error`` =
+    ``||b - beta*||_2`` (NaN if timed out or failed), ``seconds``, ``status``.
+    """
+    from .baselines import fit_baseline
+    from .model import NegDRO
+
+    options = {"anchor": {"gamma": 5.0}, "drig": {"gamma": 10.0}, "eills": {"gamma": 20.0},
+               **(options or {})}
+    rows, dead = [], set()
+    for r in range(reps):
+        df = design.sample(n_per_env, rng=np.random.default_rng([rng, r]))
+        start = time.perf_counter()
+        model = NegDRO(df, env="env", outcome=design.names[0])
+        read_s = time.perf_counter() - start
+        for method in methods:
+            if method in dead:
+                rows.append(dict(rep=r, method=method, error=np.nan, seconds=np.nan,
+                                 status="timed out"))
+                continue
+            start = time.perf_counter()
+            status = "ok"
+            try:
+                if method == "negdro":
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        b = model.fit(n_boot=0, check_identification=False,
+                                      **options.get(method, {})).params.to_numpy()
+                else:
+                    extra = {"time_limit": time_limit} if method in ("icp", "eills") else {}
+                    res = fit_baseline(method, model.moments, **extra,
+                                       **options.get(method, {}))
+                    b = res.params.to_numpy()
+                    if res.details.get("timed_out"):
+                        status = "timed out"
+            except (DataError, np.linalg.LinAlgError) as exc:
+                b, status = None, f"failed: {exc}"[:80]
+            seconds = time.perf_counter() - start + read_s
+            if status == "timed out" or seconds > time_limit:
+                status = "timed out"
+                dead.add(method)
+            ok = status == "ok" and b is not None
+            rows.append(dict(rep=r, method=method, seconds=seconds, status=status,
+                             error=float(np.linalg.norm(b - design.beta_star)) if ok
+                             else np.nan))
+    return pd.DataFrame(rows)

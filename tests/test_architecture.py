@@ -15,7 +15,7 @@ ALLOWED = {
     "diagnostics": {"_typing", "exceptions", "moments"},
     "report": {"_typing", "diagnostics", "moments"},
     "design": {"_typing", "exceptions", "moments", "diagnostics"},
-    "simulate": {"design", "exceptions"},
+    "simulate": {"design", "exceptions", "baselines", "model"},   # harness: lazy imports
     # results sees the model only under TYPE_CHECKING
     "inference": {"_typing", "moments", "solvers"},
     "results": {"_typing", "_validation", "exceptions", "solvers", "diagnostics", "report",
