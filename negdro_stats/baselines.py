@@ -1,27 +1,26 @@
 """Peer methods on the same per-environment moments, behind one small interface.
 
-``fit_baseline(method, moments, **options) -> BaselineResult`` with ``method`` one of
+``fit_baseline(method, moments, **options) -> BaselineResult`` with ``method`` one of:
 
-``"erm"``            pooled least squares (rows weighted equally, i.e. environments by n_e);
-``"anchor"``         anchor regression (Rothenhaeusler et al. 2021) with the environment
-                     indicators as anchors: minimise ``||(I - P_A) r||^2 + gamma ||P_A r||^2``,
-                     i.e. ``sum_e pi_e [E_e r^2 + (gamma - 1) (E_e r)^2]``, ``r = Y - b^T X``;
-``"drig"``           DRIG (Shen et al. 2025), eq. (32): ``R_0 + gamma sum_e w_e (R_e - R_0)``
-                     with a reference environment 0 and weights w;
-``"causal_dantzig"`` CausalDantzig (Rothenhaeusler et al. 2019): the inverse of (31) on the
-                     environments' differences from their average (least squares over all
-                     of them; exactly the inverse for two environments), or with
-                     ``lam > 0`` the l1 version of Appendix C.3 as a linear programme;
-``"icp"``            invariant causal prediction (Peters et al. 2016): every subset S up to
-                     ``max_size``, pooled OLS with intercept on S, Welch t-tests of residual
-                     means and F-tests of residual variances of each environment against
-                     the rest, Bonferroni factor 2(|E| - 1) as in the R package and
-                     ``causalicp``; estimate = intersection of the accepted sets,
-                     intervals = union over accepted sets of the OLS intervals on S with
-                     the R package's quantile z_{1 - alpha/4} (0 outside S; the paper
-                     suggests a t quantile instead);
-``"eills"``          EILLS (Fan et al. 2024) by brute force over supports:
-                     ``sum_e R_e(b) + gamma sum_e sum_{j in supp b} (E_e[(Y - b^T X) X_j])^2``.
+- ``"erm"``: pooled least squares (rows weighted equally, i.e. environments by n_e);
+- ``"anchor"``: anchor regression (Rothenhaeusler et al. 2021) with the environment
+  indicators as anchors: minimise ``||(I - P_A) r||^2 + gamma ||P_A r||^2``, i.e.
+  ``sum_e pi_e [E_e r^2 + (gamma - 1) (E_e r)^2]``, ``r = Y - b^T X``;
+- ``"drig"``: DRIG (Shen et al. 2025), eq. (32): ``R_0 + gamma sum_e w_e (R_e - R_0)``
+  with a reference environment 0 and weights w;
+- ``"causal_dantzig"``: CausalDantzig (Rothenhaeusler et al. 2019): the inverse of (31) on
+  the environments' differences from their average (least squares over all of them;
+  exactly the inverse for two environments), or with ``lam > 0`` the l1 version of
+  Appendix C.3 as a linear programme;
+- ``"icp"``: invariant causal prediction (Peters et al. 2016): every subset S up to
+  ``max_size``, pooled OLS with intercept on S, Welch t-tests of residual means and
+  F-tests of residual variances of each environment against the rest, Bonferroni factor
+  2(|E| - 1) as in the R package and ``causalicp``; estimate = intersection of the
+  accepted sets, intervals = union over accepted sets of the OLS intervals on S with the
+  R package's quantile z_{1 - alpha/4} (0 outside S; the paper suggests a t quantile
+  instead);
+- ``"eills"``: EILLS (Fan et al. 2024) by brute force over supports:
+  ``sum_e R_e(b) + gamma sum_e sum_{j in supp b} (E_e[(Y - b^T X) X_j])^2``.
 
 Everything is computed from the moments (the residual means and variances that ICP tests
 are moments too), so these peers cost what NegDRO costs to read the data.
