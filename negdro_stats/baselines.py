@@ -173,18 +173,17 @@ def _icp(mom: Moments, alpha: float = 0.05, max_size: int | None = None,
             m1 = mom.mean_y - mom.mean_x @ b - c                        # E_e[r]
             m2 = (mom.syy - 2 * mom.sxy @ b + (mom.Sigma @ b) @ b
                   - 2 * c * (mom.mean_y - mom.mean_x @ b) + c * c)       # E_e[r^2]
-            smallest = 1.0
-            for e in range(E):
-                rest = np.arange(E) != e
-                na, nb = n[e], n[rest].sum()
-                ma, mb = m1[e], (n[rest] @ m1[rest]) / nb
-                va = (m2[e] - ma**2) * na / (na - 1)
-                vb = ((n[rest] @ m2[rest]) / nb - mb**2) * nb / (nb - 1)
-                t = (ma - mb) / np.sqrt(va / na + vb / nb)              # Welch
-                dof = (va / na + vb / nb) ** 2 / ((va / na) ** 2 / (na - 1)
-                                                  + (vb / nb) ** 2 / (nb - 1))
-                F = stats.f.cdf(va / vb, na - 1, nb - 1)
-                smallest = min(smallest, 2 * stats.t.sf(abs(t), dof), 2 * min(F, 1 - F))
+            # each environment (a) against the rest (b), all environments at once
+            na, nb = n, N - n
+            ma, mb = m1, (n @ m1 - n * m1) / nb
+            va = (m2 - ma**2) * na / (na - 1)
+            vb = ((n @ m2 - n * m2) / nb - mb**2) * nb / (nb - 1)
+            t = (ma - mb) / np.sqrt(va / na + vb / nb)                  # Welch
+            dof = (va / na + vb / nb) ** 2 / ((va / na) ** 2 / (na - 1)
+                                              + (vb / nb) ** 2 / (nb - 1))
+            F = stats.f.cdf(va / vb, na - 1, nb - 1)
+            smallest = min(float(np.min(2 * stats.t.sf(np.abs(t), dof))),
+                           float(np.min(2 * np.minimum(F, 1 - F))))
             pval = min(1.0, smallest * 2 * (E - 1))
             pvals[S] = pval
             if pval >= alpha:

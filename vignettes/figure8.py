@@ -18,6 +18,7 @@ import argparse
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 
@@ -29,12 +30,18 @@ def study(ps, n_per_env, reps, time_limit):
                "F.2, hidden confounder": simulate.appendix_f2}
     frames = []
     for name, make in designs.items():
+        dead: set[str] = set()            # timed out at a smaller p: not run again
         for p in ps:
+            methods = tuple(m for m in simulate.METHODS if m not in dead)
             df = simulate.compare_methods(make(p), n_per_env=n_per_env, reps=reps,
-                                          time_limit=time_limit, rng=p)
+                                          methods=methods, time_limit=time_limit, rng=p)
+            df = pd.concat([df, pd.DataFrame(
+                [dict(rep=r, method=m, error=np.nan, seconds=np.nan, status="timed out")
+                 for m in sorted(dead) for r in range(reps)])], ignore_index=True)
+            dead |= set(df.loc[df["status"] == "timed out", "method"])
             df["design"], df["p"] = name, p
             frames.append(df)
-            summary = df.groupby("method")[["error", "seconds"]].mean()
+            summary = df.groupby("method")[["error", "seconds"]].mean()  # NaN: timed out
             print(name, p, summary.round(4).to_dict(), flush=True)
     return pd.concat(frames, ignore_index=True)
 
@@ -54,8 +61,9 @@ def plot(table: pd.DataFrame, path: Path):
         sub = agg[agg["design"] == design]
         for method, g in sub.groupby("method"):
             g = g[~g["timed_out"]]
-            axes[0, j].plot(g["p"], g["error"], marker="o", ms=3, label=method)
-            axes[1, j].plot(g["p"], g["seconds"], marker="o", ms=3, label=method)
+            style = dict(color="k", lw=2.2) if method == "negdro" else dict(lw=1.2)
+            axes[0, j].plot(g["p"], g["error"], marker="o", ms=3, label=method, **style)
+            axes[1, j].plot(g["p"], g["seconds"], marker="o", ms=3, label=method, **style)
         axes[0, j].set_title(design, fontsize=10)
         axes[0, j].set_yscale("log")
         axes[1, j].set_yscale("log")
