@@ -27,21 +27,11 @@ from _timing import timed
 from negdro_stats import NegDRO, check_condition_1b, simulate
 
 
-def _dense_design(p, rng, E=4):
-    L = rng.normal(size=(p, p)) / np.sqrt(p)
-    shared = L @ L.T + np.eye(p)
-    S = []
-    for e in range(E):
-        K = rng.normal(size=(p, p if e == E - 1 else 5)) / np.sqrt(p)
-        S.append(shared + 2.0 * K @ K.T + (3.0 * np.eye(p) if e == E - 1 else 0.0))
-    return np.stack(S)
-
-
 def timing(ps_eq33, ps_dense):
     rows = []
     cases = [("eq33", p, simulate.eq33(p).moments().Sigma) for p in ps_eq33]
     rng = np.random.default_rng(0)
-    cases += [("dense", p, _dense_design(p, rng)) for p in ps_dense]
+    cases += [("dense", p, simulate.dense_second_moments(p, 4, rng)) for p in ps_dense]
     for name, p, S in cases:
         row = dict(design=name, p=p)
         cp, row["cutting_plane_s"] = timed(

@@ -24,7 +24,8 @@ import pandas as pd
 from .design import Intervention, LinearSEM
 from .exceptions import DataError
 
-__all__ = ["example2", "example3", "eq33", "appendix_f2", "compare_methods", "METHODS"]
+__all__ = ["example2", "example3", "eq33", "appendix_f2", "compare_methods", "dense_second_moments",
+           "METHODS"]
 
 
 def example2(nu: tuple[float, float] = (1.0, 2.0)) -> LinearSEM:
@@ -128,6 +129,25 @@ def appendix_f2(p: int = 10) -> LinearSEM:
         loadings.append(L)
         dists.append(["normal"] * (p + 2) + [dist5[k - 1]] * 5 + ["normal"] * (p - 5))
     return LinearSEM.from_noise_factors(_eq33_B(p, 1.0), means, loadings, dists)
+
+
+def dense_second_moments(p: int, n_envs: int = 4, rng: int | np.random.Generator = 0
+                         ) -> np.ndarray:
+    """Random dense per-environment second moments (E, p, p) for testing the conditions.
+
+    A shared part ``L L^T / p + I``, plus in every environment a rank-5 intervention
+    ``2 K K^T / p``; the last environment's is full rank and gets ``3 I`` on top, so that
+    Condition 1b holds with a clear margin.
+    """
+    rng = np.random.default_rng(rng)
+    L = rng.normal(size=(p, p)) / np.sqrt(p)
+    shared = L @ L.T + np.eye(p)
+    out = []
+    for e in range(n_envs):
+        last = e == n_envs - 1
+        K = rng.normal(size=(p, p if last else 5)) / np.sqrt(p)
+        out.append(shared + 2.0 * K @ K.T + (3.0 * np.eye(p) if last else 0.0))
+    return np.stack(out)
 
 
 # ------------------------------------------------------------------ Monte Carlo harness

@@ -59,16 +59,8 @@ def test_sdp_and_cutting_plane_agree(sem):
 def test_sdp_and_cutting_plane_agree_p30():
     """Random dense designs with p = 30: a shared part plus per-environment interventions
     (one environment with a full-rank one, so Condition 1b holds with a margin)."""
-    rng = np.random.default_rng(5)
-    p, E = 30, 4
-    for _ in range(3):
-        L = rng.normal(size=(p, p)) / np.sqrt(p)
-        shared = L @ L.T + np.eye(p)
-        S = []
-        for e in range(E):
-            K = rng.normal(size=(p, p if e == E - 1 else 5)) / np.sqrt(p)
-            S.append(shared + 2.0 * K @ K.T + (3.0 * np.eye(p) if e == E - 1 else 0.0))
-        S = np.stack(S)
+    for seed in range(3):
+        S = simulate.dense_second_moments(30, 4, rng=seed)
         a, b = check_condition_1b(S, path="sdp"), check_condition_1b(S, path="cutting-plane")
         assert a.holds and a.relative_margin > 1e-3
         assert abs(a.margin - b.margin) <= 1e-4 * abs(a.margin)
