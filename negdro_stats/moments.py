@@ -143,6 +143,51 @@ class Moments:
             outcome=outcome,
         )
 
+    @classmethod
+    def from_csv(
+        cls,
+        path: str,
+        *,
+        env: str,
+        outcome: str | None = None,
+        covariates: Sequence[str] | None = None,
+        chunk_rows: int = 200_000,
+    ) -> Moments:
+        """Sample moments of a CSV file read ``chunk_rows`` rows at a time, for data that
+        do not fit in memory.  Two passes: the environment column first, then the rest.
+
+        ``outcome`` defaults to the first column other than ``env``; ``covariates`` to all
+        remaining columns.  Rows with missing or infinite values raise an error naming
+        how many there are.  Fit with ``NegDRO.from_moments(Moments.from_csv(...))``
+        (the bootstrap and ``diagnose`` need rows and are not available then).
+        """
+        import pandas as pd
+
+        header = list(pd.read_csv(path, nrows=0).columns)
+        if env not in header:
+            raise ValueError(f"env={env!r} is not a column of {path}; columns are {header}.")
+        rest = [c for c in header if c != env]
+        outcome = rest[0] if outcome is None else outcome
+        covariates = [c for c in rest if c != outcome] if covariates is None else list(
+            covariates)
+        missing = [c for c in [outcome, *covariates] if c not in header]
+        if missing:
+            raise ValueError(f"Columns {missing} are not in {path}; columns are {header}.")
+        labels = pd.unique(pd.concat(
+            chunk[env] for chunk in pd.read_csv(path, usecols=[env], chunksize=chunk_rows)))
+        labels = np.sort(labels)
+        acc = MomentAccumulator(p=len(covariates), n_envs=len(labels))
+        bad = 0
+        for chunk in pd.read_csv(path, usecols=[env, outcome, *covariates],
+                                 chunksize=chunk_rows):
+            values = chunk[[outcome, *covariates]].to_numpy(dtype=np.float64)
+            bad += int((~np.isfinite(values).all(axis=1)).sum())
+            acc.add(values[:, 1:], values[:, 0], np.searchsorted(labels, chunk[env]))
+        if bad:
+            raise ValueError(f"{path} has {bad} rows with missing or infinite values; clean "
+                             "them first.")
+        return acc.finish(envs=tuple(labels.tolist()), names=covariates, outcome=outcome)
+
     # ----------------------------------------------------------------- transforms
     def subset(self, cols: ArrayLike) -> Moments:
         """Moments of the covariates ``cols`` (integer indices or a boolean mask)."""

@@ -56,3 +56,22 @@ def test_add_constant_and_rescale(rows):
     std = mom.rescale(d, s)
     assert_allclose(np.einsum("ejj->j", std.Sigma) / 3, 1.0)
     assert_allclose(std.syy.mean(), 1.0)
+
+
+def test_from_csv_in_chunks_matches_in_memory(tmp_path):
+    from negdro_stats import NegDRO, simulate
+
+    df = simulate.eq33(p=5).sample(700, rng=1)
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    mom = Moments.from_csv(str(path), env="env", outcome="Y", chunk_rows=333)
+    ref = NegDRO(df, env="env", outcome="Y").moments
+    assert mom.envs == ref.envs and mom.names == ref.names
+    assert_allclose(mom.Sigma, ref.Sigma, rtol=1e-12)
+    assert_allclose(mom.sxy, ref.sxy, rtol=1e-12)
+    res = NegDRO.from_moments(mom).fit()
+    assert list(res.support[res.support].index) == ["X1", "X3"]
+    df.loc[3, "X2"] = float("nan")
+    df.to_csv(path, index=False)
+    with pytest.raises(ValueError, match="1 rows with missing"):
+        Moments.from_csv(str(path), env="env", outcome="Y")
