@@ -51,8 +51,8 @@ fixed-w quadratics are indefinite in directions that other environments control,
 ``min-max != max-min`` and a dual method does not apply to Phi itself.
 
 The proximal map (52) of Algorithm 2 is strongly convex in ``b`` and linear in ``w``, so
-there a saddle point exists and :func:`minimax_dual` computes it exactly from the
-concave dual ``f(w) = min_b [sum_e a_e R_e(b) + rho ||b - center||^2] - mu ||w||^2``.
+there a saddle point exists and :func:`prox_map` computes it exactly from the concave
+dual ``f(w) = min_b [sum_e a_e R_e(b) + rho ||b - center||^2]``.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ from .moments import Moments
 from .objective import best_response, env_risks, gradient, negative_weight, objective
 
 __all__ = [
-    "SolverOutput", "negdro", "sqp", "invariant_refit", "minimax_dual", "gdm",
+    "SolverOutput", "negdro", "sqp", "invariant_refit", "prox_map", "gdm",
     "subgradient_prox", "METHODS",
 ]
 
@@ -88,7 +88,6 @@ class InnerResult:
     grad_norm: float
     n_iter: int
     converged: bool
-    gap: float = float("nan")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -189,59 +188,51 @@ def _cholesky(M: FloatArray):
         return None
 
 
-def minimax_dual(
+def prox_map(
     Sigma: FloatArray,
     sxy: FloatArray,
     syy: FloatArray,
     *,
     gamma: float,
-    mu: float,
-    tau: float = 0.0,
-    rho: float = 0.0,
-    center: FloatArray | None = None,
+    rho: float,
+    center: FloatArray,
     tol: float = 1e-10,
     max_iter: int = 100,
-) -> InnerResult:
-    """Saddle point of ``sum_e a_e(w) R_e(b) + rho ||b - center||^2 - mu ||w||^2``.
+) -> FloatArray:
+    """Proximal map (52): ``argmin_b Phi(b) + rho ||b - center||^2`` (``rho = 1/(2 upsilon)``).
 
-    Maximises the concave dual over the simplex by projected Newton steps from uniform
-    weights; each step solves an |E|-dimensional QP exactly.  When a saddle point exists
-    (always for the proximal problem (52), where ``rho`` makes the ``b``-part strongly
-    convex for every ``w``), ``b`` is the global minimiser of
-    ``Phi_{mu,tau}(b) + rho ||b - center||^2`` and the duality gap certifies it.  ``tol``
-    bounds the duality gap; the result is ``converged=False`` if it is not met within
-    ``max_iter`` Newton steps.
+    ``sum_e a_e(w) R_e(b) + rho ||b - center||^2`` is strongly convex in ``b`` for every w
+    once ``rho`` exceeds half the weak-convexity modulus of Phi, and linear in w, so a
+    saddle point exists.  The concave dual ``f(w) = min_b [...]`` is maximised over the
+    simplex by projected Newton steps from uniform weights (each an |E|-dimensional QP
+    solved exactly), until the duality gap ``primal(b(w)) - f(w)`` is at most ``tol`` or
+    ``max_iter`` steps are taken; ``b(w)`` is then the proximal point.
     """
     E, p, _ = Sigma.shape
     c = negative_weight(gamma, E)
-    center = np.zeros(p) if center is None else center
     eye = np.eye(p)
     ridge_const = rho * (center @ center)
 
     def evaluate(w):
-        a = (1.0 + tau) * w - c
-        M = np.tensordot(a, Sigma, axes=1) + rho * eye            # sum_e a_e Sigma_e
+        a = w - c
+        M = np.tensordot(a, Sigma, axes=1) + rho * eye            # sum_e a_e Sigma_e + rho I
         s = a @ sxy + rho * center
         chol = linalg.cho_factor(M, lower=True, check_finite=False)  # LinAlgError if M !> 0
         b = linalg.cho_solve(chol, s, check_finite=False)           # b(w) = M^{-1} s
-        f = a @ syy + ridge_const - s @ b - mu * (w @ w)
-        return f, b, chol
+        return a @ syy + ridge_const - s @ b, b, chol
 
     def primal(b):
-        return objective(b, Sigma, sxy, syy, gamma=gamma, mu=mu, tau=tau) + rho * np.sum(
-            (b - center) ** 2
-        )
+        return objective(b, Sigma, sxy, syy, gamma=gamma) + rho * np.sum((b - center) ** 2)
 
-    w = np.full(E, 1.0 / E)          # M(w) = Sigma_bar/(1+gamma|E|) + rho I > 0 here
+    w = np.full(E, 1.0 / E)
     f, b, chol = evaluate(w)
-    gap, n_iter = primal(b) - f, 0
-    while gap > tol and n_iter < max_iter:
+    n_iter = 0
+    while primal(b) - f > tol and n_iter < max_iter:
         n_iter += 1
-        risks = env_risks(b, Sigma, sxy, syy)
-        grad = (1.0 + tau) * risks - 2.0 * mu * w
+        grad = env_risks(b, Sigma, sxy, syy)                        # envelope: df/dw_e = R_e
         Gr = Sigma @ b - sxy                                        # (E, p) residual moments
         K = linalg.cho_solve(chol, Gr.T, check_finite=False)
-        Q = 2.0 * (1.0 + tau) ** 2 * (Gr @ K) + 2.0 * mu * np.eye(E)  # minus the Hessian
+        Q = 2.0 * (Gr @ K)                                          # minus the Hessian of f
         Q += 1e-12 * (np.trace(Q) / E + 1.0) * np.eye(E)
         d = _simplex_qp(Q, -(Q @ w + grad), w) - w
         slope = grad @ d
@@ -261,18 +252,7 @@ def minimax_dual(
         w = np.maximum(w + t * d, 0.0)
         w /= w.sum()
         f, b, chol = f_new, b_new, chol_new
-        gap = primal(b) - f
-    g, w_best = gradient(b, Sigma, sxy, syy, gamma=gamma, mu=mu, tau=tau)
-    g = g + 2.0 * rho * (b - center)
-    return InnerResult(
-        b=b,
-        w=w_best,
-        value=primal(b),
-        grad_norm=float(np.linalg.norm(g)),
-        n_iter=n_iter,
-        converged=bool(gap <= tol),
-        gap=float(max(gap, 0.0)),
-    )
+    return b
 
 
 def sqp(
@@ -435,7 +415,7 @@ def subgradient_prox(
     """Algorithm 2: subgradient descent-maximisation on Phi (50), eqs. (53)-(54).
 
     The output is the iterate with the smallest ``||prox(b) - b|| / upsilon`` (52); the
-    proximal map is computed exactly by :func:`minimax_dual` with ``rho = 1/(2 upsilon)``
+    proximal map is computed exactly by :func:`prox_map` with ``rho = 1/(2 upsilon)``
     (strongly convex for ``upsilon`` below the inverse weak-convexity modulus).
     Stops early once that measure is ``<= tol``.
     """
@@ -443,10 +423,8 @@ def subgradient_prox(
     best = (np.inf, b, None)
     t = 0
     for t in range(max_iter + 1):
-        prox = minimax_dual(
-            Sigma, sxy, syy, gamma=gamma, mu=0.0, rho=1.0 / (2.0 * upsilon), center=b
-        )
-        measure = float(np.linalg.norm(prox.b - b)) / upsilon
+        prox = prox_map(Sigma, sxy, syy, gamma=gamma, rho=1.0 / (2.0 * upsilon), center=b)
+        measure = float(np.linalg.norm(prox - b)) / upsilon
         if measure < best[0]:
             best = (measure, b)
         if measure <= tol or t == max_iter:
