@@ -83,8 +83,7 @@ def plot_selection(res: Any, *, top: int = 30):
 
 def plot_path(path: Any, *, beta_star: ArrayLike | None = None, max_lines: int = 12):
     """Coefficients (and their distance to beta*, if given) and environment risks along
-    gamma, like the paper's Figures 5 and 7; the gamma chosen by ``gamma="auto"`` is
-    marked."""
+    gamma, like the paper's Figures 5 and 7."""
     plt = _pyplot()
     n_panels = 3 if beta_star is not None else 2
     fig, axes = plt.subplots(1, n_panels, figsize=(4.2 * n_panels, 3.6))
@@ -106,11 +105,7 @@ def plot_path(path: Any, *, beta_star: ArrayLike | None = None, max_lines: int =
     for ax in axes:
         ax.set_xscale("symlog", linthresh=0.1)
         ax.set_xlabel("gamma")
-        if path.chosen_gamma is not None:
-            ax.axvline(path.chosen_gamma, color="C3", ls="--", lw=1)
-    fig.suptitle("NegDRO along gamma" + ("" if path.chosen_gamma is None else
-                                         f" (red: gamma='auto' choice {path.chosen_gamma:.3g})"),
-                 fontsize=10)
+    fig.suptitle("NegDRO along gamma", fontsize=10)
     fig.tight_layout()
     return fig
 

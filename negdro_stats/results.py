@@ -93,8 +93,9 @@ class NegDROResults:
         None when the model was built from moments.
     bootstrap : BootstrapResult or None
         The stratified bootstrap refits (``fit(n_boot=...)``); None when skipped.
-    gamma_path : PathResult or None
-        With ``gamma="auto"``: the path on which gamma was chosen.
+    selection : SelectionReport or None
+        How ``refit="auto"`` chose the support: the J tests along the walk, the pruning,
+        the exogeneity test, the route and why (``solver.selection``).
     """
 
     def __init__(self, *, model: NegDRO, solver: SolverOutput,
@@ -111,7 +112,7 @@ class NegDROResults:
         self._identification = identification
         self.invariance = invariance
         self.bootstrap = bootstrap
-        self.gamma_path: PathResult | None = None   # set by gamma="auto"
+        self.selection = solver.selection
         self.params = pd.Series(solver.b, index=names, name="coef")
         self.support = pd.Series(solver.support, index=names, name="selected")
         self.std_params = pd.Series(solver.b * d / s_y, index=names, name="std coef")
@@ -278,19 +279,28 @@ class NegDROResults:
                 f"gamma={self.gamma:g}, converged={self.converged}>")
 
 
+_REFIT_LABELS = {"ols": "pooled OLS", "gmm": "invariance GMM", "negdro": "Phi_mu (paper)",
+                 "invariant": "gradient inv. (31)"}
+
+
+def _format_test(test: tuple) -> str:
+    stat, df, pvalue = test
+    return f"chi2({df}) = {stat:.3g}, p = {pvalue:.3g}"
+
+
 def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: str
                    ) -> NegDROSummary:
     s = res.settings
     method = _METHOD_LABELS[(s["method"], s["inner"])]
-    if res.solver.refit == "invariant":
-        method += " + inv. refit"
+    method += {"invariant": " + inv. refit", "ols": " + invariance selection",
+               "gmm": " + invariance selection"}.get(res.solver.refit, "")
     left = [
         ("Dep. Variable:", res.model.endog_name),
         ("Method:", method),
-        ("gamma:", f"{res.gamma:g}" + (" (auto)" if res.gamma_path is not None else "")),
+        ("gamma:", f"{res.gamma:g}"),
         ("No. Observations:", f"{res.nobs:g}"),
         ("No. Environments:", f"{res.n_envs}"),
-        ("Refit on support:", res.solver.refit),
+        ("Refit on support:", _REFIT_LABELS.get(res.solver.refit, res.solver.refit)),
         ("Boot reps:", "0" if res.bootstrap is None else f"{res.bootstrap.n_boot}"),
     ]
     ident = res.identification
@@ -335,10 +345,27 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
                        txt_fmt={"data_fmts": ["%s"]})
     smry = NegDROSummary()
     smry.tables = [top, coefs, envs]
-    notes = [
-        "std coef = coef x RMS(X_j) / RMS(Y); Algorithm 3 keeps covariates with "
-        "|std coef| >= c0 and refits on them.",
-    ]
+    sel = res.selection
+    if sel is not None and sel.route == "invariance":
+        notes = [
+            "std coef = coef x RMS(X_j) / RMS(Y).  Support chosen by invariance: the first "
+            "of the supports nested in NegDRO's first-stage order that the J test accepts "
+            f"(J = {sel.J:.3g}, df = {sel.df}, p = {sel.pvalue:.3g}), pruned by |t| >= "
+            f"{sel.critical_t:.3g}" + (f" (removed: {', '.join(sel.pruned)})" if sel.pruned
+                                       else "") + ".",
+            ("Exogeneity (C) test of the support " + _format_test(sel.exogeneity) + ": " + (
+                "not rejected, so pooled OLS on the support is reported (efficient)."
+                if sel.estimator == "ols" else "rejected (hidden confounding, or a child "
+                "of the outcome in the support), so the invariance GMM is reported.")),
+        ]
+    else:
+        notes = [
+            "std coef = coef x RMS(X_j) / RMS(Y); Algorithm 3 keeps covariates with "
+            "|std coef| >= c0 and refits on them.",
+        ]
+        if sel is not None:
+            notes.append(f"Invariance selection not used: {sel.reason}; Algorithm 3's "
+                         "support and Phi_mu fit are reported.")
     if has_boot:
         notes.append(f"Bootstrap: {res.bootstrap.n_boot} stratified refits of the whole "
                      f"estimator; {ci_method} intervals; sel. freq = share of refits that "
@@ -353,7 +380,7 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
     if res.solver.refit == "invariant":
         notes.append("Coefficients on the support refitted by gradient invariance, eq. (31); "
                      "Stationarity refers to the last Phi_mu stage.")
-    elif s.get("refit") in ("auto", "invariant") and res.solver.refit == "negdro":
+    elif s.get("refit") == "invariant" and res.solver.refit == "negdro":
         notes.append("The gradient-invariance refit is not identified on the support (the "
                      "environments' second moments differ too little there); the Phi_mu "
                      "fit is reported.")
@@ -390,16 +417,16 @@ class PathResult:
         ``Phi_mu(b)`` at each estimate (its gamma's objective).
     invariance_pvalue : pandas.Series
         p-value of the equal-risk test at each estimate (NaN without rows).
-    chosen_gamma : float or None
-        Set by ``gamma="auto"``: the smallest gamma whose estimate passes the test.
+    refit : pandas.Series of str
+        How each estimate's coefficients were computed (``SolverOutput.refit``).
     """
 
     def __init__(self, *, gammas, params, support, risks, objective, invariance_pvalue,
-                 chosen_gamma=None) -> None:
+                 refit) -> None:
         self.gammas = np.asarray(gammas, dtype=np.float64)
         self.params, self.support, self.risks = params, support, risks
         self.objective, self.invariance_pvalue = objective, invariance_pvalue
-        self.chosen_gamma = chosen_gamma
+        self.refit = refit
 
     def plot(self, beta_star: ArrayLike | None = None):
         """Coefficients and environment risks along gamma; returns the Figure."""

@@ -24,8 +24,8 @@ import pandas as pd
 from .design import Intervention, LinearSEM
 from .exceptions import DataError
 
-__all__ = ["example2", "example3", "eq33", "appendix_f2", "compare_methods", "dense_second_moments",
-           "METHODS"]
+__all__ = ["example2", "example3", "eq33", "appendix_f2", "random_sem", "compare_methods",
+           "dense_second_moments", "METHODS"]
 
 
 def example2(nu: tuple[float, float] = (1.0, 2.0)) -> LinearSEM:
@@ -129,6 +129,90 @@ def appendix_f2(p: int = 10) -> LinearSEM:
         loadings.append(L)
         dists.append(["normal"] * (p + 2) + [dist5[k - 1]] * 5 + ["normal"] * (p - 5))
     return LinearSEM.from_noise_factors(_eq33_B(p, 1.0), means, loadings, dists)
+
+
+def random_sem(
+    p: int = 30,
+    *,
+    n_envs: int = 5,
+    n_parents: int = 3,
+    n_children: int = 3,
+    weak_effects: tuple[float, ...] = (),
+    confounding: bool = False,
+    edge_prob: float | None = None,
+    intervened: float = 1.0,
+    rng: int | np.random.Generator | None = None,
+) -> LinearSEM:
+    """A random acyclic linear SEM with additive interventions, for studies on designs
+    that nobody tuned on.
+
+    The covariates are split at random into an upstream half (ancestors-to-be) and a
+    downstream half; ``Y`` sits between them.  ``n_parents`` upstream covariates cause
+    ``Y`` with coefficients ``+-U(0.5, 1.5)``, ``len(weak_effects)`` more cause it with
+    the given *standardised* effects ``|beta_j| d_j / s_y`` (root mean squares averaged
+    over environments, the scale of :meth:`Moments.scales`), and ``n_children``
+    downstream covariates are children of ``Y`` (``+-U(0.5, 1.5)``).  Other edges go
+    forward in that order with probability ``edge_prob`` (default ``2 / p``), with
+    coefficients ``+-U(0.3, 1)``.  Noise variances are ``U(0.5, 1.5)``; ``confounding``
+    adds a hidden factor loading ``0.8`` on ``Y`` and ``+-U(0.5, 1)`` on three random
+    covariates (eq. (12) with non-diagonal ``Omega``).  Environment 1 is observational;
+    a share ``intervened`` of the covariates (default all) is shifted in one or two of
+    the other environments (variance ``U(0.5, 2)``, and a mean shift ``N(0, 1)`` with
+    probability 0.3).
+
+    Examples
+    --------
+    >>> from negdro_stats import simulate
+    >>> sem = simulate.random_sem(20, weak_effects=(0.05,), rng=1)
+    >>> int((sem.beta_star != 0).sum()), len(sem.D)
+    (4, 3)
+    """
+    rng = np.random.default_rng(rng)
+    n_weak = len(weak_effects)
+    half = p // 2
+    if n_parents + n_weak > half or n_children > p - half or n_envs < 2:
+        raise DataError(f"random_sem needs n_parents + len(weak_effects) <= p // 2 = {half}, "
+                        f"n_children <= {p - half} and n_envs >= 2.")
+    order = rng.permutation(p)                           # covariate j sits at order[.]
+    up, down = order[:half], order[half:]
+    edge_prob = 2.0 / p if edge_prob is None else edge_prob
+    B = np.zeros((p + 1, p + 1))                         # (Y, X1..Xp); X_j is index j + 1
+    for a in range(p):
+        for b in range(a):
+            if rng.random() < edge_prob:
+                B[order[a] + 1, order[b] + 1] = rng.choice([-1, 1]) * rng.uniform(0.3, 1.0)
+    parents = rng.choice(up, size=n_parents + n_weak, replace=False)
+    children = rng.choice(down, size=n_children, replace=False)
+    B[0, parents + 1] = rng.choice([-1, 1], size=len(parents)) * rng.uniform(
+        0.5, 1.5, size=len(parents))
+    B[children + 1, 0] = rng.choice([-1, 1], size=n_children) * rng.uniform(
+        0.5, 1.5, size=n_children)
+    Omega = np.diag(rng.uniform(0.5, 1.5, p + 1))
+    if confounding:
+        load = np.zeros(p + 1)
+        load[0] = 0.8
+        hit = rng.choice(p, size=min(3, p), replace=False)
+        load[hit + 1] = rng.choice([-1, 1], size=len(hit)) * rng.uniform(0.5, 1.0, len(hit))
+        Omega += np.outer(load, load)
+    ivs = [Intervention.none(p)]
+    var, mean = np.zeros((n_envs, p)), np.zeros((n_envs, p))
+    shifted = rng.random(p) < intervened
+    for j in np.flatnonzero(shifted):
+        for e in rng.choice(np.arange(1, n_envs), size=min(n_envs - 1, rng.integers(1, 3)),
+                            replace=False):
+            var[e, j] = rng.uniform(0.5, 2.0)
+            mean[e, j] = rng.normal() if rng.random() < 0.3 else 0.0
+    ivs += [Intervention(mean[e], np.diag(var[e])) for e in range(1, n_envs)]
+    sem = LinearSEM(B, Omega, ivs)
+    weak = parents[n_parents:]
+    for _ in range(50 if n_weak else 0):                 # fixed point: s_y depends on beta
+        d, s_y = sem.moments().scales()
+        target = np.sign(B[0, weak + 1]) * np.asarray(weak_effects) * s_y / d[weak]
+        if np.allclose(B[0, weak + 1], target, rtol=1e-10, atol=0):
+            break
+        B[0, weak + 1] = target
+        sem = LinearSEM(B, Omega, ivs)
+    return sem
 
 
 def dense_second_moments(p: int, n_envs: int = 4, rng: int | np.random.Generator = 0

@@ -57,6 +57,7 @@ dual ``f(w) = min_b [sum_e a_e R_e(b) + rho ||b - center||^2]``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -65,6 +66,12 @@ from scipy import linalg
 from ._typing import FloatArray
 from .moments import Moments
 from .objective import best_response, env_risks, gradient, negative_weight, objective
+from .selection import (
+    InvarianceGMM,
+    SelectionReport,
+    gaussian_score_cov,
+    select_support,
+)
 
 __all__ = [
     "SolverOutput", "negdro", "sqp", "invariant_refit", "prox_map", "gdm",
@@ -75,6 +82,10 @@ METHODS = ("algorithm3", "algorithm1", "algorithm2")
 REFITS = ("auto", "negdro", "invariant")
 # Defaults of Algorithm 3 (standardised scale), shared with NegDRO.fit; reasons in its docstring.
 DEFAULT_MU, DEFAULT_TAU, DEFAULT_THRESHOLD = 1e-3, 0.1, 0.15
+DEFAULT_ALPHA = 0.05     # level of the invariance (J), pruning and exogeneity tests
+MAX_INSTRUMENTS = 50     # covariates whose residual moments the J test uses (first-stage order)
+GATE_SE = 0.1            # invariance route only if its worst standardised s.e. is below this
+SCORE_ITERATIONS = 3     # re-estimations of the score covariances at the selected model
 INNER_SOLVERS = ("sqp", "gdm")
 
 
@@ -122,8 +133,12 @@ class SolverOutput:
         The numerical settings used (mu, tau0, threshold, step size, ...).
     refit : str
         How the coefficients on the support were computed: ``"negdro"`` (the final
-        Phi_mu stage), ``"invariant"`` (:func:`invariant_refit`) or ``"none"``
-        (Algorithms 1 and 2).  ``grad_norm`` always refers to the last NegDRO stage.
+        Phi_mu stage), ``"invariant"`` (:func:`invariant_refit`), ``"ols"`` or
+        ``"gmm"`` (the invariance route of ``refit="auto"``, see ``selection``) or
+        ``"none"`` (Algorithms 1 and 2).  ``grad_norm`` always refers to the last
+        NegDRO stage.
+    selection : SelectionReport or None
+        For ``refit="auto"``: the invariance walk, the tests and the route taken.
     """
 
     b: FloatArray
@@ -139,6 +154,7 @@ class SolverOutput:
     stages: tuple = ()
     params: dict = field(default_factory=dict)
     refit: str = "none"
+    selection: SelectionReport | None = None
 
 
 # ---------------------------------------------------------------------------- dual solver
@@ -497,14 +513,33 @@ def negdro(
     tol: float | None = None,
     upsilon: float | None = None,
     refit: str = "auto",
+    alpha: float = DEFAULT_ALPHA,
+    fixed: tuple[int, ...] = (),
+    score_cov: Callable[[FloatArray], FloatArray] | None = None,
+    recentre: FloatArray | None = None,
 ) -> SolverOutput:
     """Run a NegDRO method on moments; see the module docstring for the methods.
 
-    ``refit`` (Algorithm 3 only) chooses the coefficients on the selected support:
-    ``"negdro"`` (the paper: the minimiser of Phi_mu on the support), ``"invariant"``
-    (:func:`invariant_refit` whenever its matrix has full rank) or ``"auto"`` (default:
-    :func:`invariant_refit` when it is identified well above sampling noise, else
-    ``"negdro"``).
+    ``refit`` (Algorithm 3 only) chooses the support and the coefficients on it:
+
+    - ``"auto"`` (default): consistent selection by over-identified gradient invariance
+      (:mod:`negdro_stats.selection`): walk the supports nested in the order of the first
+      stage's standardised coefficients, take the first that the J test accepts at level
+      ``alpha``, prune it by t statistics, and report pooled OLS on it when the
+      exogeneity (C) test accepts, else the invariance GMM.  Taken only when the
+      environment differences identify the support (worst standardised s.e. of the
+      union with Algorithm 3's support below ``GATE_SE``); otherwise -- e.g. the limited
+      and weak regimes of Example 3, where only Phi_mu identifies beta* -- or when
+      every nested support is rejected, Algorithm 3's support and Phi_mu fit.
+    - ``"negdro"``: the paper verbatim (fixed threshold, Phi_mu on the support).
+    - ``"invariant"``: Algorithm 3's support, coefficients by :func:`invariant_refit`.
+
+    ``fixed`` lists covariates (e.g. an intercept column) that are never thresholded,
+    pruned or ordered.  ``score_cov(b)`` returns ``Var_e(X (Y - b^T X))`` (E, p, p) on
+    the original scale from the rows; without it (or if it returns None) the
+    moment-only approximation :func:`~negdro_stats.selection.gaussian_score_cov` is used.
+    ``recentre`` (E, p), original scale, is subtracted from ``sxy`` in the invariance
+    conditions only (the bootstrap's recentring, :attr:`SelectionReport.misfit`).
 
     All numerical settings refer to the standardised problem (covariates and outcome
     rescaled to unit root mean square by :meth:`Moments.scales`): ``mu`` in units of
@@ -517,6 +552,7 @@ def negdro(
     std = mom.rescale(d, s_y)
     Sigma, sxy, syy = std.Sigma, std.sxy, std.syy
     E, p = std.n_envs, std.p
+    fixed_idx = np.asarray(fixed, dtype=int)
     is_sqp = method == "algorithm3" and inner == "sqp"
     if max_iter is None:
         max_iter = 200 if is_sqp else 10_000
@@ -531,7 +567,7 @@ def negdro(
         top = linalg.eigvalsh(Sigma.sum(0), subset_by_index=[p - 1, p - 1])[0]
         upsilon = 1.0 / (4.0 * negative_weight(gamma, E) * top)
     settings = dict(mu=mu, tau0=tau, threshold=threshold, step_size=step_size,
-                    max_iter=max_iter, tol=tol, upsilon=upsilon, refit=refit)
+                    max_iter=max_iter, tol=tol, upsilon=upsilon, refit=refit, alpha=alpha)
 
     def solve(S: np.ndarray, tau_s: float, b0: FloatArray) -> InnerResult:
         Sig, sx = Sigma[:, S][:, :, S], sxy[:, S]
@@ -556,7 +592,8 @@ def negdro(
             res = solve(S, tau_s, b)
             results.append(res)
             stages.append(dict(tau=tau_s, size=len(S), n_iter=res.n_iter))
-            keep = np.abs(res.b) >= threshold                 # S^tau = {j : |b_j| >= c0}
+            # S^tau = {j : |b_j| >= c0}; the fixed columns (an intercept) always stay
+            keep = (np.abs(res.b) >= threshold) | np.isin(S, fixed_idx)
             tau_s /= 2.0
             S, b = S[keep], res.b[keep]
             if keep.all():
@@ -565,17 +602,29 @@ def negdro(
             results.append(solve(S, 0.0, b))                  # final: Phi_mu on S
             stages.append(dict(tau=0.0, size=len(S), n_iter=results[-1].n_iter))
     b_std = np.zeros(p)
-    used_refit = "none"
+    used_refit, report = "none", None
     if method != "algorithm3":
         b_std = results[-1].b
-    elif len(S):
-        b_std[S], used_refit = results[-1].b, "negdro"
-        b_inv = None
-        if refit != "negdro":
-            n_min = float(mom.n.min()) if refit == "auto" else np.inf
-            b_inv = invariant_refit(Sigma[:, S][:, :, S], sxy[:, S], n_min=n_min)
-        if b_inv is not None:
-            b_std[S], used_refit = b_inv, "invariant"
+    else:
+        if len(S):
+            b_std[S], used_refit = results[-1].b, "negdro"
+        if refit == "invariant" and len(S):
+            b_inv = invariant_refit(Sigma[:, S][:, :, S], sxy[:, S])
+            if b_inv is not None:
+                b_std[S], used_refit = b_inv, "invariant"
+        elif refit == "auto":
+            def score_cov_std(b_std: FloatArray) -> FloatArray:
+                b_orig = b_std * s_y / d
+                V = None if score_cov is None else score_cov(b_orig)
+                if V is None:
+                    V = gaussian_score_cov(mom.Sigma, mom.sxy, mom.syy, b_orig)
+                return V / (np.multiply.outer(d, d) * s_y**2)
+
+            report, chosen = _select_by_invariance(std, results[0].b, S, fixed_idx, alpha,
+                                                   score_cov_std, d, s_y, recentre)
+            if chosen is not None:
+                S, b_std = chosen
+                used_refit = report.estimator
     support = np.zeros(p, dtype=bool)
     support[S] = True
     risks = env_risks(b_std, Sigma, sxy, syy)
@@ -595,4 +644,97 @@ def negdro(
         stages=tuple(stages),
         params=settings,
         refit=used_refit,
+        selection=report,
     )
+
+
+def _select_by_invariance(
+    std: Moments, b_first: FloatArray, S3: np.ndarray, fixed: np.ndarray, alpha: float,
+    score_cov: Callable[[FloatArray], FloatArray], d: FloatArray, s_y: float,
+    recentre: FloatArray | None,
+) -> tuple[SelectionReport, tuple[np.ndarray, FloatArray] | None]:
+    """The invariance route of ``refit="auto"`` on standardised moments (see :func:`negdro`).
+
+    Two-step GMM (:mod:`negdro_stats.selection`): the candidates are the first
+    ``MAX_INSTRUMENTS`` covariates in the first stage's order; a first step with the
+    homoskedastic weight ``V_e = Sigma_e`` on all candidates gives a pilot estimate
+    whose residuals are close to the structural error, the score covariances are
+    estimated there, and the candidates are ordered by the |t| of the GMM fit on all of
+    them.  The walk runs, the score covariances are re-estimated at the selected
+    support's estimate (or, if none passed, at the walk's best fit) and the walk runs
+    again, until the support is stable (at most ``SCORE_ITERATIONS`` times; iterated
+    GMM), so the final J test uses the weight of its own model.  ``score_cov(b_std)`` returns standardised score
+    covariances.  Returns the report and, when the route is taken,
+    ``(support, b_std)``; None means keep Algorithm 3's support and fit.
+    """
+    p = std.p
+    free = np.setdiff1d(np.arange(p), fixed)
+    candidates = free[np.argsort(-np.abs(b_first[free]), kind="stable")][:MAX_INSTRUMENTS]
+    instruments = np.sort(np.concatenate([fixed, candidates]))
+    full = np.concatenate([fixed, candidates]).astype(int)
+    sxy = std.sxy if recentre is None else std.sxy - recentre / (d * s_y)
+    n_min = float(std.n.min())
+
+    def at(S: np.ndarray, b_S: FloatArray) -> FloatArray:
+        b = np.zeros(p)
+        b[S] = b_S
+        return b
+
+    pilot = InvarianceGMM(std.Sigma, sxy, std.Sigma, std.n, instruments).fit(full)
+    V = score_cov(at(full, pilot.b))
+    gmm = InvarianceGMM(std.Sigma, sxy, V, std.n, instruments)
+    t_full = gmm.fit(full)
+    t_stat = np.abs(t_full.b) / np.maximum(t_full.se, 1e-300)
+    order = full[len(fixed):][np.argsort(-t_stat[len(fixed):], kind="stable")]
+    sel = select_support(gmm, order, fixed=fixed, alpha=alpha, n_min=n_min)
+    for _ in range(SCORE_ITERATIONS):      # iterated GMM: V at the selected (or best) model
+        if sel.best is None:
+            break
+        support = sel.fit.support if sel.fit is not None else None
+        V = score_cov(at(sel.best.support, sel.best.b))
+        gmm = InvarianceGMM(std.Sigma, sxy, V, std.n, instruments)
+        sel = select_support(gmm, order, fixed=fixed, alpha=alpha, n_min=n_min)
+        if sel.fit is not None and support is not None and np.array_equal(
+                np.sort(sel.fit.support), np.sort(support)):
+            break
+    V = V * (np.multiply.outer(d, d) * s_y**2)         # original scale, for the report
+    names = std.names
+
+    def report(route, reason, estimator, fit=None, exo=(np.nan, 0, np.nan), worst=np.nan,
+               misfit=None):
+        return SelectionReport(
+            route=route, reason=reason, estimator=estimator, walk=sel.walk,
+            pruned=tuple(names[j] for j in sel.pruned), critical_t=sel.critical_t,
+            J=np.nan if fit is None else fit.J, df=0 if fit is None else fit.df,
+            pvalue=np.nan if fit is None else fit.pvalue, exogeneity=exo, worst_se=worst,
+            gate_se=GATE_SE, instruments=tuple(names[j] for j in instruments), score_cov=V,
+            misfit=misfit)
+
+    if sel.fit is None:
+        reason = ("every nested support was rejected by the J test of invariance at level "
+                  f"{alpha:g}" if sel.walk else "too few equations to test invariance "
+                  "((|E| - 1) q must exceed the support size)")
+        return report("negdro", reason, "negdro"), None
+    fit = sel.fit
+    worst = gmm.fit(np.union1d(fit.support, S3)).worst_se
+    if worst > GATE_SE:
+        return report("negdro", f"the environment differences identify the support only "
+                      f"weakly (worst standardised s.e. {worst:.3g} > {GATE_SE:g})", "negdro",
+                      fit, worst=worst), None
+    exo = gmm.exogeneity_test(fit)
+    S = np.sort(fit.support)
+    b_gmm = np.zeros(p)
+    b_gmm[fit.support] = fit.b
+    g = (sxy - std.Sigma @ b_gmm) * (d * s_y)                 # g_e(b), original scale
+    misfit = g - g.mean(axis=0)
+    b_std = np.zeros(p)
+    if exo[2] >= alpha:                                 # Hausman-style: OLS is efficient
+        w = np.where(np.isfinite(std.n), std.n, 1.0)
+        A = np.tensordot(w, std.Sigma[:, S][:, :, S], axes=1)
+        b_std[S] = linalg.solve(A, w @ std.sxy[:, S], assume_a="pos") if len(S) else 0.0
+        estimator = "ols"
+    else:
+        b_std = b_gmm
+        estimator = "gmm"
+    return report("invariance", "the J test accepts a support that the environments "
+                  "identify", estimator, fit, exo, worst, misfit), (S, b_std)

@@ -1,0 +1,190 @@
+"""Selection benchmark (issue 8): is the default support right on designs nobody tuned on?
+
+Usage:  python benchmarks/bench_selection.py [--seeds 20] [--ns 2000 20000 100000]
+        [--boot-reps 100] [--only random|paper|coverage] [--out benchmarks/results/selection.json]
+
+1. ``random``: ``simulate.random_sem(30, n_envs=5, n_parents=3, n_children=3,
+   weak_effects=(0.05, 0.1, 0.15), confounding=...)`` for design seeds 0..seeds-1 (the
+   sampling seed is 10_000 + design seed), n rows per environment.  Per fit: error
+   ``||b - beta*||_2`` of the default (``refit="auto"``), of the paper's Algorithm 3
+   (``refit="negdro"``) and of the former default route (``refit="invariant"``), pooled
+   OLS on the true parents (the oracle; biased under confounding), whether a child of Y
+   or any non-cause is selected, which parents are kept, and the route taken.
+2. ``paper``: the paper's designs, default vs paper: eq. (33) and Appendix F.2 (p = 10,
+   n = 2,000), Example 3's three regimes (n = 10,000), 20 seeds each.
+3. ``coverage``: 95% percentile bootstrap intervals (``--boot-reps`` replicates) for the
+   parents of the random designs at n = 2,000 and 20,000 (unconfounded and confounded):
+   share of (fit, parent) pairs whose interval covers beta*_j.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from negdro_stats import NegDRO, simulate
+
+WEAK = (0.05, 0.1, 0.15)
+
+
+def _fit(df, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return NegDRO(df, env="env", outcome="Y").fit(check_identification=False, **kw)
+
+
+def oracle_ols(df, parents):
+    X = df[[f"X{j + 1}" for j in parents]].to_numpy()
+    b = np.zeros(len(df.columns) - 2)
+    if len(parents):
+        b[parents] = np.linalg.lstsq(X, df["Y"].to_numpy(), rcond=None)[0]
+    return b
+
+
+def random_designs(seeds, ns, confounded):
+    rows = []
+    for seed in range(seeds):
+        sem = simulate.random_sem(30, n_envs=5, weak_effects=WEAK, confounding=confounded,
+                                  rng=seed)
+        beta = sem.beta_star
+        parents = np.flatnonzero(beta)
+        d, s_y = sem.moments().scales()
+        std_effect = np.abs(beta) * d / s_y
+        children = sem.D
+        for n in ns:
+            df = sem.sample(n, rng=10_000 + seed)
+            res = {r: _fit(df, refit=r, n_boot=0) for r in ("auto", "negdro", "invariant")}
+            sel = res["auto"].support.to_numpy()
+            row = dict(seed=seed, n=n, confounded=confounded,
+                       route=res["auto"].solver.refit,
+                       err={r: float(np.linalg.norm(v.params.to_numpy() - beta))
+                            for r, v in res.items()},
+                       err_oracle=float(np.linalg.norm(oracle_ols(df, parents) - beta)),
+                       child=bool(sel[children].any()),
+                       child_paper=bool(res["negdro"].support.to_numpy()[children].any()),
+                       noncause=bool(sel[beta == 0].any()),
+                       noncause_paper=bool(res["negdro"].support.to_numpy()[beta == 0].any()),
+                       kept=[dict(effect=float(std_effect[j]), kept=bool(sel[j]),
+                                  kept_paper=bool(res["negdro"].support.iloc[j]))
+                             for j in parents])
+            rows.append(row)
+            print(json.dumps({k: v for k, v in row.items() if k != "kept"}), flush=True)
+    return rows
+
+
+def summarise_random(rows):
+    out = []
+    for (conf, n) in sorted({(r["confounded"], r["n"]) for r in rows}):
+        sub = [r for r in rows if r["confounded"] == conf and r["n"] == n]
+        kept = [k for r in sub for k in r["kept"]]
+        weak = {w: [k for k in kept if abs(k["effect"] - w) < 1e-6] for w in WEAK}
+        strong = [k for k in kept if k["effect"] > 0.16]
+        err = {m: np.array([r["err"][m] for r in sub]) for m in ("auto", "negdro", "invariant")}
+        oracle = np.array([r["err_oracle"] for r in sub])
+        out.append(dict(
+            confounded=conf, n=n, fits=len(sub),
+            mean_err_default=float(err["auto"].mean()),
+            median_err_default=float(np.median(err["auto"])),
+            mean_err_paper=float(err["negdro"].mean()),
+            mean_err_former_default=float(err["invariant"].mean()),
+            mean_err_oracle=float(oracle.mean()),
+            ratio_default_to_oracle=float(err["auto"].mean() / oracle.mean()),
+            median_ratio_to_oracle=float(np.median(err["auto"] / oracle)),
+            child_rate=float(np.mean([r["child"] for r in sub])),
+            child_rate_paper=float(np.mean([r["child_paper"] for r in sub])),
+            noncause_rate=float(np.mean([r["noncause"] for r in sub])),
+            noncause_rate_paper=float(np.mean([r["noncause_paper"] for r in sub])),
+            kept_strong=float(np.mean([k["kept"] for k in strong])),
+            **{f"kept_{w:g}": float(np.mean([k["kept"] for k in weak[w]])) for w in WEAK},
+            **{f"kept_{w:g}_paper": float(np.mean([k["kept_paper"] for k in weak[w]]))
+               for w in WEAK},
+            routes={k: sum(r["route"] == k for r in sub) for k in ("ols", "gmm", "negdro")},
+        ))
+    return out
+
+
+def paper_designs(seeds):
+    designs = {
+        "eq33 p=10": (simulate.eq33(p=10), 2000),
+        "F.2 p=10": (simulate.appendix_f2(p=10), 2000),
+        "Example 3 limited": (simulate.example3("limited"), 10_000),
+        "Example 3 weak": (simulate.example3("weak"), 10_000),
+        "Example 3 strong": (simulate.example3("strong"), 10_000),
+    }
+    out = []
+    for name, (sem, n) in designs.items():
+        errs = {"auto": [], "negdro": [], "invariant": []}
+        routes = []
+        for seed in range(seeds):
+            df = sem.sample(n, rng=20_000 + seed)
+            for r in errs:
+                res = _fit(df.rename(columns={sem.names[0]: "Y"}), refit=r, n_boot=0)
+                errs[r].append(float(np.linalg.norm(res.params.to_numpy() - sem.beta_star)))
+                if r == "auto":
+                    routes.append(res.solver.refit)
+        row = dict(design=name, n=n, seeds=seeds,
+                   mean_err_default=float(np.mean(errs["auto"])),
+                   mean_err_paper=float(np.mean(errs["negdro"])),
+                   mean_err_former_default=float(np.mean(errs["invariant"])),
+                   routes={k: routes.count(k) for k in sorted(set(routes))})
+        print(json.dumps(row), flush=True)
+        out.append(row)
+    return out
+
+
+def coverage(seeds, ns, B):
+    out = []
+    for conf in (False, True):
+        for n in ns:
+            hits, widths = [], []
+            for seed in range(seeds):
+                sem = simulate.random_sem(30, n_envs=5, weak_effects=WEAK, confounding=conf,
+                                          rng=seed)
+                beta = sem.beta_star
+                df = sem.sample(n, rng=10_000 + seed)
+                res = _fit(df, n_boot=B, rng=seed, verbose=False)
+                ci = res.conf_int(0.05).to_numpy()
+                for j in np.flatnonzero(beta):
+                    hits.append(ci[j, 0] <= beta[j] <= ci[j, 1])
+                    widths.append(ci[j, 1] - ci[j, 0])
+            row = dict(confounded=conf, n=n, fits=seeds, B=B, parents=len(hits),
+                       coverage=float(np.mean(hits)), median_width=float(np.median(widths)))
+            print(json.dumps(row), flush=True)
+            out.append(row)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--ns", type=int, nargs="+", default=[2000, 20_000, 100_000])
+    ap.add_argument("--boot-reps", type=int, default=100)
+    ap.add_argument("--only", choices=["random", "paper", "coverage"], default=None)
+    ap.add_argument("--out", default="benchmarks/results/selection.json")
+    a = ap.parse_args()
+    result = dict(date=time.strftime("%Y-%m-%d %H:%M"), command=" ".join(sys.argv),
+                  machine=platform.platform())
+    if a.only in (None, "random"):
+        rows = []
+        for conf in (False, True):
+            rows += random_designs(a.seeds, a.ns, conf)
+        result["random"] = summarise_random(rows)
+        for r in result["random"]:
+            print(json.dumps(r))
+    if a.only in (None, "paper"):
+        result["paper"] = paper_designs(a.seeds)
+    if a.only in (None, "coverage"):
+        result["coverage"] = coverage(a.seeds, [n for n in a.ns if n <= 20_000], a.boot_reps)
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
