@@ -47,7 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import linalg, stats
+from scipy import linalg, optimize, stats
 
 from ._typing import FloatArray
 
@@ -89,68 +89,166 @@ class GMMFit:
 
 
 class InvarianceGMM:
-    """The profiled GMM criterion of (M) for every support at once (module docstring).
+    """GMM of the invariance conditions (M) on any support (module docstring).
 
     Parameters
     ----------
-    Sigma, sxy : arrays (E, p, p), (E, p)
-        Per-environment moments.
-    V : array (E, p, p)
-        Score covariances ``Var_e(X r)`` at a pilot estimate (same scale as the moments).
-    n : array (E,)
-        Rows per environment (``inf`` for population moments).
+    mom : Moments
+        Per-environment moments (standardised in the solver).
     instruments : int array
         The covariates ``Z`` whose residual moments are required to be invariant.
+    cumulant : array (E, p, p)
+        Fourth-cumulant part of ``Var_e(X r)`` added to :func:`gaussian_score_cov`.
+    b_ref : array (p,)
+        Where the (first-step) weight is evaluated.
+    own_weight : bool
+        True: each :meth:`fit` is a two-step GMM of its own model (a first step with the
+        weight at ``b_ref``, then the weight re-evaluated at that estimate).  False: one
+        weight, at ``b_ref``, for every support -- the better choice once ``b_ref`` is a
+        good estimate, since a model's own first step can be noisy in its weakly
+        identified directions, which biases its weight and over-rejects its J test.
+    recentre : array (E, p), optional
+        Subtracted from ``sxy`` in (M) (the bootstrap's recentring).
+
+    :meth:`fit_cue` is the continuously updated estimator (Hansen, Heaton and Yaron
+    1996): the weight is evaluated at ``b`` itself while minimising, which removes the
+    many-moment bias of two-step GMM (it acts like LIML; Newey and Smith 2004).  With
+    40-150 moment conditions that bias is what keeps a child of Y in the support at
+    moderate n, so the selected support is pruned and reported with it.
     """
 
-    def __init__(self, Sigma: FloatArray, sxy: FloatArray, V: FloatArray, n: FloatArray,
-                 instruments: np.ndarray) -> None:
-        E = Sigma.shape[0]
+    def __init__(self, mom, *, instruments: np.ndarray, cumulant: FloatArray,
+                 b_ref: FloatArray, own_weight: bool = True,
+                 recentre: FloatArray | None = None) -> None:
         R = np.asarray(instruments)
-        q = len(R)
-        n = np.where(np.isfinite(n), n, N_POPULATION)
-        self.n, self.R = n, R
-        self.M = Sigma[:, R, :]                                   # (E, q, p)
+        self.R, self.mom = R, mom
+        self.n = np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
+        sxy = mom.sxy if recentre is None else mom.sxy - recentre
+        self.M = mom.Sigma[:, R, :]                               # (E, q, p)
         self.u = sxy[:, R]                                        # (E, q)
-        VR = V[:, R][:, :, R]
-        ridge = 1e-10 * np.einsum("ejj->e", VR)[:, None, None] / q * np.eye(q)
-        self.W = np.stack([n[e] * linalg.pinvh(VR[e] + ridge[e]) for e in range(E)])
-        WM = self.W @ self.M                                      # (E, q, p)
-        Wu = np.einsum("eij,ej->ei", self.W, self.u)
-        Wbar = self.W.sum(axis=0)
+        self.p = mom.p
+        self.K = cumulant[:, R][:, :, R]
+        self.own_weight = own_weight
+        self.df_base = (mom.n_envs - 1) * len(R)
+        self._W_ref = self._weights(b_ref)
+
+    def _score(self, b: FloatArray, S: np.ndarray | None = None):
+        """``Var_e(Z r)`` at ``b`` (:func:`gaussian_score_cov` on the instrument rows plus
+        the cumulant), and with ``S`` its derivatives along ``b_S``, shape (E, |S|, q, q).
+        """
+        mom, R = self.mom, self.R
+        outer = lambda a, z: np.einsum("...i,...j->...ij", a, z)  # noqa: E731
+        mu = mom.mean_x[:, R]
+        mu_r = mom.mean_y - mom.mean_x @ b
+        g_full = mom.sxy - mom.Sigma @ b                         # E[X r], (E, p)
+        g = g_full[:, R]
+        risk = mom.syy - 2.0 * (mom.sxy @ b) + (mom.Sigma @ b) @ b
+        c = g - mu * mu_r[:, None]                               # Cov(Z, r)
+        SigRR = mom.Sigma[:, R][:, :, R]
+        V = (SigRR * risk[:, None, None] + 2.0 * mu_r[:, None, None] * (outer(mu, c)
+             + outer(c, mu)) + 2.0 * outer(c, c) - outer(g, g) + self.K)
+        if S is None:
+            return V
+        dg = -np.swapaxes(mom.Sigma[:, R][:, :, S], 1, 2)       # (E, k, q)
+        d_risk = -2.0 * g_full[:, S]                             # (E, k)
+        d_mu_r = -mom.mean_x[:, S]                               # (E, k)
+        dc = dg - mu[:, None, :] * d_mu_r[:, :, None]
+        mu_b, c_b, g_b = mu[:, None, :], c[:, None, :], g[:, None, :]
+        dV = (SigRR[:, None] * d_risk[:, :, None, None]
+              + 2.0 * d_mu_r[:, :, None, None] * (outer(mu_b, c_b) + outer(c_b, mu_b))
+              + 2.0 * mu_r[:, None, None, None] * (outer(mu_b, dc) + outer(dc, mu_b))
+              + 2.0 * (outer(dc, c_b) + outer(c_b, dc)) - (outer(dg, g_b) + outer(g_b, dg)))
+        return V, dV
+
+    def _weights(self, b: FloatArray) -> FloatArray:
+        """``W_e = n_e Var_e(Z r)^{-1}`` at ``b`` (a tiny ridge keeps it finite)."""
+        return self._invert(self._score(b))
+
+    def _invert(self, V: FloatArray) -> FloatArray:
+        q = V.shape[1]
+        ridge = 1e-10 * np.einsum("ejj->e", V)[:, None, None] / q * np.eye(q)
+        return np.stack([n_e * linalg.pinvh(V_e + r_e)
+                         for n_e, V_e, r_e in zip(self.n, V, ridge, strict=True)])
+
+    def _cue_objective(self, b_S: FloatArray, S: np.ndarray) -> tuple[float, FloatArray]:
+        """CUE criterion ``J(b) = min_m sum_e (g_e - m)^T W_e(b) (g_e - m)`` and gradient.
+
+        By the envelope theorem (m profiled out),
+        ``dJ/db_k = -2 sum_e M_e[:, k]^T W_e dev_e - sum_e (W_e dev_e)^T dV_e/db_k
+        (W_e dev_e) / n_e``.
+        """
+        b = self._full(S, b_S)
+        V, dV = self._score(b, S)
+        W = self._invert(V)
+        r = self.u - self.M[:, :, S] @ b_S
+        Wr = np.einsum("eij,ej->ei", W, r)
+        dev = r - linalg.solve(W.sum(axis=0), Wr.sum(axis=0), assume_a="pos")
+        Wd = np.einsum("eij,ej->ei", W, dev)
+        J = float(np.einsum("ei,ei->", dev, Wd))
+        grad = (-2.0 * np.einsum("eqk,eq->k", self.M[:, :, S], Wd)
+                - np.einsum("ei,ekij,ej->k", Wd, dV, Wd / self.n[:, None]))
+        return J, grad
+
+    def fit_cue(self, S: np.ndarray, start: FloatArray | None = None) -> GMMFit:
+        """Continuously updated GMM on ``S`` (started at the two-step estimate); the
+        covariance is ``P_SS^{-1}`` with the weight at the CUE estimate."""
+        S = np.asarray(S, dtype=int)
+        if start is None:
+            start = self.fit(S).b
+        if len(S):
+            opt = optimize.minimize(self._cue_objective, start, args=(S,), jac=True,
+                                    method="BFGS", options={"gtol": 1e-6, "maxiter": 200})
+            b_S = opt.x if np.isfinite(opt.fun) else start
+        else:
+            b_S = start
+        _, cov, _, identified = self._solve(S, self._weights(self._full(S, b_S)))
+        J = max(self._cue_objective(b_S, S)[0], 0.0) if len(S) else self._solve(
+            S, self._W_ref)[2]
+        df = self.df_base - len(S)
+        return GMMFit(support=S, b=b_S, cov=cov, J=J, df=df,
+                      pvalue=float(stats.chi2.sf(J, df)) if df > 0 else np.nan,
+                      identified=identified)
+
+    def _solve(self, S: np.ndarray, W: FloatArray):
+        """Minimise ``J(b_S) = min_m sum_e (g_e - m)^T W_e (g_e - m)`` with m profiled out."""
+        M = self.M[:, :, S]
+        WM = W @ M
+        Wu = np.einsum("eij,ej->ei", W, self.u)
+        Wbar = W.sum(axis=0)
         SWM, SWu = WM.sum(axis=0), Wu.sum(axis=0)
         proj = linalg.solve(Wbar, np.column_stack([SWM, SWu]), assume_a="pos")
-        self.P = np.einsum("eqi,eqj->ij", self.M, WM) - SWM.T @ proj[:, :-1]
-        self.P = (self.P + self.P.T) / 2.0
-        self.c = np.einsum("eqi,eq->i", self.M, Wu) - SWM.T @ proj[:, -1]
-        self.df_base = (E - 1) * q
-        self._Wbar = Wbar
-
-    def criterion(self, S: np.ndarray, b: FloatArray) -> float:
-        """``J(b) = min_m sum_e n_e (g_e(b) - m)^T V_e^{-1} (g_e(b) - m)``, from residuals."""
-        r = self.u - self.M[:, :, S] @ b                          # (E, q): g_e(b)
-        Wr = np.einsum("eij,ej->ei", self.W, r)
-        m = linalg.solve(self._Wbar, Wr.sum(axis=0), assume_a="pos")
-        dev = r - m
-        return float(np.einsum("ei,ei->", dev, np.einsum("eij,ej->ei", self.W, dev)))
-
-    def fit(self, S: np.ndarray) -> GMMFit:
-        """GMM estimate, covariance and J test on the support ``S`` (integer indices)."""
-        S = np.asarray(S, dtype=int)
+        P = np.einsum("eqi,eqj->ij", M, WM) - SWM.T @ proj[:, :-1]
+        P = (P + P.T) / 2.0
+        c = np.einsum("eqi,eq->i", M, Wu) - SWM.T @ proj[:, -1]
         k = len(S)
-        df = self.df_base - k
-        P = self.P[np.ix_(S, S)]
         identified = True
         if k:
             vals, vecs = np.linalg.eigh(P)
-            identified = bool(vals[0] > 1e-12 * max(vals[-1], 1e-300))
-            inv_vals = np.where(vals > 1e-12 * max(vals[-1], 1e-300), 1.0 / np.maximum(
-                vals, 1e-300), 0.0)
-            b = vecs @ (inv_vals * (vecs.T @ self.c[S]))
+            ok = vals > 1e-12 * max(vals[-1], 1e-300)
+            identified = bool(ok.all())
+            inv_vals = np.where(ok, 1.0 / np.maximum(vals, 1e-300), 0.0)
+            b = vecs @ (inv_vals * (vecs.T @ c))
             cov = (vecs * inv_vals) @ vecs.T if identified else np.full((k, k), np.inf)
         else:
             b, cov = np.zeros(0), np.zeros((0, 0))
-        J = max(self.criterion(S, b), 0.0)
+        r = self.u - M @ b                                        # (E, q): g_e(b)
+        Wr = np.einsum("eij,ej->ei", W, r)
+        dev = r - linalg.solve(Wbar, Wr.sum(axis=0), assume_a="pos")
+        J = max(float(np.einsum("ei,ei->", dev, np.einsum("eij,ej->ei", W, dev))), 0.0)
+        return b, cov, J, identified
+
+    def _full(self, S: np.ndarray, b_S: FloatArray) -> FloatArray:
+        b = np.zeros(self.p)
+        b[S] = b_S
+        return b
+
+    def fit(self, S: np.ndarray) -> GMMFit:
+        """GMM estimate, covariance and J test on the support ``S``."""
+        S = np.asarray(S, dtype=int)
+        b, cov, J, identified = self._solve(S, self._W_ref)
+        if self.own_weight:                                       # second step
+            b, cov, J, identified = self._solve(S, self._weights(self._full(S, b)))
+        df = self.df_base - len(S)
         pvalue = float(stats.chi2.sf(J, df)) if df > 0 else np.nan
         return GMMFit(support=S, b=b, cov=cov, J=J, df=df, pvalue=pvalue,
                       identified=identified)
@@ -159,8 +257,8 @@ class InvarianceGMM:
         """Difference-in-Hansen (C) test of ``E_e[X_S r] = 0`` on top of (M) at ``fit``.
 
         Restricting the common moment ``m`` to 0 on the rows of ``S`` among the
-        instruments adds ``|S cap Z|`` conditions; ``C = J_restricted - J`` is
-        ``chi^2(|S cap Z|)`` when the covariates in ``S`` are uncorrelated with the
+        instruments adds ``|S cap Z|`` conditions; ``C = J_restricted - J`` (same weight)
+        is ``chi^2(|S cap Z|)`` when the covariates in ``S`` are uncorrelated with the
         structural error (no hidden confounding of them, no child of Y among them).
         Returns ``(C, df, pvalue)``.
         """
@@ -170,15 +268,18 @@ class InvarianceGMM:
         df = int(q - free_m.sum())
         if df == 0:
             return 0.0, 0, 1.0
+        W = self._weights(self._full(S, fit.b)) if self.own_weight else self._W_ref
         blocks, targets = [], []
         for e in range(E):
-            L = linalg.cholesky(self.W[e], lower=True)            # W_e = L L^T
+            L = linalg.cholesky(W[e], lower=True)                 # W_e = L L^T
             A = np.column_stack([self.M[e][:, S], np.eye(q)[:, free_m]])
             blocks.append(L.T @ A)
             targets.append(L.T @ self.u[e])
-        theta = np.linalg.lstsq(np.vstack(blocks), np.concatenate(targets), rcond=None)[0]
-        resid = np.concatenate(targets) - np.vstack(blocks) @ theta
-        C = max(float(resid @ resid) - fit.J, 0.0)
+        A, t = np.vstack(blocks), np.concatenate(targets)
+        theta = np.linalg.lstsq(A, t, rcond=None)[0]
+        J_r = float(np.sum((t - A @ theta) ** 2))
+        _, _, J_u, _ = self._solve(S, W)
+        C = max(J_r - J_u, 0.0)
         return C, df, float(stats.chi2.sf(C, df))
 
 
@@ -226,7 +327,7 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
         if trial.identified and (best is None or trial.pvalue > best.pvalue):
             best = trial
         if trial.identified and trial.pvalue >= alpha:
-            fit = trial
+            fit = gmm.fit_cue(S, trial.b)
             break
     pruned, crit = [], np.nan
     while fit is not None:
@@ -238,8 +339,8 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
         j = free[np.argmin(t)]
         if t.min() >= crit:
             break
-        trial = gmm.fit(np.delete(fit.support, j))
-        if not (trial.identified and trial.pvalue >= alpha):
+        trial = gmm.fit_cue(np.delete(fit.support, j), np.delete(fit.b, j))
+        if not trial.identified:
             break
         pruned.append(int(fit.support[j]))
         fit = trial
@@ -247,19 +348,31 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
                      best=fit if fit is not None else best)
 
 
-def gaussian_score_cov(Sigma: FloatArray, sxy: FloatArray, syy: FloatArray,
-                       b: FloatArray) -> FloatArray:
-    """``Var_e(X r)`` at ``b`` when only moments are known: ``Sigma_e R_e - g_e g_e^T``.
+def gaussian_score_cov(mom, b: FloatArray) -> FloatArray:
+    """``Var_e(X r)`` at ``b`` from first and second moments, exact for Gaussian rows.
 
-    ``Var_e(X r) = E_e[X X^T r^2] - g_e g_e^T`` with ``g_e = E_e[X r]``; the first term
-    is ``Sigma_e R_e(b)`` when the residual ``r = Y - b^T X`` is independent of ``X``.
-    Positive semi-definite by Cauchy-Schwarz.  Used for population moments (where any
-    positive definite weight gives the same exact answer) and for moments accumulated
-    without their rows (fourth moments unknown).
+    With ``r = Y - b^T X``, per environment mean ``mu`` of X, ``mu_r`` of r and
+    covariances ``C_xx``, ``c = Cov(X, r)``, ``C_rr``, Isserlis' theorem gives
+
+        E[X X^T r^2] = mu mu^T (mu_r^2 + C_rr) + 2 mu_r (mu c^T + c mu^T)
+                       + mu_r^2 C_xx + C_xx C_rr + 2 c c^T,
+
+    and ``Var_e(X r) = E[X X^T r^2] - g g^T`` with ``g = E[X r]``.  For non-Gaussian rows
+    the difference is a fourth-cumulant term, which the solver estimates from the rows
+    at a pilot estimate and holds fixed (``negdro(score_cov=...)``).  ``mom`` is a
+    :class:`~negdro_stats.moments.Moments` (or anything with its moment attributes).
     """
-    risks = syy - 2.0 * (sxy @ b) + (Sigma @ b) @ b
-    g = sxy - Sigma @ b
-    return Sigma * risks[:, None, None] - np.einsum("ei,ej->eij", g, g)
+    mu, mu_r = mom.mean_x, mom.mean_y - mom.mean_x @ b
+    g = mom.sxy - mom.Sigma @ b                                   # E[X r]
+    R = mom.syy - 2.0 * (mom.sxy @ b) + (mom.Sigma @ b) @ b       # E[r^2]
+    C_xx = mom.Sigma - np.einsum("ei,ej->eij", mu, mu)
+    c = g - mu * mu_r[:, None]
+    C_rr = R - mu_r**2
+    outer = lambda a, z: np.einsum("ei,ej->eij", a, z)            # noqa: E731
+    fourth = (outer(mu, mu) * R[:, None, None]                    # mu mu^T (mu_r^2 + C_rr)
+              + 2.0 * mu_r[:, None, None] * (outer(mu, c) + outer(c, mu))
+              + C_xx * (mu_r**2 + C_rr)[:, None, None] + 2.0 * outer(c, c))
+    return fourth - outer(g, g)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -295,9 +408,10 @@ class SelectionReport:
     gate_se : float
     instruments : tuple of str
         The covariates whose residual moments are required to be invariant.
-    score_cov : ndarray (E, p, p)
-        The score covariances ``Var_e(X r)`` used in the weights (original scale); the
-        bootstrap reuses them.
+    cumulant : ndarray (E, p, p)
+        The non-Gaussian part of the score covariances, ``Var_e(X r)`` from the rows
+        minus :func:`gaussian_score_cov`, at the selected estimate (original scale;
+        zero without rows).  The bootstrap reuses it.
     misfit : ndarray (E, p) or None
         ``g_e(b) - mean_f g_f(b)`` at the GMM estimate on the selected support (original
         scale): the sample's departure from exact invariance.  The bootstrap subtracts it
@@ -320,5 +434,5 @@ class SelectionReport:
     worst_se: float
     gate_se: float
     instruments: tuple
-    score_cov: FloatArray
+    cumulant: FloatArray
     misfit: FloatArray | None = None

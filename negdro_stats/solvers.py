@@ -58,7 +58,7 @@ dual ``f(w) = min_b [sum_e a_e R_e(b) + rho ||b - center||^2]``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy import linalg
@@ -515,7 +515,8 @@ def negdro(
     refit: str = "auto",
     alpha: float = DEFAULT_ALPHA,
     fixed: tuple[int, ...] = (),
-    score_cov: Callable[[FloatArray], FloatArray] | None = None,
+    score_cov: Callable[[FloatArray], FloatArray | None] | None = None,
+    cumulant: FloatArray | None = None,
     recentre: FloatArray | None = None,
 ) -> SolverOutput:
     """Run a NegDRO method on moments; see the module docstring for the methods.
@@ -536,10 +537,11 @@ def negdro(
 
     ``fixed`` lists covariates (e.g. an intercept column) that are never thresholded,
     pruned or ordered.  ``score_cov(b)`` returns ``Var_e(X (Y - b^T X))`` (E, p, p) on
-    the original scale from the rows; without it (or if it returns None) the
-    moment-only approximation :func:`~negdro_stats.selection.gaussian_score_cov` is used.
-    ``recentre`` (E, p), original scale, is subtracted from ``sxy`` in the invariance
-    conditions only (the bootstrap's recentring, :attr:`SelectionReport.misfit`).
+    the original scale from the rows (None for no rows); it is used only for the
+    fourth-cumulant correction of :func:`~negdro_stats.selection.gaussian_score_cov`,
+    which bootstrap replicates pass fixed as ``cumulant``.  ``recentre`` (E, p) is
+    subtracted from ``sxy`` in the invariance conditions only (the bootstrap's
+    recentring, :attr:`SelectionReport.misfit`).  Both on the original scale.
 
     All numerical settings refer to the standardised problem (covariates and outcome
     rescaled to unit root mean square by :meth:`Moments.scales`): ``mu`` in units of
@@ -613,15 +615,17 @@ def negdro(
             if b_inv is not None:
                 b_std[S], used_refit = b_inv, "invariant"
         elif refit == "auto":
-            def score_cov_std(b_std: FloatArray) -> FloatArray:
-                b_orig = b_std * s_y / d
-                V = None if score_cov is None else score_cov(b_orig)
-                if V is None:
-                    V = gaussian_score_cov(mom.Sigma, mom.sxy, mom.syy, b_orig)
-                return V / (np.multiply.outer(d, d) * s_y**2)
-
-            report, chosen = _select_by_invariance(std, results[0].b, S, fixed_idx, alpha,
-                                                   score_cov_std, d, s_y, recentre)
+            unit = np.multiply.outer(d, d) * s_y**2          # (E, p, p) scale of Var(X r)
+            rows_cov = None if score_cov is None else (
+                lambda b_std: score_cov(b_std * s_y / d) / unit)
+            report, chosen = _select_by_invariance(
+                std, results[0].b, S, fixed_idx, alpha, rows_cov,
+                None if cumulant is None else cumulant / unit,
+                None if recentre is None else recentre / (d * s_y))
+            if report is not None:                           # back to the original scale
+                report = replace(report, cumulant=report.cumulant * unit,
+                                 misfit=None if report.misfit is None
+                                 else report.misfit * (d * s_y))
             if chosen is not None:
                 S, b_std = chosen
                 used_refit = report.estimator
@@ -650,54 +654,62 @@ def negdro(
 
 def _select_by_invariance(
     std: Moments, b_first: FloatArray, S3: np.ndarray, fixed: np.ndarray, alpha: float,
-    score_cov: Callable[[FloatArray], FloatArray], d: FloatArray, s_y: float,
+    rows_cov: Callable[[FloatArray], FloatArray] | None, cumulant: FloatArray | None,
     recentre: FloatArray | None,
 ) -> tuple[SelectionReport, tuple[np.ndarray, FloatArray] | None]:
     """The invariance route of ``refit="auto"`` on standardised moments (see :func:`negdro`).
 
-    Two-step GMM (:mod:`negdro_stats.selection`): the candidates are the first
-    ``MAX_INSTRUMENTS`` covariates in the first stage's order; a first step with the
-    homoskedastic weight ``V_e = Sigma_e`` on all candidates gives a pilot estimate
-    whose residuals are close to the structural error, the score covariances are
-    estimated there, and the candidates are ordered by the |t| of the GMM fit on all of
-    them.  The walk runs, the score covariances are re-estimated at the selected
-    support's estimate (or, if none passed, at the walk's best fit) and the walk runs
-    again, until the support is stable (at most ``SCORE_ITERATIONS`` times; iterated
-    GMM), so the final J test uses the weight of its own model.  ``score_cov(b_std)`` returns standardised score
-    covariances.  Returns the report and, when the route is taken,
-    ``(support, b_std)``; None means keep Algorithm 3's support and fit.
+    The candidates are the first ``MAX_INSTRUMENTS`` covariates in the first stage's
+    order.  Score covariances are :func:`gaussian_score_cov` at each model's own
+    estimate plus a fourth-cumulant term: ``rows_cov(b) - gaussian_score_cov(b)`` at a
+    pilot (the two-step GMM on all candidates) when the rows are at hand, the fixed
+    ``cumulant`` in bootstrap replicates, else 0.  The candidates are ordered by the
+    |t| of the fit on all of them and a first walk runs (:func:`select_support`, each
+    J test a two-step GMM of its own model).  If no support passes (own weights can be
+    noisy for large supports at moderate n, which over-rejects), the walk is rerun with
+    one weight for every support, evaluated at the walk's best fit (largest J p-value;
+    the cumulant re-estimated there when rows are at hand), at most
+    ``SCORE_ITERATIONS`` times.  Re-estimating the weight at a support that passed
+    is not done: its estimate may load on children of Y (weakly identified
+    directions), which shrinks the residual variance and over-rejects every J test.
+    All arrays are on the standardised scale.  Returns the report and, when the route
+    is taken, ``(support, b_std)``; None means keep Algorithm 3's support and fit.
     """
-    p = std.p
+    p, E = std.p, std.n_envs
     free = np.setdiff1d(np.arange(p), fixed)
     candidates = free[np.argsort(-np.abs(b_first[free]), kind="stable")][:MAX_INSTRUMENTS]
     instruments = np.sort(np.concatenate([fixed, candidates]))
     full = np.concatenate([fixed, candidates]).astype(int)
-    sxy = std.sxy if recentre is None else std.sxy - recentre / (d * s_y)
     n_min = float(std.n.min())
+    K = np.zeros((E, p, p)) if cumulant is None else cumulant
 
-    def at(S: np.ndarray, b_S: FloatArray) -> FloatArray:
+    def gmm_at(K: FloatArray, b_ref: FloatArray, own_weight: bool) -> InvarianceGMM:
+        return InvarianceGMM(std, instruments=instruments, cumulant=K, b_ref=b_ref,
+                             own_weight=own_weight, recentre=recentre)
+
+    def at(fit) -> FloatArray:
         b = np.zeros(p)
-        b[S] = b_S
+        b[fit.support] = fit.b
         return b
 
-    pilot = InvarianceGMM(std.Sigma, sxy, std.Sigma, std.n, instruments).fit(full)
-    V = score_cov(at(full, pilot.b))
-    gmm = InvarianceGMM(std.Sigma, sxy, V, std.n, instruments)
-    t_full = gmm.fit(full)
-    t_stat = np.abs(t_full.b) / np.maximum(t_full.se, 1e-300)
+    refresh = rows_cov is not None and cumulant is None
+    gmm = gmm_at(K, np.zeros(p), True)
+    pilot = gmm.fit(full)
+    if refresh:
+        K = rows_cov(at(pilot)) - gaussian_score_cov(std, at(pilot))
+        gmm = gmm_at(K, at(pilot), True)
+        pilot = gmm.fit(full)
+    t_stat = np.abs(pilot.b) / np.maximum(pilot.se, 1e-300)
     order = full[len(fixed):][np.argsort(-t_stat[len(fixed):], kind="stable")]
     sel = select_support(gmm, order, fixed=fixed, alpha=alpha, n_min=n_min)
-    for _ in range(SCORE_ITERATIONS):      # iterated GMM: V at the selected (or best) model
-        if sel.best is None:
+    for _ in range(SCORE_ITERATIONS):        # iterated GMM: one weight, at the best model
+        if sel.fit is not None or sel.best is None:
             break
-        support = sel.fit.support if sel.fit is not None else None
-        V = score_cov(at(sel.best.support, sel.best.b))
-        gmm = InvarianceGMM(std.Sigma, sxy, V, std.n, instruments)
+        b0 = at(sel.best)
+        if refresh:
+            K = rows_cov(b0) - gaussian_score_cov(std, b0)
+        gmm = gmm_at(K, b0, False)
         sel = select_support(gmm, order, fixed=fixed, alpha=alpha, n_min=n_min)
-        if sel.fit is not None and support is not None and np.array_equal(
-                np.sort(sel.fit.support), np.sort(support)):
-            break
-    V = V * (np.multiply.outer(d, d) * s_y**2)         # original scale, for the report
     names = std.names
 
     def report(route, reason, estimator, fit=None, exo=(np.nan, 0, np.nan), worst=np.nan,
@@ -707,8 +719,8 @@ def _select_by_invariance(
             pruned=tuple(names[j] for j in sel.pruned), critical_t=sel.critical_t,
             J=np.nan if fit is None else fit.J, df=0 if fit is None else fit.df,
             pvalue=np.nan if fit is None else fit.pvalue, exogeneity=exo, worst_se=worst,
-            gate_se=GATE_SE, instruments=tuple(names[j] for j in instruments), score_cov=V,
-            misfit=misfit)
+            gate_se=GATE_SE, instruments=tuple(names[j] for j in instruments),
+            cumulant=K, misfit=misfit)
 
     if sel.fit is None:
         reason = ("every nested support was rejected by the J test of invariance at level "
@@ -725,7 +737,7 @@ def _select_by_invariance(
     S = np.sort(fit.support)
     b_gmm = np.zeros(p)
     b_gmm[fit.support] = fit.b
-    g = (sxy - std.Sigma @ b_gmm) * (d * s_y)                 # g_e(b), original scale
+    g = std.sxy - std.Sigma @ b_gmm                          # g_e(b)
     misfit = g - g.mean(axis=0)
     b_std = np.zeros(p)
     if exo[2] >= alpha:                                 # Hausman-style: OLS is efficient
