@@ -348,11 +348,15 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
     sel = res.selection
     if sel is not None and sel.route == "invariance":
         notes = [
-            "std coef = coef x RMS(X_j) / RMS(Y).  Support chosen by invariance: the first "
-            "of the supports nested in NegDRO's first-stage order that the J test accepts "
-            f"(J = {sel.J:.3g}, df = {sel.df}, p = {sel.pvalue:.3g}), pruned by |t| >= "
+            "std coef = coef x RMS(X_j) / RMS(Y).  Support chosen by invariance: GMM-BIC "
+            "over nested supports of the gradient-invariance conditions (Lemma 1), grown "
+            "until the J test accepts, pruned by |t| >= "
             f"{sel.critical_t:.3g}" + (f" (removed: {', '.join(sel.pruned)})" if sel.pruned
-                                       else "") + ".",
+                                       else "") + f"; J = {sel.J:.3g}, df = {sel.df}, "
+            f"p = {sel.pvalue:.3g}.",
+            *(["WARNING: the J test rejects invariance on every support from the BIC "
+               "choice on; the invariance assumption may be violated."] if sel.rejected
+              else []),
             ("Exogeneity (C) test of the support " + _format_test(sel.exogeneity) + ": " + (
                 "not rejected, so pooled OLS on the support is reported (efficient)."
                 if sel.estimator == "ols" else "rejected (hidden confounding, or a child "

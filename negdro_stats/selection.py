@@ -28,15 +28,17 @@ Profiling ``m`` out leaves a quadratic in ``b``: with ``M_e = Sigma_e[Z, :]``,
 so ``b_S = P_SS^{-1} c_S``: one ``O(|E| q p^2)`` precomputation, then a ``|S| x |S|``
 solve per candidate support.
 
-Selection (:func:`select_support`) walks the nested supports that NegDRO's first stage
-orders (largest standardised coefficient first), takes the first that the J test
-accepts at level ``alpha``, then prunes it backwards by t statistics with the critical
-value ``max(z_{1 - alpha / (2 |S|)}, sqrt(log n))``: the Bonferroni part bounds the
-probability of keeping any non-cause by ``alpha`` at every ``n``, and the
-``sqrt(log n)`` (BIC) part makes that probability vanish as ``n`` grows while any fixed
-non-zero effect, whose t statistic grows like ``sqrt(n)``, is kept -- consistency in
-both directions.  The J test keeps the fixed level ``alpha``: rejecting the true
-support only moves the walk to a superset, which the pruning then cuts back.
+Selection (:func:`select_support`) orders the candidates by the |t| of the GMM fit on
+all of them, computes the J statistic of every nested support, chooses by Andrews'
+(1999) GMM-BIC ``J_k + k log n`` (consistent: the smallest support containing the
+causes wins with probability tending to one), grows the choice until the J test no
+longer rejects at level ``alpha`` (else says invariance is rejected), and prunes it
+backwards by t statistics with the critical value ``max(z_{1 - alpha / (2 |S|)},
+sqrt(log n))``: the Bonferroni part bounds the probability of keeping any non-cause
+by ``alpha`` at every ``n``, and the ``sqrt(log n)`` (BIC) part makes that probability
+vanish as ``n`` grows while any fixed non-zero effect, whose t statistic grows like
+``sqrt(n)``, is kept -- consistency in both directions, at the same ``log n`` rate as
+the BIC step.
 
 Population moments (``n = inf``) are treated as a sample of ``N_POPULATION`` rows:
 sampling noise is then far below rounding error, so the tests are exact up to it.
@@ -44,6 +46,7 @@ sampling noise is then far below rounding error, so the tests are exact up to it
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -182,7 +185,7 @@ class InvarianceGMM:
         W = self._invert(V)
         r = self.u - self.M[:, :, S] @ b_S
         Wr = np.einsum("eij,ej->ei", W, r)
-        dev = r - linalg.solve(W.sum(axis=0), Wr.sum(axis=0), assume_a="pos")
+        dev = r - linalg.pinvh(W.sum(axis=0)) @ Wr.sum(axis=0)
         Wd = np.einsum("eij,ej->ei", W, dev)
         J = float(np.einsum("ei,ei->", dev, Wd))
         grad = (-2.0 * np.einsum("eqk,eq->k", self.M[:, :, S], Wd)
@@ -195,12 +198,18 @@ class InvarianceGMM:
         S = np.asarray(S, dtype=int)
         if start is None:
             start = self.fit(S).b
+        b_S = start
         if len(S):
-            opt = optimize.minimize(self._cue_objective, start, args=(S,), jac=True,
-                                    method="BFGS", options={"gtol": 1e-6, "maxiter": 200})
-            b_S = opt.x if np.isfinite(opt.fun) else start
-        else:
-            b_S = start
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")            # line-search notes of BFGS
+                try:
+                    opt = optimize.minimize(self._cue_objective, start, args=(S,),
+                                            jac=True, method="BFGS",
+                                            options={"gtol": 1e-6, "maxiter": 200})
+                    if np.isfinite(opt.fun) and np.all(np.isfinite(opt.x)):
+                        b_S = opt.x
+                except (linalg.LinAlgError, ValueError):
+                    pass                                   # keep the two-step estimate
         _, cov, _, identified = self._solve(S, self._weights(self._full(S, b_S)))
         J = max(self._cue_objective(b_S, S)[0], 0.0) if len(S) else self._solve(
             S, self._W_ref)[2]
@@ -216,7 +225,7 @@ class InvarianceGMM:
         Wu = np.einsum("eij,ej->ei", W, self.u)
         Wbar = W.sum(axis=0)
         SWM, SWu = WM.sum(axis=0), Wu.sum(axis=0)
-        proj = linalg.solve(Wbar, np.column_stack([SWM, SWu]), assume_a="pos")
+        proj = linalg.pinvh(Wbar) @ np.column_stack([SWM, SWu])
         P = np.einsum("eqi,eqj->ij", M, WM) - SWM.T @ proj[:, :-1]
         P = (P + P.T) / 2.0
         c = np.einsum("eqi,eq->i", M, Wu) - SWM.T @ proj[:, -1]
@@ -233,7 +242,7 @@ class InvarianceGMM:
             b, cov = np.zeros(0), np.zeros((0, 0))
         r = self.u - M @ b                                        # (E, q): g_e(b)
         Wr = np.einsum("eij,ej->ei", W, r)
-        dev = r - linalg.solve(Wbar, Wr.sum(axis=0), assume_a="pos")
+        dev = r - linalg.pinvh(Wbar) @ Wr.sum(axis=0)
         J = max(float(np.einsum("ei,ei->", dev, np.einsum("eij,ej->ei", W, dev))), 0.0)
         return b, cov, J, identified
 
@@ -271,7 +280,8 @@ class InvarianceGMM:
         W = self._weights(self._full(S, fit.b)) if self.own_weight else self._W_ref
         blocks, targets = [], []
         for e in range(E):
-            L = linalg.cholesky(W[e], lower=True)                 # W_e = L L^T
+            vals, vecs = np.linalg.eigh(W[e])
+            L = vecs * np.sqrt(np.maximum(vals, 0.0))             # W_e = L L^T
             A = np.column_stack([self.M[e][:, S], np.eye(q)[:, free_m]])
             blocks.append(L.T @ A)
             targets.append(L.T @ self.u[e])
@@ -290,51 +300,71 @@ class Selection:
     Attributes
     ----------
     fit : GMMFit or None
-        The GMM fit on the selected support; None when no support in the walk passed the
-        J test (invariance rejected on every nested support).
+        The continuously updated GMM fit on the selected support (None only when no
+        support could be tested: too few equations).
+    rejected : bool
+        Whether the J test rejected invariance (level ``alpha``) on every support from
+        the BIC choice on; ``fit`` is then the pruned BIC choice.
     walk : tuple of (size, J, df, pvalue)
-        The J test along the nested supports, in walk order.
+        The two-step J test along the nested supports.
+    chosen : int
+        Size of the support the BIC and the J test chose, before pruning.
     pruned : tuple of int
         Covariates removed by the t-statistic pruning, in order.
     critical_t : float
         The pruning critical value used last.
-    best : GMMFit or None
-        The fit with the largest J p-value along the walk (the selected one if any).
     """
 
     fit: GMMFit | None
+    rejected: bool
     walk: tuple
+    chosen: int
     pruned: tuple
     critical_t: float
-    best: GMMFit | None
 
 
 def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
                    alpha: float, n_min: float) -> Selection:
-    """Walk the nested supports ``fixed + order[:k]``, k = 0, 1, ...; J test; prune.
+    """Choose among the nested supports ``fixed + order[:k]``, then prune.
 
-    See the module docstring for the rule and its rates.
+    1. Two-step J statistic ``J_k`` of every nested support with positive degrees of
+       freedom.
+    2. Andrews' (1999) GMM-BIC: ``k_bic = argmin_k J_k + k log n`` (``n`` the smallest
+       environment).  A support missing a cause has ``J_k`` of order ``n``, a correct
+       one an extra chi-square for each superfluous covariate, so the smallest correct
+       support is chosen with probability tending to one.
+    3. The invariance guarantee: grow from ``k_bic`` to the first support whose J test
+       does not reject at level ``alpha``; if none, ``rejected`` is set and the BIC
+       choice kept.
+    4. Backward pruning of covariates off the order (e.g. a child of Y ahead of a
+       weak parent) by the |t| of the continuously updated fit (:meth:`fit_cue`), with
+       the critical value ``max(z_{1 - alpha / (2 |S|)}, sqrt(log n))``.
     """
     fixed = np.asarray(fixed, dtype=int)
     n_eff = N_POPULATION if not np.isfinite(n_min) else n_min
-    walk, fit, best = [], None, None
+    penalty = np.log(n_eff)
+    walk, fits = [], []
     for k in range(len(order) + 1):
         S = np.concatenate([fixed, order[:k]]).astype(int)
         if gmm.df_base - len(S) <= 0:
             break
         trial = gmm.fit(S)
         walk.append((len(S), trial.J, trial.df, trial.pvalue))
-        if trial.identified and (best is None or trial.pvalue > best.pvalue):
-            best = trial
-        if trial.identified and trial.pvalue >= alpha:
-            fit = gmm.fit_cue(S, trial.b)
-            break
+        fits.append(trial)
+    ok = [k for k, f in enumerate(fits) if f.identified]
+    if not ok:
+        return Selection(fit=None, rejected=False, walk=tuple(walk), chosen=0, pruned=(),
+                         critical_t=np.nan)
+    k_bic = min(ok, key=lambda k: fits[k].J + penalty * k)
+    passing = [k for k in ok if k >= k_bic and fits[k].pvalue >= alpha]
+    k_sel = passing[0] if passing else k_bic
+    fit = gmm.fit_cue(fits[k_sel].support, fits[k_sel].b)
     pruned, crit = [], np.nan
-    while fit is not None:
+    while True:
         free = np.flatnonzero(~np.isin(fit.support, fixed))
         if not len(free):
             break
-        crit = max(stats.norm.isf(alpha / (2 * len(free))), np.sqrt(np.log(n_eff)))
+        crit = max(stats.norm.isf(alpha / (2 * len(free))), np.sqrt(penalty))
         t = np.abs(fit.b[free]) / fit.se[free]
         j = free[np.argmin(t)]
         if t.min() >= crit:
@@ -344,8 +374,9 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
             break
         pruned.append(int(fit.support[j]))
         fit = trial
-    return Selection(fit=fit, walk=tuple(walk), pruned=tuple(pruned), critical_t=float(crit),
-                     best=fit if fit is not None else best)
+    return Selection(fit=fit, rejected=not passing, walk=tuple(walk),
+                     chosen=len(fits[k_sel].support), pruned=tuple(pruned),
+                     critical_t=float(crit))
 
 
 def gaussian_score_cov(mom, b: FloatArray) -> FloatArray:
@@ -398,7 +429,10 @@ class SelectionReport:
     critical_t : float
         The pruning critical value.
     J, df, pvalue : float, int, float
-        Hansen's J test of invariance on the reported support (NaN if none passed).
+        Hansen's J test (continuously updated) of invariance on the reported support.
+    rejected : bool
+        The J test rejected invariance on every nested support from the BIC choice on
+        (then the BIC choice is reported, with a warning).
     exogeneity : tuple of (C, df, pvalue)
         Difference-in-Hansen test of ``E[X_S eps] = 0`` that chose OLS over GMM.
     worst_se : float
@@ -436,3 +470,4 @@ class SelectionReport:
     instruments: tuple
     cumulant: FloatArray
     misfit: FloatArray | None = None
+    rejected: bool = False

@@ -664,14 +664,14 @@ def _select_by_invariance(
     estimate plus a fourth-cumulant term: ``rows_cov(b) - gaussian_score_cov(b)`` at a
     pilot (the two-step GMM on all candidates) when the rows are at hand, the fixed
     ``cumulant`` in bootstrap replicates, else 0.  The candidates are ordered by the
-    |t| of the fit on all of them and a first walk runs (:func:`select_support`, each
-    J test a two-step GMM of its own model).  If no support passes (own weights can be
-    noisy for large supports at moderate n, which over-rejects), the walk is rerun with
-    one weight for every support, evaluated at the walk's best fit (largest J p-value;
-    the cumulant re-estimated there when rows are at hand), at most
-    ``SCORE_ITERATIONS`` times.  Re-estimating the weight at a support that passed
-    is not done: its estimate may load on children of Y (weakly identified
-    directions), which shrinks the residual variance and over-rejects every J test.
+    |t| of the fit on all of them and :func:`select_support` runs (each J test a
+    two-step GMM of its own model).  If the J test rejects every support from the BIC
+    choice on (own weights can be noisy for large supports at moderate n, which
+    over-rejects), it is rerun with one weight for every support, evaluated at the
+    chosen support's estimate (the cumulant re-estimated there when rows are at hand),
+    at most ``SCORE_ITERATIONS`` times.  A weight is not re-estimated at a support that
+    passed: its estimate may load on children of Y (weakly identified directions),
+    which shrinks the residual variance and over-rejects every J test.
     All arrays are on the standardised scale.  Returns the report and, when the route
     is taken, ``(support, b_std)``; None means keep Algorithm 3's support and fit.
     """
@@ -702,10 +702,10 @@ def _select_by_invariance(
     t_stat = np.abs(pilot.b) / np.maximum(pilot.se, 1e-300)
     order = full[len(fixed):][np.argsort(-t_stat[len(fixed):], kind="stable")]
     sel = select_support(gmm, order, fixed=fixed, alpha=alpha, n_min=n_min)
-    for _ in range(SCORE_ITERATIONS):        # iterated GMM: one weight, at the best model
-        if sel.fit is not None or sel.best is None:
+    for _ in range(SCORE_ITERATIONS):        # iterated GMM: one weight, at the chosen model
+        if not sel.rejected or sel.fit is None:
             break
-        b0 = at(sel.best)
+        b0 = at(sel.fit)
         if refresh:
             K = rows_cov(b0) - gaussian_score_cov(std, b0)
         gmm = gmm_at(K, b0, False)
@@ -720,13 +720,11 @@ def _select_by_invariance(
             J=np.nan if fit is None else fit.J, df=0 if fit is None else fit.df,
             pvalue=np.nan if fit is None else fit.pvalue, exogeneity=exo, worst_se=worst,
             gate_se=GATE_SE, instruments=tuple(names[j] for j in instruments),
-            cumulant=K, misfit=misfit)
+            cumulant=K, misfit=misfit, rejected=sel.rejected)
 
     if sel.fit is None:
-        reason = ("every nested support was rejected by the J test of invariance at level "
-                  f"{alpha:g}" if sel.walk else "too few equations to test invariance "
-                  "((|E| - 1) q must exceed the support size)")
-        return report("negdro", reason, "negdro"), None
+        return report("negdro", "too few equations to test invariance ((|E| - 1) q must "
+                      "exceed the support size)", "negdro"), None
     fit = sel.fit
     worst = gmm.fit(np.union1d(fit.support, S3)).worst_se
     if worst > GATE_SE:
@@ -748,5 +746,7 @@ def _select_by_invariance(
     else:
         b_std = b_gmm
         estimator = "gmm"
-    return report("invariance", "the J test accepts a support that the environments "
-                  "identify", estimator, fit, exo, worst, misfit), (S, b_std)
+    reason = (f"the J test rejects invariance (level {alpha:g}) on every support from the "
+              "BIC choice on; the BIC choice is reported" if sel.rejected else
+              "the J test accepts a support that the environments identify")
+    return report("invariance", reason, estimator, fit, exo, worst, misfit), (S, b_std)

@@ -11,7 +11,8 @@ ALLOWED = {
     "_validation": set(),
     "moments": {"_typing"},
     "objective": {"_typing"},
-    "solvers": {"_typing", "moments", "objective"},
+    "selection": {"_typing"},
+    "solvers": {"_typing", "moments", "objective", "selection"},
     "diagnostics": {"_typing", "exceptions", "moments"},
     "report": {"_typing", "diagnostics", "moments"},
     "design": {"_typing", "exceptions", "moments", "diagnostics"},
@@ -23,7 +24,7 @@ ALLOWED = {
     "plotting": {"_typing"},
     "baselines": {"_typing", "exceptions", "moments"},
     "model": {"_typing", "_validation", "exceptions", "moments", "results", "solvers",
-              "diagnostics", "report", "inference"},
+              "diagnostics", "report", "inference", "selection"},
     "cli": {"__init__"},
     "__main__": {"cli"},
 }
