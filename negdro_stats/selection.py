@@ -28,7 +28,7 @@ Profiling ``m`` out leaves a quadratic in ``b``: with ``M_e = Sigma_e[Z, :]``,
 so ``b_S = P_SS^{-1} c_S``: one ``O(|E| q p^2)`` precomputation, then a ``|S| x |S|``
 solve per candidate support.
 
-Selection (:func:`select_support`) orders the candidates by the |t| of the GMM fit on
+Selection (:func:`select_support`) orders the candidates by the ``|t|`` of the GMM fit on
 all of them, computes the J statistic of every nested support, chooses by Andrews'
 (1999) GMM-BIC ``J_k + k log n`` (consistent: the smallest support containing the
 causes wins with probability tending to one), grows the choice until the J test no
@@ -46,7 +46,6 @@ sampling noise is then far below rounding error, so the tests are exact up to it
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -200,12 +199,11 @@ class InvarianceGMM:
             start = self.fit(S).b
         b_S = start
         if len(S):
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore")            # line-search notes of BFGS
+            with np.errstate(all="ignore"):           # (no warnings module: threads)
                 try:
                     opt = optimize.minimize(self._cue_objective, start, args=(S,),
-                                            jac=True, method="BFGS",
-                                            options={"gtol": 1e-6, "maxiter": 200})
+                                            jac=True, method="L-BFGS-B",
+                                            options={"gtol": 1e-7, "maxiter": 200})
                     if np.isfinite(opt.fun) and np.all(np.isfinite(opt.x)):
                         b_S = opt.x
                 except (linalg.LinAlgError, ValueError):
@@ -305,6 +303,10 @@ class Selection:
     rejected : bool
         Whether the J test rejected invariance (level ``alpha``) on every support from
         the BIC choice on; ``fit`` is then the pruned BIC choice.
+    truncated : bool
+        Whether the walk stopped before the end of the order because larger supports
+        have no degrees of freedom left (``(|E| - 1) q <= |S|``): then a rejection may
+        only mean that the causes lie beyond what the equations can test.
     walk : tuple of (size, J, df, pvalue)
         The two-step J test along the nested supports.
     chosen : int
@@ -317,6 +319,7 @@ class Selection:
 
     fit: GMMFit | None
     rejected: bool
+    truncated: bool
     walk: tuple
     chosen: int
     pruned: tuple
@@ -337,7 +340,7 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
        does not reject at level ``alpha``; if none, ``rejected`` is set and the BIC
        choice kept.
     4. Backward pruning of covariates off the order (e.g. a child of Y ahead of a
-       weak parent) by the |t| of the continuously updated fit (:meth:`fit_cue`), with
+       weak parent) by the ``|t|`` of the continuously updated fit (:meth:`fit_cue`), with
        the critical value ``max(z_{1 - alpha / (2 |S|)}, sqrt(log n))``.
     """
     fixed = np.asarray(fixed, dtype=int)
@@ -352,9 +355,10 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
         walk.append((len(S), trial.J, trial.df, trial.pvalue))
         fits.append(trial)
     ok = [k for k, f in enumerate(fits) if f.identified]
+    truncated = len(fits) < len(order) + 1
     if not ok:
-        return Selection(fit=None, rejected=False, walk=tuple(walk), chosen=0, pruned=(),
-                         critical_t=np.nan)
+        return Selection(fit=None, rejected=False, truncated=truncated, walk=tuple(walk),
+                         chosen=0, pruned=(), critical_t=np.nan)
     k_bic = min(ok, key=lambda k: fits[k].J + penalty * k)
     passing = [k for k in ok if k >= k_bic and fits[k].pvalue >= alpha]
     k_sel = passing[0] if passing else k_bic
@@ -374,7 +378,7 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
             break
         pruned.append(int(fit.support[j]))
         fit = trial
-    return Selection(fit=fit, rejected=not passing, walk=tuple(walk),
+    return Selection(fit=fit, rejected=not passing, truncated=truncated, walk=tuple(walk),
                      chosen=len(fits[k_sel].support), pruned=tuple(pruned),
                      critical_t=float(crit))
 

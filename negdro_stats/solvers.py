@@ -664,7 +664,7 @@ def _select_by_invariance(
     estimate plus a fourth-cumulant term: ``rows_cov(b) - gaussian_score_cov(b)`` at a
     pilot (the two-step GMM on all candidates) when the rows are at hand, the fixed
     ``cumulant`` in bootstrap replicates, else 0.  The candidates are ordered by the
-    |t| of the fit on all of them and :func:`select_support` runs (each J test a
+    ``|t|`` of the fit on all of them and :func:`select_support` runs (each J test a
     two-step GMM of its own model).  If the J test rejects every support from the BIC
     choice on (own weights can be noisy for large supports at moderate n, which
     over-rejects), it is rerun with one weight for every support, evaluated at the
@@ -720,11 +720,11 @@ def _select_by_invariance(
             J=np.nan if fit is None else fit.J, df=0 if fit is None else fit.df,
             pvalue=np.nan if fit is None else fit.pvalue, exogeneity=exo, worst_se=worst,
             gate_se=GATE_SE, instruments=tuple(names[j] for j in instruments),
-            cumulant=K, misfit=misfit, rejected=sel.rejected)
+            cumulant=K, misfit=misfit, rejected=sel.rejected and route == "invariance")
 
-    if sel.fit is None:
-        return report("negdro", "too few equations to test invariance ((|E| - 1) q must "
-                      "exceed the support size)", "negdro"), None
+    if sel.fit is None or (sel.rejected and sel.truncated):
+        return report("negdro", "too few equations to test invariance on the larger "
+                      "supports ((|E| - 1) q must exceed the support size)", "negdro"), None
     fit = sel.fit
     worst = gmm.fit(np.union1d(fit.support, S3)).worst_se
     if worst > GATE_SE:

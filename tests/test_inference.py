@@ -88,23 +88,32 @@ def test_large_p_summary_shows_selected_only():
     sem = simulate.eq33(p=40)
     res = NegDRO(sem.sample(3000, rng=1), env="env", outcome="Y").fit(n_boot=10, rng=0)
     text = str(res.summary())
-    assert "X1 " in text and "X40" not in text and "summary(show='all')" in text
-    assert "X40" in str(res.summary(show="all"))
+    shown = res.support | (res.support_freq >= 0.1)        # the rule of show="selected"
+    hidden = [name for name in shown.index if not shown[name]]
+    assert shown["X1"] and shown["X3"] and len(hidden) >= 30
+    assert "X1 " in text and "summary(show='all')" in text
+    assert not any(f"\n{name} " in text for name in hidden)
+    assert all(f"\n{name} " in str(res.summary(show="all")) for name in hidden)
 
 
-def test_fit_path_and_auto_gamma():
-    """Example 3 (strong regime, n = 10,000): gamma = 0 and 1 leave unequal risks (the
-    equal-risk test rejects), larger gammas do not; "auto" picks the first that passes."""
+def test_fit_path():
+    """Example 3 (strong regime, n = 10,000), the paper's estimator along gamma: gamma = 0
+    leaves unequal risks (the equal-risk test rejects), gamma = 5 does not.  With the
+    default refit the invariance route does not depend on gamma."""
     sem = simulate.example3("strong")
     model = NegDRO(sem.sample(10_000, rng=1), env="env", outcome="Y")
-    path = model.fit_path([0, 1, 5, 20, 60])
+    path = model.fit_path([0, 1, 5, 20, 60], refit="negdro")
     assert path.params.shape == (5, 4) and path.risks.shape == (5, 2)
     assert path.invariance_pvalue.iloc[0] < 0.05 and path.invariance_pvalue.iloc[2] >= 0.05
-    assert path.chosen_gamma == 5.0
-    auto = NegDRO(model.data, env="env", outcome="Y", gamma="auto").fit(n_boot=0)
-    assert auto.gamma_path is not None and auto.gamma == auto.gamma_path.chosen_gamma
-    assert np.linalg.norm(auto.params.to_numpy() - sem.beta_star) < 0.02
-    assert "(auto)" in str(auto.summary())
+    assert (path.refit == "negdro").all()
+    default = model.fit_path([0, 5, 60])
+    assert (default.refit == "ols").all()
+    assert np.ptp(default.params.to_numpy(), axis=0).max() < 1e-12
+
+
+def test_gamma_auto_is_gone():
+    with pytest.raises(ValueError, match="gamma='auto' was removed"):
+        NegDRO(simulate.eq33(p=5).sample(50, rng=0), env="env", gamma="auto")
 
 
 @pytest.mark.smoke
