@@ -29,7 +29,7 @@ def _stationary_bound(lam: float, v_norm: float, c: float, E: int, mu: float) ->
 @given(sem=additive_sems(max_p=5, max_envs=4, confounding=False, strong=True))
 def test_exact_recovery_without_confounding(sem):
     """Population moments, no hidden confounding, Condition 1b with margin bounded away from 0
-    and causal coefficients bounded away from 0: the default estimator returns beta*.
+    and causal coefficients bounded away from 0: Algorithm 3 (the paper's) returns beta*.
 
     Why it must: the first stage minimises Phi_{mu,tau} = (1 + tau) Phi_{mu'} with
     c' = c/(1 + tau), mu' = mu/(1 + tau), so Theorem 4 bounds the error of any stationary
@@ -49,7 +49,7 @@ def test_exact_recovery_without_confounding(sem):
     causal = beta_std != 0
     assume(bound < C0 and np.all(np.abs(beta_std[causal]) >= C0 + bound))
     event(f"|S*| = {int(causal.sum())}")
-    out = negdro(mom, gamma=GAMMA, mu=MU, tau=TAU, threshold=C0)
+    out = negdro(mom, gamma=GAMMA, mu=MU, tau=TAU, threshold=C0, refit="negdro")
     assert_allclose(out.b, sem.beta_star, atol=1e-6 * (1 + np.abs(sem.beta_star).max()))
     assert np.array_equal(out.support, causal)
 

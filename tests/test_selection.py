@@ -1,0 +1,193 @@
+"""The default selection stage (refit="auto"): over-identified gradient invariance."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+from scipy import optimize
+
+from negdro_stats import IdentificationWarning, NegDRO, check_condition_1b, simulate
+from negdro_stats.selection import InvarianceGMM, gaussian_score_cov
+
+from .strategies import additive_sems
+
+
+@st.composite
+def designs_with_weak_causes(draw):
+    """simulate.random_sem with 1-3 strong parents, 1-2 weak ones (standardised effects
+    0.01-0.15), 0-2 children of Y, hidden confounding on or off."""
+    p = draw(st.integers(8, 12))
+    weak = tuple(draw(st.lists(st.floats(0.01, 0.15), min_size=1, max_size=2)))
+    return simulate.random_sem(
+        p, n_envs=draw(st.integers(3, 5)), n_parents=draw(st.integers(1, 4 - len(weak))),
+        n_children=draw(st.integers(0, 2)), weak_effects=weak,
+        confounding=draw(st.booleans()), rng=draw(st.integers(0, 2**32 - 1)))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.filter_too_much,
+                                                                  HealthCheck.too_slow])
+@given(sem=designs_with_weak_causes())
+def test_population_recovery_with_weak_causes(sem):
+    """Population moments where Condition 1b holds: the default returns the exact support
+    and beta* to 1e-6, for weak causes down to standardised effects of 0.01, children of
+    Y and hidden confounding included.
+
+    Why it must: Lemma 1 makes the invariance conditions (M) hold exactly at beta* on
+    every support containing the causes, and Condition 1b makes beta* their unique
+    solution there; a support missing a cause violates them by a fixed amount, which
+    population moments (n = 1e12 in the tests) turn into an infinite J statistic."""
+    mom = sem.moments()
+    assume(check_condition_1b(mom).holds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentificationWarning)
+        res = NegDRO.from_moments(mom).fit()
+    event(f"route {res.solver.refit}, confounded {bool(np.any(sem.Omega[0, 1:]))}")
+    assert res.selection.route == "invariance"
+    assert np.array_equal(res.support.to_numpy(), sem.beta_star != 0)
+    assert_allclose(res.params.to_numpy(), sem.beta_star,
+                    atol=1e-6 * (1 + np.abs(sem.beta_star).max()))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
+@given(sem=additive_sems(max_p=5, max_envs=4, confounding=True, strong=True))
+def test_population_recovery_additive_sems(sem):
+    """The same on the dense random SEMs of the theorem tests (any edge, confounding)."""
+    mom = sem.moments()
+    assume(check_condition_1b(mom).relative_margin > 1e-3)
+    res = NegDRO.from_moments(mom).fit()
+    assume(res.selection.route == "invariance")        # else: too few equations, |E| small
+    event(f"|S*| = {int((sem.beta_star != 0).sum())}")
+    assert np.array_equal(res.support.to_numpy(), sem.beta_star != 0)
+    assert_allclose(res.params.to_numpy(), sem.beta_star,
+                    atol=1e-6 * (1 + np.abs(sem.beta_star).max()))
+
+
+def _standardised(sem, n, rng):
+    df = sem.sample(n, rng=rng)
+    model = NegDRO(df, env="env", outcome="Y")
+    mom = model.moments
+    d, s_y = mom.scales()
+    return model, mom.rescale(d, s_y), d, s_y
+
+
+def test_j_statistic_true_support_vs_missing_cause():
+    """J at the causes is chi-square sized; dropping a cause makes it explode."""
+    sem = simulate.eq33(p=8)
+    model, std, d, s_y = _standardised(sem, 20_000, 3)
+    beta = sem.beta_star * d / s_y
+    gmm = InvarianceGMM(std, instruments=np.arange(8), cumulant=np.zeros((4, 8, 8)),
+                        b_ref=beta)
+    true = gmm.fit(np.array([0, 2]))
+    assert true.df == 3 * 8 - 2 and true.pvalue > 1e-3
+    assert gmm.fit(np.array([2])).J > 100 * true.df
+    assert_allclose(true.b, beta[[0, 2]], atol=0.02)
+
+
+def test_gaussian_score_cov_matches_rows_for_gaussian_data():
+    """Isserlis' formula for Var_e(X r) equals the row estimate up to sampling noise
+    (Gaussian rows, non-zero means)."""
+    sem = simulate.random_sem(6, n_envs=3, n_parents=2, n_children=1, rng=4)
+    df = sem.sample(200_000, rng=5)
+    model = NegDRO(df, env="env", outcome="Y")
+    b = sem.beta_star + 0.3
+    rows = model._score_cov(b)
+    gauss = gaussian_score_cov(model.moments, b)
+    assert np.abs(rows - gauss).max() < 0.03 * np.abs(rows).max()
+
+
+def test_cue_gradient_matches_finite_differences():
+    sem = simulate.random_sem(10, n_envs=4, weak_effects=(0.1,), confounding=True, rng=3)
+    df = sem.sample(3000, rng=1)
+    mom = NegDRO(df, env="env", outcome="Y", fit_intercept=True).moments
+    d, s_y = mom.scales()
+    std = mom.rescale(d, s_y)
+    rng = np.random.default_rng(0)
+    K = rng.normal(size=(4, 11, 11)) * 0.01
+    gmm = InvarianceGMM(std, instruments=np.arange(11), cumulant=K + K.transpose(0, 2, 1),
+                        b_ref=np.zeros(11))
+    S = np.array([0, 3, 5, 10])
+    b = rng.normal(size=4) * 0.3
+    numeric = optimize.approx_fprime(b, lambda x: gmm._cue_objective(x, S)[0], 1e-7)
+    assert_allclose(gmm._cue_objective(b, S)[1], numeric, rtol=1e-4)
+
+
+def test_children_and_weak_parents_on_a_random_design():
+    """p = 20, a weak parent (standardised 0.1), three children of Y, confounding:
+    n = 20,000 per environment finds exactly the parents; the paper's fixed threshold
+    drops the weak one."""
+    sem = simulate.random_sem(20, n_envs=5, weak_effects=(0.1,), confounding=True, rng=11)
+    df = sem.sample(20_000, rng=12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentificationWarning)
+        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+        paper = NegDRO(df, env="env", outcome="Y").fit(n_boot=0, refit="negdro")
+    assert np.array_equal(res.support.to_numpy(), sem.beta_star != 0)
+    assert np.linalg.norm(res.params.to_numpy() - sem.beta_star) < 0.05
+    assert not np.array_equal(paper.support.to_numpy(), sem.beta_star != 0)
+
+
+def test_limited_interventions_take_negdro_route():
+    """Example 3's limited regime: environment differences do not identify the support
+    (Condition 1b fails); Phi_mu does (Condition 4), so the route is Algorithm 3's."""
+    sem = simulate.example3("limited")
+    df = sem.sample(10_000, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentificationWarning)
+        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    assert res.solver.refit == "negdro" and res.selection.route == "negdro"
+    assert "Invariance selection not used" in str(res.summary())
+    assert np.linalg.norm(res.params.to_numpy() - sem.beta_star) < 0.3
+
+
+def test_rejected_invariance_warns_and_says_so():
+    """A change of the outcome's mechanism in one environment (Y gains a cause there)
+    breaks the invariance of E_e[X r] for every support.  (Extra noise on Y alone would
+    not: it leaves E_e[X r] unchanged; the equal-risk test sees that case.)"""
+    sem = simulate.eq33(p=6)
+    df = sem.sample(5000, rng=1)
+    last = df["env"] == df["env"].max()
+    df.loc[last, "Y"] += 0.8 * df.loc[last, "X2"]
+    with pytest.warns(IdentificationWarning, match="rejects invariance"):
+        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    assert res.selection.rejected
+    assert "WARNING: the J test rejects invariance" in str(res.summary())
+
+
+def test_intercept_is_never_thresholded():
+    """fit_intercept=True: the constant is in every fit and every bootstrap refit, and an
+    outcome offset moves only the intercept."""
+    sem = simulate.eq33(p=6)
+    df = sem.sample(2000, rng=0)
+    base = NegDRO(df, env="env", outcome="Y", fit_intercept=True).fit(n_boot=20, rng=0)
+    shifted = NegDRO(df.assign(Y=df["Y"] + 3.0), env="env", outcome="Y",
+                     fit_intercept=True).fit(n_boot=0)
+    assert base.support["const"] and base.support_freq["const"] == 1.0
+    assert_allclose(shifted.params["const"] - base.params["const"], 3.0, atol=0.05)
+    assert_allclose(shifted.params.drop("const"), base.params.drop("const"), atol=0.02)
+
+
+def test_bootstrap_recentred_replicates_keep_the_support():
+    """Without recentring the J test rejects the true support in most replicates; with
+    it, eq. (33) at n = 2,000 keeps {X1, X3} in (nearly) every refit."""
+    df = simulate.eq33(p=8).sample(2000, rng=0)
+    res = NegDRO(df, env="env", outcome="Y").fit(n_boot=40, rng=0)
+    freq = res.support_freq
+    assert freq["X1"] >= 0.95 and freq["X3"] >= 0.95
+    assert freq.drop(["X1", "X3"]).max() <= 0.2
+    ci = res.conf_int()
+    assert ci.loc["X1", "lower"] < 0.5 < ci.loc["X1", "upper"]
+
+
+def test_selection_report_in_results():
+    df = simulate.eq33(p=6).sample(2000, rng=0)
+    res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    sel = res.selection
+    assert sel.route == "invariance" and sel.estimator in ("ols", "gmm")
+    assert sel.walk and all(len(step) == 4 for step in sel.walk)
+    assert isinstance(res.params, pd.Series)
+    text = str(res.summary())
+    assert "GMM-BIC" in text and "Exogeneity (C) test" in text
