@@ -664,14 +664,14 @@ def _select_by_invariance(
     estimate plus a fourth-cumulant term: ``rows_cov(b) - gaussian_score_cov(b)`` at a
     pilot (the two-step GMM on all candidates) when the rows are at hand, the fixed
     ``cumulant`` in bootstrap replicates, else 0.  The candidates are ordered by the
-    ``|t|`` of the fit on all of them and :func:`select_support` runs (each J test a
-    two-step GMM of its own model).  If the J test rejects every support from the BIC
-    choice on (own weights can be noisy for large supports at moderate n, which
-    over-rejects), it is rerun with one weight for every support, evaluated at the
-    chosen support's estimate (the cumulant re-estimated there when rows are at hand),
-    at most ``SCORE_ITERATIONS`` times.  A weight is not re-estimated at a support that
-    passed: its estimate may load on children of Y (weakly identified directions),
-    which shrinks the residual variance and over-rejects every J test.
+    ``|t|`` of the fit on all of them and :func:`select_support` runs with each J test
+    a two-step GMM of its own model.  Own weights make the J statistics of different
+    supports incomparable (a support's own first step may load on a child of Y, which
+    shrinks its residual variance), so :func:`select_support` is rerun with one weight
+    for every support, evaluated at the chosen (pruned, continuously updated) fit, the
+    cumulant re-estimated there when rows are at hand; while the J test still rejects
+    every support, again at the new choice (at most ``SCORE_ITERATIONS`` walks with a
+    common weight).
     All arrays are on the standardised scale.  Returns the report and, when the route
     is taken, ``(support, b_std)``; None means keep Algorithm 3's support and fit.
     """
@@ -702,8 +702,8 @@ def _select_by_invariance(
     t_stat = np.abs(pilot.b) / np.maximum(pilot.se, 1e-300)
     order = full[len(fixed):][np.argsort(-t_stat[len(fixed):], kind="stable")]
     sel = select_support(gmm, order, fixed=fixed, alpha=alpha, n_min=n_min)
-    for _ in range(SCORE_ITERATIONS):        # iterated GMM: one weight, at the chosen model
-        if not sel.rejected or sel.fit is None:
+    for k in range(SCORE_ITERATIONS):        # iterated GMM: one weight, at the chosen model
+        if sel.fit is None or (k and not sel.rejected):
             break
         b0 = at(sel.fit)
         if refresh:
