@@ -64,6 +64,7 @@ def random_designs(seeds, ns, confounded):
             sel = res["auto"].support.to_numpy()
             row = dict(seed=seed, n=n, confounded=confounded,
                        route=res["auto"].solver.refit,
+                       rejected=bool(res["auto"].selection.rejected),
                        err={r: float(np.linalg.norm(v.params.to_numpy() - beta))
                             for r, v in res.items()},
                        err_oracle=float(np.linalg.norm(oracle_ols(df, parents) - beta)),
@@ -106,6 +107,7 @@ def summarise_random(rows):
             **{f"kept_{w:g}_paper": float(np.mean([k["kept_paper"] for k in weak[w]]))
                for w in WEAK},
             routes={k: sum(r["route"] == k for r in sub) for k in ("ols", "gmm", "negdro")},
+            invariance_rejected=sum(r["rejected"] for r in sub),
         ))
     return out
 
@@ -121,7 +123,7 @@ def paper_designs(seeds):
     out = []
     for name, (sem, n) in designs.items():
         errs = {"auto": [], "negdro": [], "invariant": []}
-        routes = []
+        routes, rejected = [], 0
         for seed in range(seeds):
             df = sem.sample(n, rng=20_000 + seed)
             for r in errs:
@@ -129,11 +131,13 @@ def paper_designs(seeds):
                 errs[r].append(float(np.linalg.norm(res.params.to_numpy() - sem.beta_star)))
                 if r == "auto":
                     routes.append(res.solver.refit)
+                    rejected += bool(res.selection.rejected)
         row = dict(design=name, n=n, seeds=seeds,
                    mean_err_default=float(np.mean(errs["auto"])),
                    mean_err_paper=float(np.mean(errs["negdro"])),
                    mean_err_former_default=float(np.mean(errs["invariant"])),
-                   routes={k: routes.count(k) for k in sorted(set(routes))})
+                   routes={k: routes.count(k) for k in sorted(set(routes))},
+                   invariance_rejected=rejected)
         print(json.dumps(row), flush=True)
         out.append(row)
     return out

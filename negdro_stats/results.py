@@ -283,6 +283,11 @@ _REFIT_LABELS = {"ols": "pooled OLS", "gmm": "invariance GMM", "negdro": "Phi_mu
                  "invariant": "gradient inv. (31)"}
 
 
+def _is_intercept(res: NegDROResults, j: int) -> bool:
+    """The appended constant column (``fit_intercept=True``): in every model, never selected."""
+    return res.model.fit_intercept and j == len(res.params) - 1
+
+
 def _format_test(test: tuple) -> str:
     stat, df, pvalue = test
     return f"chi2({df}) = {stat:.3g}, p = {pvalue:.3g}"
@@ -330,7 +335,7 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
     coef_rows = []
     for j in rows:
         row = [f"{res.params.iloc[j]:.4f}", f"{res.std_params.iloc[j]:.4f}",
-               "yes" if res.support.iloc[j] else "-"]
+               "always" if _is_intercept(res, j) else "yes" if res.support.iloc[j] else "-"]
         if has_boot:
             row += [f"{res.bse.iloc[j]:.4f}", f"{ci['lower'].iloc[j]:.4f}",
                     f"{ci['upper'].iloc[j]:.4f}", f"{freq.iloc[j]:.2f}"]
@@ -355,8 +360,8 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
                                        else "") + f"; J = {sel.J:.3g}, df = {sel.df}, "
             f"p = {sel.pvalue:.3g}.",
             *(["WARNING: the J test rejects invariance on every support from the BIC "
-               "choice on; the invariance assumption may be violated."] if sel.rejected
-              else []),
+               "choice on; the invariance assumption may be violated.  Algorithm 3's "
+               "support is reported."] if sel.rejected else []),
             ("Exogeneity (C) test of the support " + _format_test(sel.exogeneity) + ": " + (
                 "not rejected, so pooled OLS on the support is reported (efficient)."
                 if sel.estimator == "ols" else "rejected (hidden confounding, or a child "

@@ -435,8 +435,9 @@ class SelectionReport:
     J, df, pvalue : float, int, float
         Hansen's J test (continuously updated) of invariance on the reported support.
     rejected : bool
-        The J test rejected invariance on every nested support from the BIC choice on
-        (then the BIC choice is reported, with a warning).
+        The J test rejected invariance on every nested support from the BIC choice on;
+        then a misspecified J would add covariates to absorb the misfit, so Algorithm
+        3's support is reported (refitted as usual), with a warning.
     exogeneity : tuple of (C, df, pvalue)
         Difference-in-Hansen test of ``E[X_S eps] = 0`` that chose OLS over GMM.
     worst_se : float

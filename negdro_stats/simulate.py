@@ -235,7 +235,7 @@ def dense_second_moments(p: int, n_envs: int = 4, rng: int | np.random.Generator
 
 
 # ------------------------------------------------------------------ Monte Carlo harness
-METHODS = ("negdro", "erm", "anchor", "icp", "eills", "drig", "causal_dantzig")
+METHODS = ("negdro", "negdro_paper", "erm", "anchor", "icp", "eills", "drig", "causal_dantzig")
 
 
 def compare_methods(
@@ -279,10 +279,11 @@ def compare_methods(
             start = time.perf_counter()
             status = "ok"
             try:
-                if method == "negdro":
+                if method in ("negdro", "negdro_paper"):
+                    paper = {"refit": "negdro"} if method == "negdro_paper" else {}
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
-                        b = model.fit(n_boot=0, check_identification=False,
+                        b = model.fit(n_boot=0, check_identification=False, **paper,
                                       **options.get(method, {})).params.to_numpy()
                 else:
                     extra = {"time_limit": time_limit} if method in ("icp", "eills") else {}

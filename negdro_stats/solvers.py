@@ -731,6 +731,8 @@ def _select_by_invariance(
         return report("negdro", f"the environment differences identify the support only "
                       f"weakly (worst standardised s.e. {worst:.3g} > {GATE_SE:g})", "negdro",
                       fit, worst=worst), None
+    if sel.rejected:        # the invariance evidence cannot choose: Algorithm 3's support
+        fit = gmm.fit_cue(np.union1d(S3, fixed).astype(int))
     exo = gmm.exogeneity_test(fit)
     S = np.sort(fit.support)
     b_gmm = np.zeros(p)
@@ -747,6 +749,6 @@ def _select_by_invariance(
         b_std = b_gmm
         estimator = "gmm"
     reason = (f"the J test rejects invariance (level {alpha:g}) on every support from the "
-              "BIC choice on; the BIC choice is reported" if sel.rejected else
+              "BIC choice on, so Algorithm 3's support is reported" if sel.rejected else
               "the J test accepts a support that the environments identify")
     return report("invariance", reason, estimator, fit, exo, worst, misfit), (S, b_std)

@@ -4,7 +4,8 @@
 # l2 distance to `beta*` against gamma in [0, 60], n = 10,000 per environment, averaged
 # over repetitions (the paper: 200).  DRIG uses the observational environment as its
 # reference; CausalDantzig has no gamma.  NegDRO is shown as this package's default
-# (Algorithm 3 + gradient-invariance refit where identified) and as the paper's
+# (Algorithm 3, then selection by over-identified gradient invariance where the environments
+# identify the support, else Algorithm 3's Phi_mu fit) and as the paper's
 # Algorithm 3 verbatim (`refit="negdro"`).  Where the sampled reference environment is not
 # dominated, DRIG's objective (32) is unbounded below; those fits are left out of its mean
 # and their share is printed.

@@ -3,7 +3,7 @@
 #
 # eq. (33) in the paper's text variant and in the authors' code variant (Figure 8), and
 # Appendix F.2 with a hidden confounder (Figure 10).  Methods: NegDRO (this package's
-# default), ERM, ICP, anchor regression, EILLS, DRIG and CausalDantzig, all fitted on the
+# default, and `negdro_paper`: the paper's Algorithm 3 verbatim), ERM, ICP, anchor regression, EILLS, DRIG and CausalDantzig, all fitted on the
 # same per-environment moments; ICP and EILLS enumerate subsets and are stopped by a
 # per-method time limit (the paper: 30 minutes) after which they are marked as timed out.
 #
@@ -61,7 +61,8 @@ def plot(table: pd.DataFrame, path: Path):
         sub = agg[agg["design"] == design]
         for method, g in sub.groupby("method"):
             g = g[~g["timed_out"]]
-            style = dict(color="k", lw=2.2) if method == "negdro" else dict(lw=1.2)
+            style = {"negdro": dict(color="k", lw=2.2),
+                     "negdro_paper": dict(color="k", lw=1.2, ls="--")}.get(method, dict(lw=1.2))
             axes[0, j].plot(g["p"], g["error"], marker="o", ms=3, label=method, **style)
             axes[1, j].plot(g["p"], g["seconds"], marker="o", ms=3, label=method, **style)
         axes[0, j].set_title(design, fontsize=10)
