@@ -360,8 +360,8 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
                                        else "") + f"; J = {sel.J:.3g}, df = {sel.df}, "
             f"p = {sel.pvalue:.3g}.",
             *(["WARNING: the J test rejects invariance on every support from the BIC "
-               "choice on; the invariance assumption may be violated.  Algorithm 3's "
-               "support is reported."] if sel.rejected else []),
+               "choice on; the invariance assumption may be violated."] if sel.rejected
+              else []),
             ("Exogeneity (C) test of the support " + _format_test(sel.exogeneity) + ": " + (
                 "not rejected, so pooled OLS on the support is reported (efficient)."
                 if sel.estimator == "ols" else "rejected (hidden confounding, or a child "

@@ -341,7 +341,10 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
        choice kept.
     4. Backward pruning of covariates off the order (e.g. a child of Y ahead of a
        weak parent) by the ``|t|`` of the continuously updated fit (:meth:`fit_cue`), with
-       the critical value ``max(z_{1 - alpha / (2 |S|)}, sqrt(log n))``.
+       the critical value ``max(z_{1 - alpha / (2 |S|)}, sqrt(log n))``.  Standard errors
+       are inflated by ``sqrt(max(1, J / df))``: where invariance fails (J well above its
+       degrees of freedom), a misfit would otherwise make covariates look significant
+       that only absorb it; under invariance ``J / df -> 1`` and nothing changes.
     """
     fixed = np.asarray(fixed, dtype=int)
     n_eff = N_POPULATION if not np.isfinite(n_min) else n_min
@@ -369,7 +372,7 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
         if not len(free):
             break
         crit = max(stats.norm.isf(alpha / (2 * len(free))), np.sqrt(penalty))
-        t = np.abs(fit.b[free]) / fit.se[free]
+        t = np.abs(fit.b[free]) / (fit.se[free] * np.sqrt(max(1.0, fit.J / fit.df)))
         j = free[np.argmin(t)]
         if t.min() >= crit:
             break
@@ -435,9 +438,8 @@ class SelectionReport:
     J, df, pvalue : float, int, float
         Hansen's J test (continuously updated) of invariance on the reported support.
     rejected : bool
-        The J test rejected invariance on every nested support from the BIC choice on;
-        then a misspecified J would add covariates to absorb the misfit, so Algorithm
-        3's support is reported (refitted as usual), with a warning.
+        The J test rejected invariance on every nested support from the BIC choice on
+        (then the BIC choice is reported, with a warning).
     exogeneity : tuple of (C, df, pvalue)
         Difference-in-Hansen test of ``E[X_S eps] = 0`` that chose OLS over GMM.
     worst_se : float

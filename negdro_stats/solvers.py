@@ -515,7 +515,7 @@ def negdro(
     refit: str = "auto",
     alpha: float = DEFAULT_ALPHA,
     fixed: tuple[int, ...] = (),
-    score_cov: Callable[[FloatArray], FloatArray | None] | None = None,
+    score_cov: Callable[[FloatArray, np.ndarray], FloatArray] | None = None,
     cumulant: FloatArray | None = None,
     recentre: FloatArray | None = None,
 ) -> SolverOutput:
@@ -536,8 +536,8 @@ def negdro(
     - ``"invariant"``: Algorithm 3's support, coefficients by :func:`invariant_refit`.
 
     ``fixed`` lists covariates (e.g. an intercept column) that are never thresholded,
-    pruned or ordered.  ``score_cov(b)`` returns ``Var_e(X (Y - b^T X))`` (E, p, p) on
-    the original scale from the rows (None for no rows); it is used only for the
+    pruned or ordered.  ``score_cov(b, cols)`` returns ``Var_e(X_cols (Y - b^T X))``
+    (E, |cols|, |cols|) on the original scale from the rows; it is used only for the
     fourth-cumulant correction of :func:`~negdro_stats.selection.gaussian_score_cov`,
     which bootstrap replicates pass fixed as ``cumulant``.  ``recentre`` (E, p) is
     subtracted from ``sxy`` in the invariance conditions only (the bootstrap's
@@ -617,7 +617,7 @@ def negdro(
         elif refit == "auto":
             unit = np.multiply.outer(d, d) * s_y**2          # (E, p, p) scale of Var(X r)
             rows_cov = None if score_cov is None else (
-                lambda b_std: score_cov(b_std * s_y / d) / unit)
+                lambda b_std, R: score_cov(b_std * s_y / d, R) / unit[np.ix_(R, R)])
             report, chosen = _select_by_invariance(
                 std, results[0].b, S, fixed_idx, alpha, rows_cov,
                 None if cumulant is None else cumulant / unit,
@@ -695,8 +695,15 @@ def _select_by_invariance(
     refresh = rows_cov is not None and cumulant is None
     gmm = gmm_at(K, np.zeros(p), True)
     pilot = gmm.fit(full)
+    def cumulant_at(b: FloatArray) -> FloatArray:
+        """Rows minus Isserlis on the instrument block (zero elsewhere: unused)."""
+        K = np.zeros((E, p, p))
+        block = np.ix_(np.arange(E), instruments, instruments)
+        K[block] = rows_cov(b, instruments) - gaussian_score_cov(std, b)[block]
+        return K
+
     if refresh:
-        K = rows_cov(at(pilot)) - gaussian_score_cov(std, at(pilot))
+        K = cumulant_at(at(pilot))
         gmm = gmm_at(K, at(pilot), True)
         pilot = gmm.fit(full)
     t_stat = np.abs(pilot.b) / np.maximum(pilot.se, 1e-300)
@@ -707,7 +714,7 @@ def _select_by_invariance(
             break
         b0 = at(sel.fit)
         if refresh:
-            K = rows_cov(b0) - gaussian_score_cov(std, b0)
+            K = cumulant_at(b0)
         gmm = gmm_at(K, b0, False)
         sel = select_support(gmm, order, fixed=fixed, alpha=alpha, n_min=n_min)
     names = std.names
@@ -731,8 +738,6 @@ def _select_by_invariance(
         return report("negdro", f"the environment differences identify the support only "
                       f"weakly (worst standardised s.e. {worst:.3g} > {GATE_SE:g})", "negdro",
                       fit, worst=worst), None
-    if sel.rejected:        # the invariance evidence cannot choose: Algorithm 3's support
-        fit = gmm.fit_cue(np.union1d(S3, fixed).astype(int))
     exo = gmm.exogeneity_test(fit)
     S = np.sort(fit.support)
     b_gmm = np.zeros(p)
@@ -749,6 +754,6 @@ def _select_by_invariance(
         b_std = b_gmm
         estimator = "gmm"
     reason = (f"the J test rejects invariance (level {alpha:g}) on every support from the "
-              "BIC choice on, so Algorithm 3's support is reported" if sel.rejected else
+              "BIC choice on; the BIC choice is reported" if sel.rejected else
               "the J test accepts a support that the environments identify")
     return report("invariance", reason, estimator, fit, exo, worst, misfit), (S, b_std)

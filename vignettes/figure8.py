@@ -3,9 +3,10 @@
 #
 # eq. (33) in the paper's text variant and in the authors' code variant (Figure 8), and
 # Appendix F.2 with a hidden confounder (Figure 10).  Methods: NegDRO (this package's
-# default, and `negdro_paper`: the paper's Algorithm 3 verbatim), ERM, ICP, anchor regression, EILLS, DRIG and CausalDantzig, all fitted on the
-# same per-environment moments; ICP and EILLS enumerate subsets and are stopped by a
-# per-method time limit (the paper: 30 minutes) after which they are marked as timed out.
+# default, and `negdro_paper`: the paper's Algorithm 3 verbatim), ERM, ICP, anchor
+# regression, EILLS, DRIG and CausalDantzig, all fitted on the same per-environment
+# moments; ICP and EILLS enumerate subsets and are stopped by a per-method time limit
+# (the paper: 30 minutes) after which they are marked as timed out.
 #
 # Full size: p in {5, 10, 15, 20, 30, 50, 100}, n = 2,000 per environment, 20 repetitions,
 # 20 s limit (`python benchmarks/figure8.py` runs it and writes JSON).  Quick: p in {5, 8},
