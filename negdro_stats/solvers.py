@@ -537,7 +537,7 @@ def negdro(
 
     ``fixed`` lists covariates (e.g. an intercept column) that are never thresholded,
     pruned or ordered.  ``score_cov(b, cols)`` returns ``Var_e(X_cols (Y - b^T X))``
-    (E, |cols|, |cols|) on the original scale from the rows; it is used only for the
+    (``(E, len(cols), len(cols))``) on the original scale from the rows; it is used only for the
     fourth-cumulant correction of :func:`~negdro_stats.selection.gaussian_score_cov`,
     which bootstrap replicates pass fixed as ``cumulant``.  ``recentre`` (E, p) is
     subtracted from ``sxy`` in the invariance conditions only (the bootstrap's
