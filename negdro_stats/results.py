@@ -313,7 +313,9 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
         ("Ident. margin (λ, Cond. 1b):",
          "n/a" if ident is None else f"{ident.margin:.3g} ({'holds' if ident.holds else 'FAILS'})"),
         ("Selected:", f"{int(res.support.sum())} of {len(res.params)}"),
-        ("Threshold c0:", f"{s['threshold']:g}" if s["method"] == "algorithm3" else "none"),
+        ("Selection:", "J test + BIC" if res.selection is not None
+         and res.selection.route == "invariance" else f"c0 = {s['threshold']:g}"
+         if s["method"] == "algorithm3" else "none"),
         ("Converged:", "yes" if res.converged else "NO"),
         ("Iterations:", f"{res.n_iter}"),
         ("Stationarity:", f"{res.grad_norm:.2e}"),

@@ -9,8 +9,8 @@ moment conditions
 
 with a common unknown ``m`` and ``Z`` a set of ``q`` instrument covariates, are
 ``|E| q`` equations in ``|S| + q`` unknowns: over-identified whenever
-``(|E| - 1) q > |S|``.  Two-step GMM with the weight ``W_e = n_e V_e^{-1}``,
-``V_e = Var_e(Z r)`` (the score covariance at a pilot estimate), gives
+``(|E| - 1) q > |S|``.  GMM with the weight ``W_e = n_e V_e^{-1}``,
+``V_e = Var_e(Z r)`` (the score covariance), gives
 
 - the estimate ``b_S`` with covariance ``P_SS^{-1}`` (``P`` below), consistent at the
   n^{-1/2} rate on any ``S`` that contains the causes and is identified (the stacked
@@ -19,14 +19,18 @@ with a common unknown ``m`` and ``Z`` a set of ``q`` instrument covariates, are
 - Hansen's J statistic, ``chi^2((|E| - 1) q - |S|)`` under (M): a test of invariance on
   ``S`` (ICP's acceptance test, at polynomial cost).
 
-Profiling ``m`` out leaves a quadratic in ``b``: with ``M_e = Sigma_e[Z, :]``,
+Profiling ``m`` out leaves a quadratic in ``b``: with ``M_e = Sigma_e[Z, S]``,
 ``u_e = sxy_e[Z]`` and ``Wbar = sum_e W_e``,
 
     P = sum_e M_e^T W_e M_e - (sum_e W_e M_e)^T Wbar^{-1} (sum_e W_e M_e),
     c = sum_e M_e^T W_e u_e - (sum_e W_e M_e)^T Wbar^{-1} (sum_e W_e u_e),
 
-so ``b_S = P_SS^{-1} c_S``: one ``O(|E| q p^2)`` precomputation, then a ``|S| x |S|``
-solve per candidate support.
+so ``b_S = P^{-1} c`` at ``O(|E| q^2 |S|)`` per support.  ``V_e(b)`` comes from the
+moments by Isserlis' theorem (:func:`gaussian_score_cov`) plus a fourth-cumulant term
+estimated once from the rows, so it can be evaluated at any ``b`` without the rows:
+two-step GMM per support, one common weight for comparing supports, and the
+continuously updated estimator (CUE, ``W`` evaluated at ``b`` while minimising), which
+removes the many-moment bias of two-step GMM for the reported fit.
 
 Selection (:func:`select_support`) orders the candidates by the ``|t|`` of the GMM fit on
 all of them, computes the J statistic of every nested support, chooses by Andrews'

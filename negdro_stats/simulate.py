@@ -141,6 +141,7 @@ def random_sem(
     confounding: bool = False,
     edge_prob: float | None = None,
     intervened: float = 1.0,
+    strong_env: bool = False,
     rng: int | np.random.Generator | None = None,
 ) -> LinearSEM:
     """A random acyclic linear SEM with additive interventions, for studies on designs
@@ -158,7 +159,10 @@ def random_sem(
     covariates (eq. (12) with non-diagonal ``Omega``).  Environment 1 is observational;
     a share ``intervened`` of the covariates (default all) is shifted in one or two of
     the other environments (variance ``U(0.5, 2)``, and a mean shift ``N(0, 1)`` with
-    probability 0.3).
+    probability 0.3).  Then no weighting of the environments need dominate their average
+    in every direction: Condition 1b's margin is often tiny (relative 1e-5 to 1e-3).
+    ``strong_env=True`` adds variance ``U(1, 2)`` to every covariate in the last
+    environment, so that Condition 1b holds with a clear margin.
 
     Examples
     --------
@@ -202,6 +206,8 @@ def random_sem(
                             replace=False):
             var[e, j] = rng.uniform(0.5, 2.0)
             mean[e, j] = rng.normal() if rng.random() < 0.3 else 0.0
+    if strong_env:
+        var[-1] += rng.uniform(1.0, 2.0, p)
     ivs += [Intervention(mean[e], np.diag(var[e])) for e in range(1, n_envs)]
     sem = LinearSEM(B, Omega, ivs)
     weak = parents[n_parents:]

@@ -12,9 +12,11 @@ Methods
     Appendix F.3: minimise the tau-adjusted objective (124), hard-threshold at ``c0``,
     halve tau, repeat on the support until it is stable, then minimise Phi_mu on it.
     Each inner minimisation uses ``inner="sqp"`` (default) or ``inner="gdm"``
-    (Algorithm 1, as printed).  With ``refit="auto"`` (default) the coefficients on the
-    final support come from gradient invariance (31) where that is well identified
-    (:func:`invariant_refit`); ``refit="negdro"`` is the paper's algorithm verbatim.
+    (Algorithm 1, as printed).  With ``refit="auto"`` (default) the support is then
+    chosen by over-identified gradient invariance and refitted (see :func:`negdro` and
+    :mod:`negdro_stats.selection`); ``refit="negdro"`` is the paper's algorithm
+    verbatim; ``refit="invariant"`` refits Algorithm 3's support by (31)
+    (:func:`invariant_refit`).
 ``"algorithm1"``
     Gradient descent-maximisation on Phi_mu, eq. (22)-(24), output = the iterate with the
     smallest gradient norm.  No thresholding.
@@ -459,10 +461,8 @@ def subgradient_prox(
 
 
 # --------------------------------------------------------------------------- entry point
-def invariant_refit(
-    Sigma: FloatArray, sxy: FloatArray, *, n_min: float = np.inf, kappa: float = 3.0,
-    rcond: float = 1e-6,
-) -> FloatArray | None:
+def invariant_refit(Sigma: FloatArray, sxy: FloatArray, *, rcond: float = 1e-6
+                    ) -> FloatArray | None:
     """Coefficients on a selected support from gradient invariance, eq. (31).
 
     Under additive interventions E[eps_Y X^e] = -G^T h is the same in every environment
@@ -475,18 +475,16 @@ def invariant_refit(
     residual variances (about n^{-1/4}; Theorem 5).
 
     Returns None (not identified) when the smallest singular value of ``D`` is below
-    ``rcond`` times the largest, or below ``kappa`` times the size a pure-noise ``D``
-    would have, ``sqrt(2 |E| |S| / n_min)`` (standardised moments of unit mean square
-    have sampling standard deviation about ``sqrt(2/n)``): e.g. the limited and weak
-    regimes of Example 3, where only Phi_mu identifies beta*.  Call on standardised
-    moments, so that the weighting is scale-free.
+    ``rcond`` times the largest (e.g. the limited regime of Example 3, where only Phi_mu
+    identifies beta*).  Call on standardised moments, so that the weighting is
+    scale-free.  The default ``refit="auto"`` generalises it: all covariates' residual
+    moments, efficient weights, tests (:mod:`negdro_stats.selection`).
     """
     E, k, _ = Sigma.shape
     D = (Sigma - Sigma.mean(axis=0)).reshape(-1, k)
     r = (sxy - sxy.mean(axis=0)).reshape(-1)
     b, _, rank, sv = np.linalg.lstsq(D, r, rcond=None)
-    noise = np.sqrt(2.0 * E * k / n_min)
-    if rank < k or sv[-1] <= rcond * sv[0] or sv[-1] <= kappa * noise:
+    if rank < k or sv[-1] <= rcond * sv[0]:
         return None
     return b
 
