@@ -356,8 +356,9 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
     if sel is not None and sel.route == "invariance":
         notes = [
             "std coef = coef x RMS(X_j) / RMS(Y).  Support chosen by invariance: GMM-BIC "
-            "over nested supports of the gradient-invariance conditions (Lemma 1), grown "
-            "until the J test accepts, pruned by abs(t) >= "
+            "over nested supports of the gradient-invariance conditions (Lemma 1), "
+            + ("no support passed the J test" if sel.rejected else
+               "grown until the J test accepts") + ", pruned by abs(t) >= "
             f"{sel.critical_t:.3g}" + (f" (removed: {', '.join(sel.pruned)})" if sel.pruned
                                        else "") + f"; J = {sel.J:.3g}, df = {sel.df}, "
             f"p = {sel.pvalue:.3g}.",

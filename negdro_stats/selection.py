@@ -173,8 +173,7 @@ class InvarianceGMM:
     def _invert(self, V: FloatArray) -> FloatArray:
         q = V.shape[1]
         ridge = 1e-10 * np.einsum("ejj->e", V)[:, None, None] / q * np.eye(q)
-        return np.stack([n_e * linalg.pinvh(V_e + r_e)
-                         for n_e, V_e, r_e in zip(self.n, V, ridge, strict=True)])
+        return self.n[:, None, None] * _inv_psd(V + ridge)
 
     def _cue_objective(self, b_S: FloatArray, S: np.ndarray) -> tuple[float, FloatArray]:
         """CUE criterion ``J(b) = min_m sum_e (g_e - m)^T W_e(b) (g_e - m)`` and gradient.
@@ -188,7 +187,7 @@ class InvarianceGMM:
         W = self._invert(V)
         r = self.u - self.M[:, :, S] @ b_S
         Wr = np.einsum("eij,ej->ei", W, r)
-        dev = r - linalg.pinvh(W.sum(axis=0)) @ Wr.sum(axis=0)
+        dev = r - _inv_psd(W.sum(axis=0)) @ Wr.sum(axis=0)
         Wd = np.einsum("eij,ej->ei", W, dev)
         J = float(np.einsum("ei,ei->", dev, Wd))
         grad = (-2.0 * np.einsum("eqk,eq->k", self.M[:, :, S], Wd)
@@ -207,7 +206,7 @@ class InvarianceGMM:
                 try:
                     opt = optimize.minimize(self._cue_objective, start, args=(S,),
                                             jac=True, method="L-BFGS-B",
-                                            options={"gtol": 1e-7, "maxiter": 200})
+                                            options={"maxiter": 200})
                     if np.isfinite(opt.fun) and np.all(np.isfinite(opt.x)):
                         b_S = opt.x
                 except (linalg.LinAlgError, ValueError):
@@ -227,24 +226,32 @@ class InvarianceGMM:
         Wu = np.einsum("eij,ej->ei", W, self.u)
         Wbar = W.sum(axis=0)
         SWM, SWu = WM.sum(axis=0), Wu.sum(axis=0)
-        proj = linalg.pinvh(Wbar) @ np.column_stack([SWM, SWu])
+        Wbar_inv = _inv_psd(Wbar)
+        proj = Wbar_inv @ np.column_stack([SWM, SWu])
         P = np.einsum("eqi,eqj->ij", M, WM) - SWM.T @ proj[:, :-1]
         P = (P + P.T) / 2.0
         c = np.einsum("eqi,eq->i", M, Wu) - SWM.T @ proj[:, -1]
         k = len(S)
         identified = True
         if k:
-            vals, vecs = np.linalg.eigh(P)
-            ok = vals > 1e-12 * max(vals[-1], 1e-300)
-            identified = bool(ok.all())
-            inv_vals = np.where(ok, 1.0 / np.maximum(vals, 1e-300), 0.0)
-            b = vecs @ (inv_vals * (vecs.T @ c))
-            cov = (vecs * inv_vals) @ vecs.T if identified else np.full((k, k), np.inf)
+            try:                                    # well-conditioned: Cholesky suffices
+                L = np.linalg.cholesky(P)
+                if np.diag(L).min() ** 2 <= 1e-10 * np.diag(P).max():
+                    raise np.linalg.LinAlgError
+                cov = linalg.cho_solve((L, True), np.eye(k), check_finite=False)
+                b = cov @ c
+            except np.linalg.LinAlgError:           # (near) singular: eigenvalues decide
+                vals, vecs = np.linalg.eigh(P)
+                ok = vals > 1e-12 * max(vals[-1], 1e-300)
+                identified = bool(ok.all())
+                inv_vals = np.where(ok, 1.0 / np.maximum(vals, 1e-300), 0.0)
+                b = vecs @ (inv_vals * (vecs.T @ c))
+                cov = (vecs * inv_vals) @ vecs.T if identified else np.full((k, k), np.inf)
         else:
             b, cov = np.zeros(0), np.zeros((0, 0))
         r = self.u - M @ b                                        # (E, q): g_e(b)
         Wr = np.einsum("eij,ej->ei", W, r)
-        dev = r - linalg.pinvh(Wbar) @ Wr.sum(axis=0)
+        dev = r - Wbar_inv @ Wr.sum(axis=0)
         J = max(float(np.einsum("ei,ei->", dev, np.einsum("eij,ej->ei", W, dev))), 0.0)
         return b, cov, J, identified
 
@@ -293,6 +300,17 @@ class InvarianceGMM:
         _, _, J_u, _ = self._solve(S, W)
         C = max(J_r - J_u, 0.0)
         return C, df, float(stats.chi2.sf(C, df))
+
+
+def _inv_psd(A: FloatArray) -> FloatArray:
+    """Inverse of a (stack of) symmetric positive definite matrices; pseudo-inverse of
+    any that is only semi-definite."""
+    try:
+        np.linalg.cholesky(A)                       # positive definite (every one)
+        return np.linalg.inv(A)
+    except np.linalg.LinAlgError:
+        flat = A.reshape(-1, *A.shape[-2:])
+        return np.stack([linalg.pinvh(a) for a in flat]).reshape(A.shape)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
