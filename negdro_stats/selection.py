@@ -57,29 +57,38 @@ from scipy import linalg, optimize, stats
 
 from ._typing import FloatArray
 
-__all__ = ["InvarianceGMM", "GMMFit", "Selection", "SelectionReport", "select_support",
-           "gaussian_score_cov", "N_POPULATION"]
+__all__ = ["InvarianceGMM", "GMMFit", "Selection", "SelectionReport", "Cumulant",
+           "select_support", "gaussian_score_cov", "N_POPULATION"]
 
 N_POPULATION = 1e12     # rows assumed for population moments: noise far below rounding
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class GMMFit:
-    """Two-step GMM fit of the invariance conditions (M) on one support.
+    """GMM fit of the invariance conditions (M) on one support.
 
     ``b`` and ``cov`` are on the scale of the moments given to :class:`InvarianceGMM`;
-    ``J`` is Hansen's statistic with ``df`` degrees of freedom and ``pvalue``;
+    ``info`` is the information matrix ``P_SS`` (``cov`` is its inverse, formed on
+    demand); ``J`` is Hansen's statistic with ``df`` degrees of freedom and ``pvalue``;
     ``identified`` is False when ``P_SS`` is singular (then ``b`` is a minimum-norm
     solution and ``cov`` is infinite).
     """
 
     support: np.ndarray
     b: FloatArray
-    cov: FloatArray
+    info: FloatArray
     J: float
     df: int
     pvalue: float
     identified: bool
+
+    @property
+    def cov(self) -> FloatArray:
+        """Covariance of ``b``: ``P_SS^{-1}`` (infinite when not identified)."""
+        k = len(self.b)
+        if not self.identified:
+            return np.full((k, k), np.inf)
+        return _inv_psd(self.info) if k else np.zeros((0, 0))
 
     @property
     def se(self) -> FloatArray:
@@ -91,7 +100,9 @@ class GMMFit:
         """Standard error along the least identified direction: ``lambda_min(P_SS)^-1/2``."""
         if not len(self.b):
             return 0.0
-        return float(np.sqrt(np.linalg.eigvalsh(self.cov)[-1])) if self.identified else np.inf
+        if not self.identified:
+            return np.inf
+        return float(1.0 / np.sqrt(np.linalg.eigvalsh(self.info)[0]))
 
 
 class InvarianceGMM:
@@ -103,8 +114,8 @@ class InvarianceGMM:
         Per-environment moments (standardised in the solver).
     instruments : int array
         The covariates ``Z`` whose residual moments are required to be invariant.
-    cumulant : array (E, p, p)
-        Fourth-cumulant part of ``Var_e(X r)`` added to :func:`gaussian_score_cov`.
+    cumulant : Cumulant
+        Fourth-cumulant part of ``Var_e(Z r)`` added to :func:`gaussian_score_cov`.
     b_ref : array (p,)
         Where the (first-step) weight is evaluated.
     own_weight : bool
@@ -123,7 +134,7 @@ class InvarianceGMM:
     moderate n, so the selected support is pruned and reported with it.
     """
 
-    def __init__(self, mom, *, instruments: np.ndarray, cumulant: FloatArray,
+    def __init__(self, mom, *, instruments: np.ndarray, cumulant: Cumulant,
                  b_ref: FloatArray, own_weight: bool = True,
                  recentre: FloatArray | None = None) -> None:
         R = np.asarray(instruments)
@@ -133,37 +144,30 @@ class InvarianceGMM:
         self.M = mom.Sigma[:, R, :]                               # (E, q, p)
         self.u = sxy[:, R]                                        # (E, q)
         self.p = mom.p
-        self.K = cumulant[:, R][:, :, R]
+        self.K = cumulant.on(R)
         self.own_weight = own_weight
         self.df_base = (mom.n_envs - 1) * len(R)
         self._W_ref = self._weights(b_ref)
 
     def _score(self, b: FloatArray, S: np.ndarray | None = None):
-        """``Var_e(Z r)`` at ``b`` (:func:`gaussian_score_cov` on the instrument rows plus
-        the cumulant), and with ``S`` its derivatives along ``b_S``, shape (E, |S|, q, q).
-        """
-        mom, R = self.mom, self.R
-        outer = lambda a, z: np.einsum("...i,...j->...ij", a, z)  # noqa: E731
-        mu = mom.mean_x[:, R]
-        mu_r = mom.mean_y - mom.mean_x @ b
-        g_full = mom.sxy - mom.Sigma @ b                         # E[X r], (E, p)
-        g = g_full[:, R]
-        risk = mom.syy - 2.0 * (mom.sxy @ b) + (mom.Sigma @ b) @ b
-        c = g - mu * mu_r[:, None]                               # Cov(Z, r)
-        SigRR = mom.Sigma[:, R][:, :, R]
-        V = (SigRR * risk[:, None, None] + 2.0 * mu_r[:, None, None] * (outer(mu, c)
-             + outer(c, mu)) + 2.0 * outer(c, c) - outer(g, g) + self.K)
+        """``Var_e(Z r)`` at ``b`` (:func:`gaussian_score_cov` on the instruments plus the
+        cumulant), and with ``S`` its derivatives along ``b_S``, shape (E, |S|, q, q)."""
+        mom = self.mom
+        mu, mu_r, g_full, g, risk, c, Sig = _isserlis_parts(mom, b, self.R)
+        V = (Sig * risk[:, None, None] + 2.0 * mu_r[:, None, None] * (_outer(mu, c)
+             + _outer(c, mu)) + 2.0 * _outer(c, c) - _outer(g, g) + self.K)
         if S is None:
             return V
-        dg = -np.swapaxes(mom.Sigma[:, R][:, :, S], 1, 2)       # (E, k, q)
+        dg = -np.swapaxes(mom.Sigma[:, self.R][:, :, S], 1, 2)  # (E, k, q)
         d_risk = -2.0 * g_full[:, S]                             # (E, k)
         d_mu_r = -mom.mean_x[:, S]                               # (E, k)
         dc = dg - mu[:, None, :] * d_mu_r[:, :, None]
         mu_b, c_b, g_b = mu[:, None, :], c[:, None, :], g[:, None, :]
-        dV = (SigRR[:, None] * d_risk[:, :, None, None]
-              + 2.0 * d_mu_r[:, :, None, None] * (outer(mu_b, c_b) + outer(c_b, mu_b))
-              + 2.0 * mu_r[:, None, None, None] * (outer(mu_b, dc) + outer(dc, mu_b))
-              + 2.0 * (outer(dc, c_b) + outer(c_b, dc)) - (outer(dg, g_b) + outer(g_b, dg)))
+        dV = (Sig[:, None] * d_risk[:, :, None, None]
+              + 2.0 * d_mu_r[:, :, None, None] * (_outer(mu_b, c_b) + _outer(c_b, mu_b))
+              + 2.0 * mu_r[:, None, None, None] * (_outer(mu_b, dc) + _outer(dc, mu_b))
+              + 2.0 * (_outer(dc, c_b) + _outer(c_b, dc)) - (_outer(dg, g_b)
+                                                           + _outer(g_b, dg)))
         return V, dV
 
     def _weights(self, b: FloatArray) -> FloatArray:
@@ -211,11 +215,11 @@ class InvarianceGMM:
                         b_S = opt.x
                 except (linalg.LinAlgError, ValueError):
                     pass                                   # keep the two-step estimate
-        _, cov, _, identified = self._solve(S, self._weights(self._full(S, b_S)))
+        _, info, _, identified = self._solve(S, self._weights(self._full(S, b_S)))
         J = max(self._cue_objective(b_S, S)[0], 0.0) if len(S) else self._solve(
             S, self._W_ref)[2]
         df = self.df_base - len(S)
-        return GMMFit(support=S, b=b_S, cov=cov, J=J, df=df,
+        return GMMFit(support=S, b=b_S, info=info, J=J, df=df,
                       pvalue=float(stats.chi2.sf(J, df)) if df > 0 else np.nan,
                       identified=identified)
 
@@ -238,22 +242,20 @@ class InvarianceGMM:
                 L = np.linalg.cholesky(P)
                 if np.diag(L).min() ** 2 <= 1e-10 * np.diag(P).max():
                     raise np.linalg.LinAlgError
-                cov = linalg.cho_solve((L, True), np.eye(k), check_finite=False)
-                b = cov @ c
+                b = linalg.cho_solve((L, True), c, check_finite=False)
             except np.linalg.LinAlgError:           # (near) singular: eigenvalues decide
                 vals, vecs = np.linalg.eigh(P)
                 ok = vals > 1e-12 * max(vals[-1], 1e-300)
                 identified = bool(ok.all())
                 inv_vals = np.where(ok, 1.0 / np.maximum(vals, 1e-300), 0.0)
                 b = vecs @ (inv_vals * (vecs.T @ c))
-                cov = (vecs * inv_vals) @ vecs.T if identified else np.full((k, k), np.inf)
         else:
-            b, cov = np.zeros(0), np.zeros((0, 0))
+            b = np.zeros(0)
         r = self.u - M @ b                                        # (E, q): g_e(b)
         Wr = np.einsum("eij,ej->ei", W, r)
         dev = r - Wbar_inv @ Wr.sum(axis=0)
         J = max(float(np.einsum("ei,ei->", dev, np.einsum("eij,ej->ei", W, dev))), 0.0)
-        return b, cov, J, identified
+        return b, P, J, identified
 
     def _full(self, S: np.ndarray, b_S: FloatArray) -> FloatArray:
         b = np.zeros(self.p)
@@ -263,12 +265,12 @@ class InvarianceGMM:
     def fit(self, S: np.ndarray) -> GMMFit:
         """GMM estimate, covariance and J test on the support ``S``."""
         S = np.asarray(S, dtype=int)
-        b, cov, J, identified = self._solve(S, self._W_ref)
+        b, info, J, identified = self._solve(S, self._W_ref)
         if self.own_weight:                                       # second step
-            b, cov, J, identified = self._solve(S, self._weights(self._full(S, b)))
+            b, info, J, identified = self._solve(S, self._weights(self._full(S, b)))
         df = self.df_base - len(S)
         pvalue = float(stats.chi2.sf(J, df)) if df > 0 else np.nan
-        return GMMFit(support=S, b=b, cov=cov, J=J, df=df, pvalue=pvalue,
+        return GMMFit(support=S, b=b, info=info, J=J, df=df, pvalue=pvalue,
                       identified=identified)
 
     def exogeneity_test(self, fit: GMMFit) -> tuple[float, int, float]:
@@ -371,16 +373,26 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
     fixed = np.asarray(fixed, dtype=int)
     n_eff = N_POPULATION if not np.isfinite(n_min) else n_min
     penalty = np.log(n_eff)
-    walk, fits = [], []
+    walk, fits, truncated, k_bic = [], [], False, None
+
+    def bic(k: int) -> float:
+        return fits[k].J + penalty * k
+
     for k in range(len(order) + 1):
         S = np.concatenate([fixed, order[:k]]).astype(int)
         if gmm.df_base - len(S) <= 0:
+            truncated = True
             break
         trial = gmm.fit(S)
         walk.append((len(S), trial.J, trial.df, trial.pvalue))
         fits.append(trial)
+        if trial.identified and (k_bic is None or bic(k) < bic(k_bic)):
+            k_bic = k
+        # no larger support can beat the BIC choice (J >= 0), and one from it on passes
+        if k_bic is not None and penalty * (k + 1) >= bic(k_bic) and any(
+                fits[j].identified and fits[j].pvalue >= alpha for j in range(k_bic, k + 1)):
+            break
     ok = [k for k, f in enumerate(fits) if f.identified]
-    truncated = len(fits) < len(order) + 1
     if not ok:
         return Selection(fit=None, rejected=False, truncated=truncated, walk=tuple(walk),
                          chosen=0, pruned=(), critical_t=np.nan)
@@ -408,31 +420,70 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
                      critical_t=float(crit))
 
 
-def gaussian_score_cov(mom, b: FloatArray) -> FloatArray:
+def _isserlis_parts(mom, b: FloatArray, cols: np.ndarray):
+    """Per environment, for ``r = Y - b^T X`` and the covariates ``cols``: means ``mu``
+    and ``mu_r``, ``E[X r]`` (all covariates and on ``cols``), ``E[r^2]``,
+    ``c = Cov(X_cols, r)`` and ``E[X_cols X_cols^T]``."""
+    mu = mom.mean_x[:, cols]
+    mu_r = mom.mean_y - mom.mean_x @ b
+    g_full = mom.sxy - mom.Sigma @ b
+    g = g_full[:, cols]
+    risk = mom.syy - 2.0 * (mom.sxy @ b) + (mom.Sigma @ b) @ b
+    c = g - mu * mu_r[:, None]
+    return mu, mu_r, g_full, g, risk, c, mom.Sigma[:, cols][:, :, cols]
+
+
+def _outer(a: FloatArray, z: FloatArray) -> FloatArray:
+    return np.einsum("...i,...j->...ij", a, z)
+
+
+def gaussian_score_cov(mom, b: FloatArray, cols: np.ndarray | None = None) -> FloatArray:
     """``Var_e(X r)`` at ``b`` from first and second moments, exact for Gaussian rows.
 
     With ``r = Y - b^T X``, per environment mean ``mu`` of X, ``mu_r`` of r and
-    covariances ``C_xx``, ``c = Cov(X, r)``, ``C_rr``, Isserlis' theorem gives
+    covariances ``C_xx``, ``c = Cov(X, r)``, ``C_rr``, Isserlis' theorem gives::
 
         E[X X^T r^2] = mu mu^T (mu_r^2 + C_rr) + 2 mu_r (mu c^T + c mu^T)
-                       + mu_r^2 C_xx + C_xx C_rr + 2 c c^T,
+                       + (mu_r^2 + C_rr) C_xx + 2 c c^T
+                     = E[X X^T] E[r^2] + 2 mu_r (mu c^T + c mu^T) + 2 c c^T,
 
-    and ``Var_e(X r) = E[X X^T r^2] - g g^T`` with ``g = E[X r]``.  For non-Gaussian rows
-    the difference is a fourth-cumulant term, which the solver estimates from the rows
-    at a pilot estimate and holds fixed (``negdro(score_cov=...)``).  ``mom`` is a
-    :class:`~negdro_stats.moments.Moments` (or anything with its moment attributes).
+    and ``Var_e(X r) = E[X X^T r^2] - g g^T`` with ``g = E[X r]``; on the covariates
+    ``cols`` only (default all), shape (E, q, q).  For non-Gaussian rows the difference
+    is a fourth-cumulant term (:class:`Cumulant`), which the solver estimates from the
+    rows.  ``mom`` is a :class:`~negdro_stats.moments.Moments`.
     """
-    mu, mu_r = mom.mean_x, mom.mean_y - mom.mean_x @ b
-    g = mom.sxy - mom.Sigma @ b                                   # E[X r]
-    R = mom.syy - 2.0 * (mom.sxy @ b) + (mom.Sigma @ b) @ b       # E[r^2]
-    C_xx = mom.Sigma - np.einsum("ei,ej->eij", mu, mu)
-    c = g - mu * mu_r[:, None]
-    C_rr = R - mu_r**2
-    outer = lambda a, z: np.einsum("ei,ej->eij", a, z)            # noqa: E731
-    fourth = (outer(mu, mu) * R[:, None, None]                    # mu mu^T (mu_r^2 + C_rr)
-              + 2.0 * mu_r[:, None, None] * (outer(mu, c) + outer(c, mu))
-              + C_xx * (mu_r**2 + C_rr)[:, None, None] + 2.0 * outer(c, c))
-    return fourth - outer(g, g)
+    cols = np.arange(mom.p) if cols is None else np.asarray(cols)
+    mu, mu_r, _, g, risk, c, Sig = _isserlis_parts(mom, b, cols)
+    return (Sig * risk[:, None, None] + 2.0 * mu_r[:, None, None] * (_outer(mu, c)
+            + _outer(c, mu)) + 2.0 * _outer(c, c) - _outer(g, g))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Cumulant:
+    """The non-Gaussian part of the score covariances on some covariates: ``Var_e(Z r)``
+    from the rows minus :func:`gaussian_score_cov`, for ``Z`` the covariates ``cols``;
+    ``block`` has shape (E, q, q).  Held fixed while ``b`` moves (it changes slowly)."""
+
+    cols: np.ndarray
+    block: FloatArray
+
+    @classmethod
+    def zero(cls, n_envs: int) -> Cumulant:
+        return cls(np.zeros(0, dtype=int), np.zeros((n_envs, 0, 0)))
+
+    def on(self, cols: np.ndarray) -> FloatArray:
+        """The block for ``cols`` (zero for covariates it was not estimated on)."""
+        where = {int(j): k for k, j in enumerate(self.cols)}
+        pos = np.array([where.get(int(j), -1) for j in cols], dtype=int)
+        out = np.zeros((self.block.shape[0], len(cols), len(cols)))
+        known = np.flatnonzero(pos >= 0)
+        out[np.ix_(np.arange(len(out)), known, known)] = self.block[
+            np.ix_(np.arange(len(out)), pos[known], pos[known])]
+        return out
+
+    def scaled(self, unit: FloatArray) -> Cumulant:
+        """Multiplied entrywise by ``unit[cols, cols]`` (a change of scale)."""
+        return Cumulant(self.cols, self.block * unit[np.ix_(self.cols, self.cols)])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -471,10 +522,9 @@ class SelectionReport:
     gate_se : float
     instruments : tuple of str
         The covariates whose residual moments are required to be invariant.
-    cumulant : ndarray (E, p, p)
-        The non-Gaussian part of the score covariances, ``Var_e(X r)`` from the rows
-        minus :func:`gaussian_score_cov`, at the selected estimate (original scale;
-        zero without rows).  The bootstrap reuses it.
+    cumulant : Cumulant
+        The non-Gaussian part of the score covariances on the instruments, at the
+        chosen estimate (original scale; empty without rows).  The bootstrap reuses it.
     misfit : ndarray (E, p) or None
         ``g_e(b) - mean_f g_f(b)`` at the GMM estimate on the selected support (original
         scale): the sample's departure from exact invariance.  The bootstrap subtracts it
@@ -497,6 +547,6 @@ class SelectionReport:
     worst_se: float
     gate_se: float
     instruments: tuple
-    cumulant: FloatArray
+    cumulant: Cumulant
     misfit: FloatArray | None = None
     rejected: bool = False

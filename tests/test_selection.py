@@ -11,7 +11,7 @@ from numpy.testing import assert_allclose
 from scipy import optimize
 
 from negdro_stats import IdentificationWarning, NegDRO, check_condition_1b, simulate
-from negdro_stats.selection import InvarianceGMM, gaussian_score_cov
+from negdro_stats.selection import Cumulant, InvarianceGMM, gaussian_score_cov
 
 from .strategies import additive_sems
 
@@ -79,7 +79,7 @@ def test_j_statistic_true_support_vs_missing_cause():
     sem = simulate.eq33(p=8)
     model, std, d, s_y = _standardised(sem, 20_000, 3)
     beta = sem.beta_star * d / s_y
-    gmm = InvarianceGMM(std, instruments=np.arange(8), cumulant=np.zeros((4, 8, 8)),
+    gmm = InvarianceGMM(std, instruments=np.arange(8), cumulant=Cumulant.zero(4),
                         b_ref=beta)
     true = gmm.fit(np.array([0, 2]))
     assert true.df == 3 * 8 - 2 and true.pvalue > 1e-3
@@ -107,7 +107,8 @@ def test_cue_gradient_matches_finite_differences():
     std = mom.rescale(d, s_y)
     rng = np.random.default_rng(0)
     K = rng.normal(size=(4, 11, 11)) * 0.01
-    gmm = InvarianceGMM(std, instruments=np.arange(11), cumulant=K + K.transpose(0, 2, 1),
+    gmm = InvarianceGMM(std, instruments=np.arange(11),
+                        cumulant=Cumulant(np.arange(11), K + K.transpose(0, 2, 1)),
                         b_ref=np.zeros(11))
     S = np.array([0, 3, 5, 10])
     b = rng.normal(size=4) * 0.3
@@ -222,3 +223,15 @@ def test_random_designs_n20000(confounded):
         assert np.mean(errs) <= 0.03
     else:
         assert np.mean(errs) <= 1.8 * np.mean(oracle)
+
+
+def test_cumulant_block_lookup():
+    """A cumulant estimated on some covariates is reused on others: known entries are
+    copied, unknown ones are zero."""
+    block = np.arange(2 * 9, dtype=float).reshape(2, 3, 3)
+    K = Cumulant(np.array([4, 1, 7]), block)
+    out = K.on(np.array([7, 2, 4]))
+    assert out.shape == (2, 3, 3)
+    assert_allclose(out[:, 0, 0], block[:, 2, 2])
+    assert_allclose(out[:, 0, 2], block[:, 2, 0])
+    assert np.all(out[:, 1, :] == 0) and np.all(out[:, :, 1] == 0)
