@@ -198,17 +198,19 @@ class InvarianceGMM:
                 - np.einsum("ei,ekij,ej->k", Wd, dV, Wd / self.n[:, None]))
         return J, grad
 
-    def fit_cue(self, S: np.ndarray, start: FloatArray | None = None) -> GMMFit:
-        """Continuously updated GMM on ``S`` (started at the two-step estimate); the
-        covariance is ``P_SS^{-1}`` with the weight at the CUE estimate."""
+    def fit_cue(self, S: np.ndarray) -> GMMFit:
+        """Continuously updated GMM on ``S``, started at the two-step estimate; the
+        covariance is ``P_SS^{-1}`` with the weight at the CUE estimate.  (Its correction of
+        the two-step estimate can exceed several two-step standard errors: those are too
+        small with many moments; measured on the random designs of
+        ``benchmarks/bench_selection.py``, bounding the step made the errors worse.)"""
         S = np.asarray(S, dtype=int)
-        if start is None:
-            start = self.fit(S).b
-        b_S = start
-        if len(S):
+        two = self.fit(S)
+        b_S = two.b
+        if len(S) and two.identified:
             with np.errstate(all="ignore"):           # (no warnings module: threads)
                 try:
-                    opt = optimize.minimize(self._cue_objective, start, args=(S,),
+                    opt = optimize.minimize(self._cue_objective, two.b, args=(S,),
                                             jac=True, method="L-BFGS-B",
                                             options={"maxiter": 200})
                     if np.isfinite(opt.fun) and np.all(np.isfinite(opt.x)):
@@ -399,7 +401,7 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
     k_bic = min(ok, key=lambda k: fits[k].J + penalty * k)
     passing = [k for k in ok if k >= k_bic and fits[k].pvalue >= alpha]
     k_sel = passing[0] if passing else k_bic
-    fit = gmm.fit_cue(fits[k_sel].support, fits[k_sel].b)
+    fit = gmm.fit_cue(fits[k_sel].support)
     pruned, crit = [], np.nan
     while True:
         free = np.flatnonzero(~np.isin(fit.support, fixed))
@@ -410,7 +412,7 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
         j = free[np.argmin(t)]
         if t.min() >= crit:
             break
-        trial = gmm.fit_cue(np.delete(fit.support, j), np.delete(fit.b, j))
+        trial = gmm.fit_cue(np.delete(fit.support, j))
         if not trial.identified:
             break
         pruned.append(int(fit.support[j]))

@@ -89,7 +89,7 @@ DEFAULT_ALPHA = 0.05     # level of the invariance (J), pruning and exogeneity t
 MAX_INSTRUMENTS = 30     # covariates whose residual moments the J test uses
 MAX_CANDIDATES = 15      # ... of which, when p is larger, chosen by pooled association
 GATE_SE = 0.1            # invariance route only if its worst standardised s.e. is below this
-SCORE_ITERATIONS = 2     # walks with a common weight (re-estimated while J rejects)
+SCORE_ITERATIONS = 3     # walks with a common weight (again while the J test rejects)
 INNER_SOLVERS = ("sqp", "gdm")
 
 
@@ -686,17 +686,15 @@ def _select_by_invariance(
 ) -> tuple[SelectionReport, tuple[np.ndarray, FloatArray] | None]:
     """The invariance route of ``refit="auto"`` on standardised moments (see :func:`negdro`).
 
-    Candidates and instruments come from :func:`_candidates`.
-    Score covariances are :func:`gaussian_score_cov` (Isserlis) plus a fourth-cumulant term:
-    ``rows_cov(b) - gaussian_score_cov(b)`` at the chosen fit when the rows are at hand, the
-    fixed ``cumulant`` in bootstrap replicates, else 0.  The candidates are ordered by the
-    ``|t|`` of the GMM fit on all of them and :func:`select_support` runs with each J test a
-    two-step GMM of its own model.  Own weights make the J statistics of different supports
-    incomparable (a support's own first step may load on a child of Y, which shrinks its
-    residual variance), so :func:`select_support` is rerun with one weight for every
-    support, evaluated at the chosen (pruned, continuously updated) fit, the cumulant
-    re-estimated there when rows are at hand; while the J test still rejects every support,
-    again at the new choice (at most ``SCORE_ITERATIONS`` walks with a common weight).
+    Candidates and instruments come from :func:`_candidates`.  Score covariances are
+    :func:`gaussian_score_cov` (Isserlis) plus a fourth-cumulant term,
+    ``rows_cov(b) - gaussian_score_cov(b)``, at a pilot (the GMM fit on all candidates)
+    when the rows are at hand, the fixed ``cumulant`` in bootstrap replicates, else 0.  The
+    candidates are ordered by the ``|t|`` of the pilot and :func:`select_support` runs with
+    each J test a two-step GMM of its own model.  Then, iterated GMM: it is rerun with one
+    weight for every support, evaluated at the chosen (pruned, continuously updated) fit,
+    the cumulant re-estimated there when rows are at hand, and again while the J test
+    rejects every support (at most ``SCORE_ITERATIONS`` walks with a common weight).
     All arrays are on the standardised scale.  Returns the report and, when the route is
     taken, ``(support, b_std)``; None means keep Algorithm 3's support and fit.
     """
@@ -724,10 +722,14 @@ def _select_by_invariance(
     refresh = rows_cov is not None and cumulant is None
     gmm = gmm_at(K, np.zeros(p), True)
     pilot = gmm.fit(full)
+    if refresh:                                # one pass over the rows at the pilot
+        K = cumulant_at(at(pilot))
+        gmm = gmm_at(K, at(pilot), True)
+        pilot = gmm.fit(full)
     t_stat = np.abs(pilot.b) / np.maximum(pilot.se, 1e-300)
     order = full[len(fixed):][np.argsort(-t_stat[len(fixed):], kind="stable")]
     sel = select_support(gmm, order, fixed=fixed, alpha=alpha, n_min=n_min)
-    for k in range(SCORE_ITERATIONS):        # iterated GMM: one weight, at the chosen model
+    for k in range(SCORE_ITERATIONS):        # iterated GMM: one weight, at the choice
         if sel.fit is None or (k and not sel.rejected):
             break
         b0 = at(sel.fit)
