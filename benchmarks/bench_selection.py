@@ -85,16 +85,17 @@ def random_designs(seeds, ns, confounded, strong_env=False):
 
 def summarise_random(rows):
     out = []
-    for (strong, conf, n) in sorted({(r["strong_env"], r["confounded"], r["n"]) for r in rows}):
+    for (strong_env, conf, n) in sorted({(r["strong_env"], r["confounded"], r["n"])
+                                         for r in rows}):
         sub = [r for r in rows if r["confounded"] == conf and r["n"] == n
-               and r["strong_env"] == strong]
+               and r["strong_env"] == strong_env]
         kept = [k for r in sub for k in r["kept"]]
         weak = {w: [k for k in kept if abs(k["effect"] - w) < 1e-6] for w in WEAK}
         strong = [k for k in kept if k["effect"] > 0.16]
         err = {m: np.array([r["err"][m] for r in sub]) for m in ("auto", "negdro", "invariant")}
         oracle = np.array([r["err_oracle"] for r in sub])
         out.append(dict(
-            strong_env=strong, confounded=conf, n=n, fits=len(sub),
+            strong_env=strong_env, confounded=conf, n=n, fits=len(sub),
             mean_err_default=float(err["auto"].mean()),
             median_err_default=float(np.median(err["auto"])),
             mean_err_paper=float(err["negdro"].mean()),
