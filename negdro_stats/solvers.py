@@ -64,6 +64,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy import linalg
+from threadpoolctl import threadpool_limits
 
 from ._typing import FloatArray
 from .moments import Moments
@@ -618,10 +619,11 @@ def negdro(
             unit = np.multiply.outer(d, d)[None] * s_y**2    # scale of Var(X r), (1, p, p)
             rows_cov = None if score_cov is None else (
                 lambda b_std, R: score_cov(b_std * s_y / d, R) / unit[0][np.ix_(R, R)])
-            report, chosen = _select_by_invariance(
-                std, S, fixed_idx, alpha, rows_cov,
-                None if cumulant is None else cumulant.scaled(1.0 / unit[0]),
-                None if recentre is None else recentre / (d * s_y))
+            with threadpool_limits(limits=1):   # q <= 30: threads only add overhead
+                report, chosen = _select_by_invariance(
+                    std, S, fixed_idx, alpha, rows_cov,
+                    None if cumulant is None else cumulant.scaled(1.0 / unit[0]),
+                    None if recentre is None else recentre / (d * s_y))
             if report is not None:                           # back to the original scale
                 report = replace(report, cumulant=report.cumulant.scaled(unit[0]),
                                  misfit=None if report.misfit is None
@@ -693,8 +695,9 @@ def _select_by_invariance(
     candidates are ordered by the ``|t|`` of the pilot and :func:`select_support` runs with
     each J test a two-step GMM of its own model.  Then, iterated GMM: it is rerun with one
     weight for every support, evaluated at the chosen (pruned, continuously updated) fit,
-    the cumulant re-estimated there when rows are at hand, and again while the J test
-    rejects every support (at most ``SCORE_ITERATIONS`` walks with a common weight).
+    the cumulant re-estimated there when rows are at hand (two passes over the rows in
+    all), and again while the J test rejects every support (at most ``SCORE_ITERATIONS``
+    walks with a common weight).
     All arrays are on the standardised scale.  Returns the report and, when the route is
     taken, ``(support, b_std)``; None means keep Algorithm 3's support and fit.
     """
@@ -733,7 +736,7 @@ def _select_by_invariance(
         if sel.fit is None or (k and not sel.rejected):
             break
         b0 = at(sel.fit)
-        if refresh:
+        if refresh and k == 0:                 # second (last) pass over the rows
             K = cumulant_at(b0)
         gmm = gmm_at(K, b0, False)
         sel = select_support(gmm, order, fixed=fixed, alpha=alpha, n_min=n_min)
