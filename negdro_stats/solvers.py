@@ -654,25 +654,30 @@ def negdro(
     )
 
 
-def _candidates(std: Moments, free: np.ndarray, fixed: np.ndarray
+def _candidates(std: Moments, S3: np.ndarray, free: np.ndarray, fixed: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
     """The covariates the walk may select and the instruments of the J test.
 
     All covariates when there are at most ``MAX_INSTRUMENTS``.  Beyond, the walk's
-    candidates are the ``MAX_CANDIDATES`` with the largest pooled association
-    ``|mean_e E_e[X_j Y]|`` (standardised; sure-independence screening), and the
-    instruments add the covariates whose second moment varies most across environments
-    (a criterion that does not look at the outcome), up to ``MAX_INSTRUMENTS``.  The J
-    test looks only at differences across environments, which the pooled association
-    leaves (nearly) untouched; instruments chosen by the NegDRO first stage would be
-    chosen *because* their residual moments look non-invariant, which inflates J (eq.
-    (33), p = 100: 6 to 8 rejections in 20 samples at level 0.05).  More than about 30
-    instruments inflate J through the estimated weight at n = 2,000 per environment.
+    candidates are Algorithm 3's support ``S3`` and the covariates with the largest
+    pooled association ``|mean_e E_e[X_j Y]|`` (standardised; sure-independence
+    screening), ``MAX_CANDIDATES`` in all unless ``S3`` is larger, and the instruments add
+    the covariates whose second moment varies most across environments (a criterion that
+    does not look at the outcome), up to ``MAX_INSTRUMENTS``.  The J test looks only at
+    differences across environments, which the pooled association leaves (nearly)
+    untouched; instruments chosen by the NegDRO first stage would be chosen *because*
+    their residual moments look non-invariant, which inflates J (eq. (33), p = 100: 6 to 8
+    rejections in 20 samples at level 0.05) -- only the few in ``S3`` are kept, as a cause
+    can have no pooled association at all (eq. (33), authors' code: ``E[X1 Y] = 0``).
+    More than about 30 instruments inflate J through the estimated weight at n = 2,000
+    per environment.
     """
     if len(free) <= MAX_INSTRUMENTS:
         return free, np.sort(np.concatenate([fixed, free]))
     pooled = np.abs(std.sxy.mean(axis=0))[free]
-    candidates = free[np.argsort(-pooled, kind="stable")][:MAX_CANDIDATES]
+    first = [j for j in S3 if j in set(free)][:MAX_INSTRUMENTS]
+    screened = [j for j in free[np.argsort(-pooled, kind="stable")] if j not in first]
+    candidates = np.array(first + screened[:max(MAX_CANDIDATES - len(first), 0)], dtype=int)
     second = np.einsum("ejj->ej", std.Sigma)[:, free]             # E_e[X_j^2] (standardised)
     spread = second.std(axis=0) / second.mean(axis=0)
     others = free[np.argsort(-spread, kind="stable")]
@@ -703,7 +708,7 @@ def _select_by_invariance(
     """
     p, E = std.p, std.n_envs
     free = np.setdiff1d(np.arange(p), fixed)
-    candidates, instruments = _candidates(std, free, fixed)
+    candidates, instruments = _candidates(std, S3, free, fixed)
     full = np.concatenate([fixed, candidates]).astype(int)
     n_min = float(std.n.min())
     K = Cumulant.zero(E) if cumulant is None else cumulant
