@@ -95,7 +95,7 @@ class NegDROResults:
         The stratified bootstrap refits (``fit(n_boot=...)``); None when skipped.
     selection : SelectionReport or None
         How ``refit="auto"`` chose the support: the J tests along the walk, the pruning,
-        the exogeneity test, the route and why (``solver.selection``).
+        the OLS-versus-GMM contrast, the route and why (``solver.selection``).
     """
 
     def __init__(self, *, model: NegDRO, solver: SolverOutput,
@@ -365,7 +365,8 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
             *(["WARNING: the J test rejects invariance on every support from the BIC "
                "choice on; the invariance assumption may be violated."] if sel.rejected
               else []),
-            ("Exogeneity (C) test of the support " + _format_test(sel.exogeneity) + ": " + (
+            ("Hausman contrast of pooled OLS with the invariance GMM on the support "
+             + _format_test(sel.exogeneity) + ": " + (
                 "not rejected, so pooled OLS on the support is reported (efficient)."
                 if sel.estimator == "ols" else "rejected (hidden confounding, or a child "
                 "of the outcome in the support), so the invariance GMM is reported.")),

@@ -275,36 +275,6 @@ class InvarianceGMM:
         return GMMFit(support=S, b=b, info=info, J=J, df=df, pvalue=pvalue,
                       identified=identified)
 
-    def exogeneity_test(self, fit: GMMFit) -> tuple[float, int, float]:
-        """Difference-in-Hansen (C) test of ``E_e[X_S r] = 0`` on top of (M) at ``fit``.
-
-        Restricting the common moment ``m`` to 0 on the rows of ``S`` among the
-        instruments adds ``|S cap Z|`` conditions; ``C = J_restricted - J`` (same weight)
-        is ``chi^2(|S cap Z|)`` when the covariates in ``S`` are uncorrelated with the
-        structural error (no hidden confounding of them, no child of Y among them).
-        Returns ``(C, df, pvalue)``.
-        """
-        S = fit.support
-        E, q, _ = self.M.shape
-        free_m = ~np.isin(self.R, S)
-        df = int(q - free_m.sum())
-        if df == 0:
-            return 0.0, 0, 1.0
-        W = self._weights(self._full(S, fit.b)) if self.own_weight else self._W_ref
-        blocks, targets = [], []
-        for e in range(E):
-            vals, vecs = np.linalg.eigh(W[e])
-            L = vecs * np.sqrt(np.maximum(vals, 0.0))             # W_e = L L^T
-            A = np.column_stack([self.M[e][:, S], np.eye(q)[:, free_m]])
-            blocks.append(L.T @ A)
-            targets.append(L.T @ self.u[e])
-        A, t = np.vstack(blocks), np.concatenate(targets)
-        theta = np.linalg.lstsq(A, t, rcond=None)[0]
-        J_r = float(np.sum((t - A @ theta) ** 2))
-        _, _, J_u, _ = self._solve(S, W)
-        C = max(J_r - J_u, 0.0)
-        return C, df, float(stats.chi2.sf(C, df))
-
 
 def _inv_psd(A: FloatArray) -> FloatArray:
     """Inverse of a (stack of) symmetric positive definite matrices; pseudo-inverse of
@@ -515,8 +485,9 @@ class SelectionReport:
     rejected : bool
         The J test rejected invariance on every nested support from the BIC choice on
         (then the BIC choice is reported, with a warning).
-    exogeneity : tuple of (C, df, pvalue)
-        Difference-in-Hansen test of ``E[X_S eps] = 0`` that chose OLS over GMM.
+    exogeneity : tuple of (H, df, pvalue)
+        Hausman contrast of pooled OLS against the invariance GMM on the support
+        (``solvers._hausman``); OLS is reported when it does not reject.
     worst_se : float
         Standardised standard error along the least identified direction of the union
         of this support and Algorithm 3's; the invariance route needs it below

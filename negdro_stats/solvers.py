@@ -63,7 +63,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy import linalg
+from scipy import linalg, stats
 from threadpoolctl import threadpool_limits
 
 from ._typing import FloatArray
@@ -86,7 +86,7 @@ METHODS = ("algorithm3", "algorithm1", "algorithm2")
 REFITS = ("auto", "negdro", "invariant")
 # Defaults of Algorithm 3 (standardised scale), shared with NegDRO.fit; reasons in its docstring.
 DEFAULT_MU, DEFAULT_TAU, DEFAULT_THRESHOLD = 1e-3, 0.1, 0.15
-DEFAULT_ALPHA = 0.05     # level of the invariance (J), pruning and exogeneity tests
+DEFAULT_ALPHA = 0.05     # level of the invariance (J), pruning and Hausman tests
 MAX_INSTRUMENTS = 30     # covariates whose residual moments the J test uses
 MAX_CANDIDATES = 15      # ... of which, when p is larger, chosen by pooled association
 GATE_SE = 0.1            # invariance route only if its worst standardised s.e. is below this
@@ -528,7 +528,7 @@ def negdro(
       (:mod:`negdro_stats.selection`): walk the supports nested in the order of the first
       stage's standardised coefficients, take the first that the J test accepts at level
       ``alpha``, prune it by t statistics, and report pooled OLS on it when the
-      exogeneity (C) test accepts, else the invariance GMM.  Taken only when the
+      Hausman contrast accepts, else the invariance GMM.  Taken only when the
       environment differences identify the support (worst standardised s.e. of the
       union with Algorithm 3's support below ``GATE_SE``); otherwise -- e.g. the limited
       and weak regimes of Example 3, where only Phi_mu identifies beta* -- or when
@@ -685,6 +685,24 @@ def _candidates(std: Moments, S3: np.ndarray, free: np.ndarray, fixed: np.ndarra
     return candidates, np.sort(np.concatenate([fixed, candidates, others]))
 
 
+def _hausman(fit, b_ols: FloatArray) -> tuple[float, int, float]:
+    """Hausman-type contrast of pooled OLS against the invariance GMM on the support:
+    ``H = (b_gmm - b_ols)^T P (b_gmm - b_ols)`` with ``P`` the GMM information, referred to
+    chi-square(|S|).  Without confounding (and no child of Y in the support) OLS is
+    consistent and efficient, ``Var(b_gmm - b_ols) = Var(b_gmm) - Var(b_ols) <= P^{-1}``,
+    so the test is conservative; with it the contrast is O(1) and ``H`` grows like n.
+    (The difference-in-Hansen test of ``E[X_S r] = 0`` rejected 13% of true nulls at 5%
+    with 150 moment conditions; this contrast uses only the |S| coefficients.)"""
+    d = fit.b - b_ols
+    k = len(d)
+    if k == 0:
+        return 0.0, 0, 1.0
+    if not fit.identified:
+        return np.inf, k, 0.0
+    H = float(d @ fit.info @ d)
+    return H, k, float(stats.chi2.sf(H, k))
+
+
 def _select_by_invariance(
     std: Moments, S3: np.ndarray, fixed: np.ndarray, alpha: float,
     rows_cov: Callable[[FloatArray, np.ndarray], FloatArray] | None,
@@ -766,21 +784,20 @@ def _select_by_invariance(
         return report("negdro", f"the environment differences identify the support only "
                       f"weakly (worst standardised s.e. {worst:.3g} > {GATE_SE:g})", "negdro",
                       fit, worst=worst), None
-    exo = gmm.exogeneity_test(fit)
     S = np.sort(fit.support)
     b_gmm = np.zeros(p)
     b_gmm[fit.support] = fit.b
     g = std.sxy - std.Sigma @ b_gmm                          # g_e(b)
     misfit = g - g.mean(axis=0)
-    b_std = np.zeros(p)
-    if exo[2] >= alpha:                                 # Hausman-style: OLS is efficient
-        w = np.where(np.isfinite(std.n), std.n, 1.0)
-        A = np.tensordot(w, std.Sigma[:, S][:, :, S], axes=1)
-        b_std[S] = linalg.solve(A, w @ std.sxy[:, S], assume_a="pos") if len(S) else 0.0
-        estimator = "ols"
+    w = np.where(np.isfinite(std.n), std.n, 1.0)
+    A = np.tensordot(w, std.Sigma[:, S][:, :, S], axes=1)
+    b_ols = np.zeros(p)
+    b_ols[S] = linalg.solve(A, w @ std.sxy[:, S], assume_a="pos") if len(S) else 0.0
+    exo = _hausman(fit, b_ols[fit.support])
+    if exo[2] >= alpha:                                 # Hausman: OLS is efficient
+        b_std, estimator = b_ols, "ols"
     else:
-        b_std = b_gmm
-        estimator = "gmm"
+        b_std, estimator = b_gmm, "gmm"
     reason = (f"the J test rejects invariance (level {alpha:g}) on every support from the "
               "BIC choice on; the BIC choice is reported" if sel.rejected else
               "the J test accepts a support that the environments identify")

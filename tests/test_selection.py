@@ -191,7 +191,9 @@ def test_selection_report_in_results():
     assert sel.walk and all(len(step) == 4 for step in sel.walk)
     assert isinstance(res.params, pd.Series)
     text = str(res.summary())
-    assert "GMM-BIC" in text and "Exogeneity (C) test" in text
+    assert "GMM-BIC" in text and "Hausman contrast" in text
+    H, df, pvalue = sel.exogeneity
+    assert df == 2 and H >= 0 and (pvalue >= 0.05) == (sel.estimator == "ols")
 
 
 @pytest.mark.slow
