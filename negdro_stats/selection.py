@@ -305,8 +305,6 @@ class Selection:
         only mean that the causes lie beyond what the equations can test.
     walk : tuple of (size, J, df, pvalue)
         The two-step J test along the nested supports.
-    chosen : int
-        Size of the support the BIC and the J test chose, before pruning.
     pruned : tuple of int
         Covariates removed by the t-statistic pruning, in order.
     critical_t : float
@@ -317,7 +315,6 @@ class Selection:
     rejected: bool
     truncated: bool
     walk: tuple
-    chosen: int
     pruned: tuple
     critical_t: float
 
@@ -367,7 +364,7 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
     ok = [k for k, f in enumerate(fits) if f.identified]
     if not ok:
         return Selection(fit=None, rejected=False, truncated=truncated, walk=tuple(walk),
-                         chosen=0, pruned=(), critical_t=np.nan)
+                         pruned=(), critical_t=np.nan)
     k_bic = min(ok, key=lambda k: fits[k].J + penalty * k)
     passing = [k for k in ok if k >= k_bic and fits[k].pvalue >= alpha]
     k_sel = passing[0] if passing else k_bic
@@ -388,7 +385,7 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
         pruned.append(int(fit.support[j]))
         fit = trial
     return Selection(fit=fit, rejected=not passing, truncated=truncated, walk=tuple(walk),
-                     chosen=len(fits[k_sel].support), pruned=tuple(pruned),
+                     pruned=tuple(pruned),
                      critical_t=float(crit))
 
 
