@@ -73,7 +73,11 @@ from .selection import (
     Cumulant,
     InvarianceGMM,
     SelectionReport,
+    exogenous_support,
     gaussian_score_cov,
+    pooled_crit,
+    pooled_ols,
+    pooled_t,
     select_support,
 )
 
@@ -685,22 +689,31 @@ def _candidates(std: Moments, S3: np.ndarray, free: np.ndarray, fixed: np.ndarra
     return candidates, np.sort(np.concatenate([fixed, candidates, others]))
 
 
-def _hausman(fit, b_ols: FloatArray) -> tuple[float, int, float]:
-    """Hausman-type contrast of pooled OLS against the invariance GMM on the support:
-    ``H = (b_gmm - b_ols)^T P (b_gmm - b_ols)`` with ``P`` the GMM information, referred to
-    chi-square(|S|).  Without confounding (and no child of Y in the support) OLS is
-    consistent and efficient, ``Var(b_gmm - b_ols) = Var(b_gmm) - Var(b_ols) <= P^{-1}``,
-    so the test is conservative; with it the contrast is O(1) and ``H`` grows like n.
-    (The difference-in-Hansen test of ``E[X_S r] = 0`` rejected 13% of true nulls at 5%
-    with 150 moment conditions; this contrast uses only the |S| coefficients.)"""
-    d = fit.b - b_ols
-    k = len(d)
-    if k == 0:
-        return 0.0, 0, 1.0
-    if not fit.identified:
-        return np.inf, k, 0.0
-    H = float(d @ fit.info @ d)
-    return H, k, float(stats.chi2.sf(H, k))
+def _recentring(std: Moments, b_gmm: FloatArray, S: np.ndarray, b_ols: FloatArray | None,
+                candidates: np.ndarray, alpha: float, n_min: float) -> FloatArray:
+    """What the bootstrap subtracts from every replicate's ``sxy`` so that the selected
+    model holds exactly in the bootstrap world (Hall and Horowitz 1996), as the true
+    one does in the real world.
+
+    - Invariance: ``g_e(b_gmm) - gbar(b_gmm)``, ``gbar`` the row-weighted mean over
+      environments (which GMM profiles out with ``m``); without it the J test rejects the
+      true support in most replicates.
+    - Exogeneity, when pooled OLS on ``S`` was reported: the pooled score
+      ``gbar_j(b_ols)`` of every candidate ``j`` whose pooled ``|t|`` on ``S + {j}`` is
+      below the cut of :func:`augment_support` -- those that the sample says are not
+      causes -- so that replicates do not find, half the time, a non-cause whose ``t`` sat
+      just under the cut in the sample.  Candidates above the cut that were not added
+      (set aside as children of Y) keep their pooled association.
+    """
+    w = np.where(np.isfinite(std.n), std.n, 1.0)
+    w = w / w.sum()
+    g = std.sxy - std.Sigma @ b_gmm                                   # g_e(b)
+    misfit = g - w @ g
+    if b_ols is not None:
+        rest = np.setdiff1d(candidates, S)
+        null = rest[pooled_t(std, S, rest) < pooled_crit(alpha, len(rest), n_min)]
+        misfit[:, null] += (w @ (std.sxy - std.Sigma @ b_ols))[null]
+    return misfit
 
 
 def _select_by_invariance(
@@ -721,9 +734,13 @@ def _select_by_invariance(
     the cumulant re-estimated there when rows are at hand (two passes over the rows in
     all), and again while the J test rejects every support (at most ``SCORE_ITERATIONS``
     walks with a common weight).
+    ``recentre`` (a bootstrap replicate) is subtracted from ``sxy`` for everything here:
+    the bootstrap world is recentred at the sample's choice (:attr:`SelectionReport.misfit`).
     All arrays are on the standardised scale.  Returns the report and, when the route is
     taken, ``(support, b_std)``; None means keep Algorithm 3's support and fit.
     """
+    if recentre is not None:
+        std = replace(std, sxy=std.sxy - recentre)
     p, E = std.p, std.n_envs
     free = np.setdiff1d(np.arange(p), fixed)
     candidates, instruments = _candidates(std, S3, free, fixed)
@@ -733,7 +750,7 @@ def _select_by_invariance(
 
     def gmm_at(K: Cumulant, b_ref: FloatArray, own_weight: bool) -> InvarianceGMM:
         return InvarianceGMM(std, instruments=instruments, cumulant=K, b_ref=b_ref,
-                             own_weight=own_weight, recentre=recentre)
+                             own_weight=own_weight)
 
     def at(fit) -> FloatArray:
         b = np.zeros(p)
@@ -766,10 +783,11 @@ def _select_by_invariance(
     names = std.names
 
     def report(route, reason, estimator, fit=None, exo=(np.nan, 0, np.nan), worst=np.nan,
-               misfit=None):
+               misfit=None, added=(), removed=()):
         return SelectionReport(
             route=route, reason=reason, estimator=estimator, walk=sel.walk,
             pruned=tuple(names[j] for j in sel.pruned), critical_t=sel.critical_t,
+            added=tuple(names[j] for j in added), removed=tuple(names[j] for j in removed),
             J=np.nan if fit is None else fit.J, df=0 if fit is None else fit.df,
             pvalue=np.nan if fit is None else fit.pvalue, exogeneity=exo, worst_se=worst,
             gate_se=GATE_SE, instruments=tuple(names[j] for j in instruments),
@@ -784,21 +802,19 @@ def _select_by_invariance(
         return report("negdro", f"the environment differences identify the support only "
                       f"weakly (worst standardised s.e. {worst:.3g} > {GATE_SE:g})", "negdro",
                       fit, worst=worst), None
-    S = np.sort(fit.support)
-    b_gmm = np.zeros(p)
-    b_gmm[fit.support] = fit.b
-    g = std.sxy - std.Sigma @ b_gmm                          # g_e(b)
-    misfit = g - g.mean(axis=0)
-    w = np.where(np.isfinite(std.n), std.n, 1.0)
-    A = np.tensordot(w, std.Sigma[:, S][:, :, S], axes=1)
-    b_ols = np.zeros(p)
-    b_ols[S] = linalg.solve(A, w @ std.sxy[:, S], assume_a="pos") if len(S) else 0.0
-    exo = _hausman(fit, b_ols[fit.support])
-    if exo[2] >= alpha:                                 # Hausman: OLS is efficient
-        b_std, estimator = b_ols, "ols"
+    ols = exogenous_support(gmm, std, fit.support, candidates, alpha=alpha, n_min=n_min)
+    S = ols.support
+    if ols.exogeneity[2] >= alpha:                  # no sign of confounding: OLS is efficient
+        if ols.added or ols.removed:
+            fit = gmm.fit_cue(S)
+        b_std, estimator = np.zeros(p), "ols"
+        b_std[S] = pooled_ols(std, S)[0]
     else:
-        b_std, estimator = b_gmm, "gmm"
+        b_std, estimator = at(fit), "gmm"
+    misfit = _recentring(std, at(fit), S, b_std if estimator == "ols" else None,
+                         candidates, alpha, n_min)
     reason = (f"the J test rejects invariance (level {alpha:g}) on every support from the "
               "BIC choice on; the BIC choice is reported" if sel.rejected else
               "the J test accepts a support that the environments identify")
-    return report("invariance", reason, estimator, fit, exo, worst, misfit), (S, b_std)
+    return report("invariance", reason, estimator, fit, ols.exogeneity, worst, misfit,
+                  ols.added, ols.removed), (S, b_std)
