@@ -524,9 +524,10 @@ def exogenous_support(gmm: InvarianceGMM, mom, S: np.ndarray, candidates: np.nda
     First :func:`augment_support` adds the causes that only the pooled regression sees
     (under hidden confounding a non-cause can have a significant pooled ``t`` too, so
     this is kept only if pooled OLS passes the test below).  Then the Hausman contrast
-    (:func:`hausman`) of pooled OLS with the invariance GMM decides.  When it rejects, either a hidden confounder biases least squares
-    (then the invariance GMM is the answer) or a child of Y sits in ``S`` (the walk can
-    take a child for a weak cause it resembles).  A child is where least squares and the
+    (:func:`hausman`) of pooled OLS with the invariance GMM decides.  When it rejects,
+    either a hidden confounder biases least squares (then the invariance GMM is the
+    answer) or a child of Y sits in ``S`` (the walk can take a child for a weak cause it
+    resembles).  A child is where least squares and the
     invariance fit disagree most (Lemma 1 keeps its invariance coefficient at 0, least
     squares loads on it), so the covariate with the largest per-coordinate contrast is
     removed when that contrast is at least ``max(z_{1 - alpha / 2}, sqrt(log n))`` (the

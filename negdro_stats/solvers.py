@@ -63,7 +63,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy import linalg, stats
+from scipy import linalg
 from threadpoolctl import threadpool_limits
 
 from ._typing import FloatArray
