@@ -531,9 +531,10 @@ def exogenous_support(gmm: InvarianceGMM, mom, S: np.ndarray, candidates: np.nda
     invariance fit disagree most (Lemma 1 keeps its invariance coefficient at 0, least
     squares loads on it), so the covariate with the largest per-coordinate contrast is
     removed when that contrast is at least ``max(z_{1 - alpha / 2}, sqrt(log n))`` (the
-    guard of :func:`augment_support`), :func:`augment_support` refills from the
-    candidates (a removed covariate is not offered again: the walk may have taken the
-    child for the weak cause that the refill now finds), and, if the J test accepts
+    guard of :func:`augment_support`): :func:`augment_support` starts again from ``S``
+    without the removed covariates, which are not offered again (the walk may have
+    taken the child for the weak cause that the refill now finds, and what was added
+    beside a child may only have absorbed its bias), and, if the J test accepts
     invariance on the result, the contrast is retested there.  Nothing is changed
     unless this ends at a support where the contrast does not reject: then ``S`` is
     returned as given, with the contrast on the augmented support.
@@ -554,7 +555,8 @@ def exogenous_support(gmm: InvarianceGMM, mom, S: np.ndarray, candidates: np.nda
             break
         dropped.add(int(S[k]))
         pool = np.array([j for j in candidates if j not in dropped], dtype=int)
-        T = augment_support(gmm, mom, np.delete(S, k), pool, alpha=alpha, n_min=n_min)[0]
+        T = augment_support(gmm, mom, np.setdiff1d(S0, list(dropped)), pool, alpha=alpha,
+                            n_min=n_min)[0]
         if gmm.fit(T).pvalue < alpha:
             break
         S = T

@@ -11,7 +11,12 @@ from numpy.testing import assert_allclose
 from scipy import optimize
 
 from negdro_stats import IdentificationWarning, NegDRO, check_condition_1b, simulate
-from negdro_stats.selection import Cumulant, InvarianceGMM, gaussian_score_cov
+from negdro_stats.selection import (
+    Cumulant,
+    InvarianceGMM,
+    augment_support,
+    gaussian_score_cov,
+)
 
 from .strategies import additive_sems
 
@@ -129,6 +134,56 @@ def test_children_and_weak_parents_on_a_random_design():
     assert np.array_equal(res.support.to_numpy(), sem.beta_star != 0)
     assert np.linalg.norm(res.params.to_numpy() - sem.beta_star) < 0.05
     assert not np.array_equal(paper.support.to_numpy(), sem.beta_star != 0)
+
+
+def _default_fit(df):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentificationWarning)
+        return NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+
+
+def test_pooled_regression_adds_a_weak_cause_the_walk_misses():
+    """bench_selection's random family, design 2 at n = 2,000: a parent with standardised
+    effect 0.05 moves J by less than log n, so the walk drops it; its pooled t is 9, the
+    invariance fit agrees with pooled OLS on it, so it is added and the support is
+    exact (error as OLS on the true parents)."""
+    sem = simulate.random_sem(30, n_envs=5, weak_effects=(0.05, 0.1, 0.15), rng=2)
+    res = _default_fit(sem.sample(2000, rng=10_002))
+    assert res.selection.added == ("X16",) and res.selection.estimator == "ols"
+    assert np.array_equal(res.support.to_numpy(), sem.beta_star != 0)
+
+
+def test_child_standing_in_for_a_weak_cause_is_removed():
+    """Design 0 at n = 2,000: the walk takes the child X15 instead of the weak parent X29
+    (the J test accepts both).  Pooled OLS and the invariance fit disagree most on the
+    child, so it is removed, the refill finds X29, and the contrast then accepts."""
+    sem = simulate.random_sem(30, n_envs=5, weak_effects=(0.05, 0.1, 0.15), rng=0)
+    res = _default_fit(sem.sample(2000, rng=10_000))
+    assert "X15" in res.selection.removed and "X29" in res.selection.added
+    assert not res.support.to_numpy()[sem.D].any()
+    assert res.support.to_numpy()[sem.beta_star != 0].all()
+    assert res.selection.exogeneity[2] >= 0.05 and res.selection.estimator == "ols"
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_augment_support_on_population_moments(seed):
+    """Exact moments: from the causes minus one (any one), :func:`augment_support` adds
+    exactly that cause; from the causes, nothing (a child's pooled t is huge, but the
+    invariance fit gives it 0 with no uncertainty)."""
+    sem = simulate.random_sem(12, n_envs=5, n_parents=2, n_children=2,
+                              weak_effects=(0.05,), strong_env=True, rng=seed)
+    mom = sem.moments()
+    p = mom.p
+    gmm = InvarianceGMM(mom, instruments=np.arange(p), cumulant=Cumulant.zero(5),
+                        b_ref=sem.beta_star, own_weight=False)
+    causes = np.flatnonzero(sem.beta_star)
+    S, added = augment_support(gmm, mom, causes, np.arange(p), alpha=0.05, n_min=np.inf)
+    assert np.array_equal(S, causes) and added == ()
+    for j in causes:
+        S, added = augment_support(gmm, mom, np.setdiff1d(causes, j), np.arange(p),
+                                   alpha=0.05, n_min=np.inf)
+        assert np.array_equal(S, causes) and added == (j,)
 
 
 def test_limited_interventions_take_negdro_route():
