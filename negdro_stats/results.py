@@ -369,7 +369,11 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
              + _format_test(sel.exogeneity) + ": " + (
                 "not rejected, so pooled OLS on the support is reported (efficient)."
                 if sel.estimator == "ols" else "rejected (hidden confounding, or a child "
-                "of the outcome in the support), so the invariance GMM is reported.")),
+                "of the outcome in the support), so the invariance GMM is reported.")
+             + (f"  Added by their pooled t (the invariance fit agrees): "
+                f"{', '.join(sel.added)}." if sel.added else "")
+             + (f"  Removed (pooled OLS and the invariance fit disagree most: a child "
+                f"of the outcome?): {', '.join(sel.removed)}." if sel.removed else "")),
         ]
     else:
         notes = [

@@ -44,6 +44,14 @@ vanish as ``n`` grows while any fixed non-zero effect, whose t statistic grows l
 ``sqrt(n)``, is kept -- consistency in both directions, at the same ``log n`` rate as
 the BIC step.
 
+The differences across environments are blind to a cause whose effect is small against
+the heterogeneity; pooled least squares is not, and where nothing is confounded it is the
+efficient estimator.  :func:`exogenous_support` therefore adds such causes by their pooled
+``t`` (:func:`augment_support`, guarded by the invariance fit, which keeps a child of Y
+at coefficient 0 while least squares loads on it), removes the covariate where pooled OLS
+and the invariance fit disagree most when a Hausman contrast (:func:`hausman`) rejects,
+and keeps these changes only where pooled OLS ends up passing that contrast.
+
 Population moments (``n = inf``) are treated as a sample of ``N_POPULATION`` rows:
 sampling noise is then far below rounding error, so the tests are exact up to it.
 """
@@ -338,8 +346,12 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
        one an extra chi-square for each superfluous covariate, so the smallest correct
        support is chosen with probability tending to one.
     3. The invariance guarantee: grow from ``k_bic`` to the first support whose J test
-       does not reject at level ``alpha``; if none, ``rejected`` is set and the BIC
-       choice kept.
+       does not reject at level ``alpha`` -- the two-step one and, to confirm it, the
+       continuously updated one, which does not depend on where the weight was
+       evaluated (a common weight evaluated at a wrong model, e.g. with children of Y in
+       it, inflates the score variances and hides the misfit: two-step J of 63 on 112
+       degrees of freedom where the CUE J was 206); if none, ``rejected`` is set and the
+       BIC choice kept.
     4. Backward pruning of covariates off the order (e.g. a child of Y ahead of a
        weak parent) by the ``|t|`` of the continuously updated fit (:meth:`fit_cue`), with
        the critical value ``max(z_{1 - alpha / (2 |S|)}, sqrt(log n))``.  Standard errors
@@ -374,9 +386,24 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
         return Selection(fit=None, rejected=False, truncated=truncated, walk=tuple(walk),
                          pruned=(), critical_t=np.nan)
     k_bic = min(ok, key=lambda k: fits[k].J + penalty * k)
-    passing = [k for k in ok if k >= k_bic and fits[k].pvalue >= alpha]
-    k_sel = passing[0] if passing else k_bic
-    fit = gmm.fit_cue(fits[k_sel].support)
+    k_sel, fit, k = None, None, k_bic
+    while k <= len(order):
+        if k == len(fits):                          # beyond where the walk stopped
+            S = np.concatenate([fixed, order[:k]]).astype(int)
+            if gmm.df_base - len(S) <= 0:
+                truncated = True
+                break
+            fits.append(gmm.fit(S))
+            walk.append((len(S), fits[k].J, fits[k].df, fits[k].pvalue))
+        if fits[k].identified and fits[k].pvalue >= alpha:
+            cue = gmm.fit_cue(fits[k].support)
+            if cue.pvalue >= alpha:
+                k_sel, fit = k, cue
+                break
+        k += 1
+    passing = k_sel is not None
+    if not passing:
+        k_sel, fit = k_bic, gmm.fit_cue(fits[k_bic].support)
     pruned, crit = [], np.nan
     while True:
         free = np.flatnonzero(~np.isin(fit.support, fixed))
