@@ -66,7 +66,8 @@ from scipy import linalg, optimize, stats
 from ._typing import FloatArray
 
 __all__ = ["InvarianceGMM", "GMMFit", "Selection", "SelectionReport", "Cumulant",
-           "select_support", "augment_support", "exogenous_support", "hausman", "pooled_ols",
+           "select_support", "augment_support", "exogenous_support", "ExogenousSupport",
+           "hausman", "pooled_ols",
            "pooled_t", "pooled_crit", "gaussian_score_cov",
            "N_POPULATION"]
 
