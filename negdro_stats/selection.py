@@ -457,7 +457,7 @@ def pooled_crit(alpha: float, m: int, n_min: float) -> float:
 
 
 def augment_support(gmm: InvarianceGMM, mom, S: np.ndarray, candidates: np.ndarray, *,
-                    alpha: float, n_min: float) -> tuple[np.ndarray, tuple]:
+                    alpha: float, n_min: float, screened: int) -> tuple[np.ndarray, tuple]:
     """Add the causes that the environment differences see only weakly: by the pooled
     regression, guarded by the invariance fit.
 
@@ -473,7 +473,9 @@ def augment_support(gmm: InvarianceGMM, mom, S: np.ndarray, candidates: np.ndarr
 
     - ``t_j``: the pooled OLS t statistic of ``j`` on ``S + {j}``, for every candidate;
     - the candidate with the largest ``|t_j| >= max(z_{1 - alpha / (2 m)}, sqrt(log n))``
-      (``m`` candidates: the rate and Bonferroni bound of :func:`select_support`) is
+      (the rate and Bonferroni bound of :func:`select_support`; ``m = screened``, the
+      number of covariates the candidates were chosen from -- beyond 30 covariates they
+      are chosen by pooled association, which inflates their ``t``) is
       added unless its pooled coefficient and its continuously updated invariance
       coefficient on ``S + {j}`` differ by ``max(z_{1 - alpha / 2}, sqrt(log n))`` or
       more invariance standard errors; a candidate that fails this is set aside.
@@ -485,7 +487,7 @@ def augment_support(gmm: InvarianceGMM, mom, S: np.ndarray, candidates: np.ndarr
     """
     S = np.sort(np.asarray(S, dtype=int))
     rest = [int(j) for j in candidates if j not in set(S)]
-    crit, guard = pooled_crit(alpha, len(rest), n_min), pooled_crit(alpha, 1, n_min)
+    crit, guard = pooled_crit(alpha, screened, n_min), pooled_crit(alpha, 1, n_min)
     added = []
     while rest:
         t = dict(zip(rest, pooled_t(mom, S, rest), strict=True))
@@ -546,7 +548,7 @@ def _contrasts(gmm: InvarianceGMM, mom, S: np.ndarray) -> FloatArray:
 
 
 def exogenous_support(gmm: InvarianceGMM, mom, S: np.ndarray, candidates: np.ndarray, *,
-                      alpha: float, n_min: float) -> ExogenousSupport:
+                      alpha: float, n_min: float, screened: int) -> ExogenousSupport:
     """Find the support on which pooled OLS is consistent, if the data allow one.
 
     First :func:`augment_support` adds the causes that only the pooled regression sees
@@ -569,7 +571,8 @@ def exogenous_support(gmm: InvarianceGMM, mom, S: np.ndarray, candidates: np.nda
     """
     S0 = np.sort(np.asarray(S, dtype=int))
     guard = pooled_crit(alpha, 1, n_min)
-    S = augment_support(gmm, mom, S0, candidates, alpha=alpha, n_min=n_min)[0]
+    S = augment_support(gmm, mom, S0, candidates, alpha=alpha, n_min=n_min,
+                        screened=screened)[0]
     dropped, first = set(), None
     while True:
         exo = hausman(gmm.fit(S), pooled_ols(mom, S)[0])
@@ -584,7 +587,7 @@ def exogenous_support(gmm: InvarianceGMM, mom, S: np.ndarray, candidates: np.nda
         dropped.add(int(S[k]))
         pool = np.array([j for j in candidates if j not in dropped], dtype=int)
         T = augment_support(gmm, mom, np.setdiff1d(S0, list(dropped)), pool, alpha=alpha,
-                            n_min=n_min)[0]
+                            n_min=n_min, screened=screened)[0]
         if gmm.fit(T).pvalue < alpha:
             break
         S = T

@@ -690,7 +690,8 @@ def _candidates(std: Moments, S3: np.ndarray, free: np.ndarray, fixed: np.ndarra
 
 
 def _recentring(std: Moments, b_gmm: FloatArray, S: np.ndarray, b_ols: FloatArray | None,
-                candidates: np.ndarray, alpha: float, n_min: float) -> FloatArray:
+                candidates: np.ndarray, alpha: float, n_min: float, screened: int
+                ) -> FloatArray:
     """What the bootstrap subtracts from every replicate's ``sxy`` so that the selected
     model holds exactly in the bootstrap world (Hall and Horowitz 1996), as the true
     one does in the real world.
@@ -711,7 +712,7 @@ def _recentring(std: Moments, b_gmm: FloatArray, S: np.ndarray, b_ols: FloatArra
     misfit = g - w @ g
     if b_ols is not None:
         rest = np.setdiff1d(candidates, S)
-        null = rest[pooled_t(std, S, rest) < pooled_crit(alpha, len(rest), n_min)]
+        null = rest[pooled_t(std, S, rest) < pooled_crit(alpha, screened, n_min)]
         misfit[:, null] += (w @ (std.sxy - std.Sigma @ b_ols))[null]
     return misfit
 
@@ -802,7 +803,8 @@ def _select_by_invariance(
         return report("negdro", f"the environment differences identify the support only "
                       f"weakly (worst standardised s.e. {worst:.3g} > {GATE_SE:g})", "negdro",
                       fit, worst=worst), None
-    ols = exogenous_support(gmm, std, fit.support, candidates, alpha=alpha, n_min=n_min)
+    ols = exogenous_support(gmm, std, fit.support, candidates, alpha=alpha, n_min=n_min,
+                            screened=len(free))
     S = ols.support
     if ols.exogeneity[2] >= alpha:                  # no sign of confounding: OLS is efficient
         if ols.added or ols.removed:
@@ -812,7 +814,7 @@ def _select_by_invariance(
     else:
         b_std, estimator = at(fit), "gmm"
     misfit = _recentring(std, at(fit), S, b_std if estimator == "ols" else None,
-                         candidates, alpha, n_min)
+                         candidates, alpha, n_min, len(free))
     reason = (f"the J test rejects invariance (level {alpha:g}) on every support from the "
               "BIC choice on; the BIC choice is reported" if sel.rejected else
               "the J test accepts a support that the environments identify")

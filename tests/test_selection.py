@@ -178,11 +178,12 @@ def test_augment_support_on_population_moments(seed):
     gmm = InvarianceGMM(mom, instruments=np.arange(p), cumulant=Cumulant.zero(5),
                         b_ref=sem.beta_star, own_weight=False)
     causes = np.flatnonzero(sem.beta_star)
-    S, added = augment_support(gmm, mom, causes, np.arange(p), alpha=0.05, n_min=np.inf)
+    S, added = augment_support(gmm, mom, causes, np.arange(p), alpha=0.05, n_min=np.inf,
+                               screened=p)
     assert np.array_equal(S, causes) and added == ()
     for j in causes:
         S, added = augment_support(gmm, mom, np.setdiff1d(causes, j), np.arange(p),
-                                   alpha=0.05, n_min=np.inf)
+                                   alpha=0.05, n_min=np.inf, screened=p)
         assert np.array_equal(S, causes) and added == (j,)
 
 
