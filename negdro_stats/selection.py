@@ -156,26 +156,39 @@ class InvarianceGMM:
         self.df_base = (mom.n_envs - 1) * len(R)
         self._W_ref = self._weights(b_ref)
 
-    def _score(self, b: FloatArray, S: np.ndarray | None = None):
-        """``Var_e(Z r)`` at ``b`` (:func:`gaussian_score_cov` on the instruments plus the
-        cumulant), and with ``S`` its derivatives along ``b_S``, shape (E, |S|, q, q)."""
+    def _score(self, b: FloatArray) -> FloatArray:
+        """``Var_e(Z r)`` at ``b``: :func:`gaussian_score_cov` on the instruments plus the
+        cumulant."""
+        mu, mu_r, _, g, risk, c, Sig = _isserlis_parts(self.mom, b, self.R)
+        return (Sig * risk[:, None, None] + 2.0 * mu_r[:, None, None] * (_outer(mu, c)
+                + _outer(c, mu)) + 2.0 * _outer(c, c) - _outer(g, g) + self.K)
+
+    def _score_form(self, b: FloatArray, S: np.ndarray, a: FloatArray) -> FloatArray:
+        """``sum_e a_e^T (dV_e / db_k) a_e / n_e`` for ``k`` in ``S``: the derivative of the
+        score covariance enters the CUE gradient only through this form, so it is
+        evaluated term by term of ``V`` (O(|E| q |S|)) instead of forming ``dV``
+        (O(|E| q^2 |S|)).  With ``dg = d g / db_k = -Sigma[Z, k]``,
+        ``d risk = -2 g_k``, ``d mu_r = -mu_k`` and ``dc = dg - mu d mu_r``."""
         mom = self.mom
-        mu, mu_r, g_full, g, risk, c, Sig = _isserlis_parts(mom, b, self.R)
-        V = (Sig * risk[:, None, None] + 2.0 * mu_r[:, None, None] * (_outer(mu, c)
-             + _outer(c, mu)) + 2.0 * _outer(c, c) - _outer(g, g) + self.K)
-        if S is None:
-            return V
+        mu, mu_r, g_full, g, _, c, Sig = _isserlis_parts(mom, b, self.R)
+        a_n = a / self.n[:, None]
         dg = -np.swapaxes(mom.Sigma[:, self.R][:, :, S], 1, 2)  # (E, k, q)
         d_risk = -2.0 * g_full[:, S]                             # (E, k)
         d_mu_r = -mom.mean_x[:, S]                               # (E, k)
         dc = dg - mu[:, None, :] * d_mu_r[:, :, None]
-        mu_b, c_b, g_b = mu[:, None, :], c[:, None, :], g[:, None, :]
-        dV = (Sig[:, None] * d_risk[:, :, None, None]
-              + 2.0 * d_mu_r[:, :, None, None] * (_outer(mu_b, c_b) + _outer(c_b, mu_b))
-              + 2.0 * mu_r[:, None, None, None] * (_outer(mu_b, dc) + _outer(dc, mu_b))
-              + 2.0 * (_outer(dc, c_b) + _outer(c_b, dc)) - (_outer(dg, g_b)
-                                                           + _outer(g_b, dg)))
-        return V, dV
+
+        def dots(v):                                  # (a_n . v, a . v), per environment
+            return (np.einsum("eq,e...q->e...", a_n, v), np.einsum("eq,e...q->e...", a, v))
+
+        (am, bm), (ac, bc), (ag, bg) = dots(mu), dots(c), dots(g)
+        (adc, bdc), (adg, bdg) = dots(dc), dots(dg)
+        quad_sig = np.einsum("eq,eqp,ep->e", a_n, Sig, a)
+        form = (d_risk * quad_sig[:, None]
+                + 2.0 * d_mu_r * (am * bc + ac * bm)[:, None]
+                + 2.0 * mu_r[:, None] * (am[:, None] * bdc + adc * bm[:, None])
+                + 2.0 * (adc * bc[:, None] + ac[:, None] * bdc)
+                - (adg * bg[:, None] + ag[:, None] * bdg))
+        return form.sum(axis=0)
 
     def _weights(self, b: FloatArray) -> FloatArray:
         """``W_e = n_e Var_e(Z r)^{-1}`` at ``b`` (a tiny ridge keeps it finite)."""
@@ -194,15 +207,14 @@ class InvarianceGMM:
         (W_e dev_e) / n_e``.
         """
         b = self._full(S, b_S)
-        V, dV = self._score(b, S)
-        W = self._invert(V)
+        W = self._invert(self._score(b))
         r = self.u - self.M[:, :, S] @ b_S
         Wr = np.einsum("eij,ej->ei", W, r)
         dev = r - _inv_psd(W.sum(axis=0)) @ Wr.sum(axis=0)
         Wd = np.einsum("eij,ej->ei", W, dev)
         J = float(np.einsum("ei,ei->", dev, Wd))
         grad = (-2.0 * np.einsum("eqk,eq->k", self.M[:, :, S], Wd)
-                - np.einsum("ei,ekij,ej->k", Wd, dV, Wd / self.n[:, None]))
+                - self._score_form(b, S, Wd))
         return J, grad
 
     def fit_cue(self, S: np.ndarray) -> GMMFit:
