@@ -135,6 +135,9 @@ class InvarianceGMM:
         weight, at ``b_ref``, for every support -- the better choice once ``b_ref`` is a
         good estimate, since a model's own first step can be noisy in its weakly
         identified directions, which biases its weight and over-rejects its J test.
+    recentre : array (E, p), optional
+        Subtracted from ``sxy`` in (M) only (the bootstrap's recentring); the score
+        covariances use ``mom`` as it is.
 
     :meth:`fit_cue` is the continuously updated estimator (Hansen, Heaton and Yaron
     1996): the weight is evaluated at ``b`` itself while minimising, which removes the
@@ -144,12 +147,14 @@ class InvarianceGMM:
     """
 
     def __init__(self, mom, *, instruments: np.ndarray, cumulant: Cumulant,
-                 b_ref: FloatArray, own_weight: bool = True) -> None:
+                 b_ref: FloatArray, own_weight: bool = True,
+                 recentre: FloatArray | None = None) -> None:
         R = np.asarray(instruments)
         self.R, self.mom = R, mom
         self.n = np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
         self.M = mom.Sigma[:, R, :]                               # (E, q, p)
-        self.u = mom.sxy[:, R]                                    # (E, q)
+        sxy = mom.sxy if recentre is None else mom.sxy - recentre
+        self.u = sxy[:, R]                                        # (E, q)
         self.p = mom.p
         self.K = cumulant.on(R)
         self.own_weight = own_weight

@@ -735,13 +735,16 @@ def _select_by_invariance(
     the cumulant re-estimated there when rows are at hand (two passes over the rows in
     all), and again while the J test rejects every support (at most ``SCORE_ITERATIONS``
     walks with a common weight).
-    ``recentre`` (a bootstrap replicate) is subtracted from ``sxy`` for everything here:
-    the bootstrap world is recentred at the sample's choice (:attr:`SelectionReport.misfit`).
+    ``recentre`` (a bootstrap replicate; :attr:`SelectionReport.misfit`) recentres the
+    bootstrap world at the sample's choice: it is subtracted from ``sxy`` in the invariance
+    conditions (M) and in the pooled regressions (where only its row-weighted mean, the
+    pooled part, matters); the score covariances keep the replicate's own moments, which
+    stay a consistent set (a large misfit subtracted from ``sxy`` alone could even make
+    ``E[r^2]`` negative).
     All arrays are on the standardised scale.  Returns the report and, when the route is
     taken, ``(support, b_std)``; None means keep Algorithm 3's support and fit.
     """
-    if recentre is not None:
-        std = replace(std, sxy=std.sxy - recentre)
+    pooled = std if recentre is None else replace(std, sxy=std.sxy - recentre)
     p, E = std.p, std.n_envs
     free = np.setdiff1d(np.arange(p), fixed)
     candidates, instruments = _candidates(std, S3, free, fixed)
@@ -751,7 +754,7 @@ def _select_by_invariance(
 
     def gmm_at(K: Cumulant, b_ref: FloatArray, own_weight: bool) -> InvarianceGMM:
         return InvarianceGMM(std, instruments=instruments, cumulant=K, b_ref=b_ref,
-                             own_weight=own_weight)
+                             own_weight=own_weight, recentre=recentre)
 
     def at(fit) -> FloatArray:
         b = np.zeros(p)
@@ -803,14 +806,14 @@ def _select_by_invariance(
         return report("negdro", f"the environment differences identify the support only "
                       f"weakly (worst standardised s.e. {worst:.3g} > {GATE_SE:g})", "negdro",
                       fit, worst=worst), None
-    ols = exogenous_support(gmm, std, fit.support, candidates, alpha=alpha, n_min=n_min,
+    ols = exogenous_support(gmm, pooled, fit.support, candidates, alpha=alpha, n_min=n_min,
                             screened=len(free))
     S = ols.support
     if ols.exogeneity[2] >= alpha:                  # no sign of confounding: OLS is efficient
         if ols.added or ols.removed:
             fit = gmm.fit_cue(S)
         b_std, estimator = np.zeros(p), "ols"
-        b_std[S] = pooled_ols(std, S)[0]
+        b_std[S] = pooled_ols(pooled, S)[0]
     else:
         b_std, estimator = at(fit), "gmm"
     misfit = _recentring(std, at(fit), S, b_std if estimator == "ols" else None,
