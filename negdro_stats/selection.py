@@ -547,7 +547,7 @@ class ExogenousSupport:
     """Outcome of :func:`exogenous_support`: the support on which pooled OLS is
     reported when ``exogeneity`` does not reject, the covariates removed from and added
     to the support given to reach it, and the Hausman contrast there (else the support
-    given and the contrast on its augmentation)."""
+    given and the contrast on it)."""
 
     support: np.ndarray
     removed: tuple
@@ -584,16 +584,15 @@ def exogenous_support(gmm: InvarianceGMM, mom, S: np.ndarray, candidates: np.nda
     beside a child may only have absorbed its bias), and, if the J test accepts
     invariance on the result, the contrast is retested there.  Nothing is changed
     unless this ends at a support where the contrast does not reject: then ``S`` is
-    returned as given, with the contrast on the augmented support.
+    returned as given, with the contrast on it.
     """
     S0 = np.sort(np.asarray(S, dtype=int))
     guard = pooled_crit(alpha, 1, n_min)
     S = augment_support(gmm, mom, S0, candidates, alpha=alpha, n_min=n_min,
                         screened=screened)[0]
-    dropped, first = set(), None
+    dropped = set()
     while True:
         exo = hausman(gmm.fit(S), pooled_ols(mom, S)[0])
-        first = exo if first is None else first
         if exo[2] >= alpha:
             return ExogenousSupport(support=S, removed=tuple(np.setdiff1d(S0, S)),
                                     added=tuple(np.setdiff1d(S, S0)), exogeneity=exo)
@@ -608,7 +607,8 @@ def exogenous_support(gmm: InvarianceGMM, mom, S: np.ndarray, candidates: np.nda
         if gmm.fit(T).pvalue < alpha:
             break
         S = T
-    return ExogenousSupport(support=S0, removed=(), added=(), exogeneity=first)
+    return ExogenousSupport(support=S0, removed=(), added=(),
+                            exogeneity=hausman(gmm.fit(S0), pooled_ols(mom, S0)[0]))
 
 
 def _isserlis_parts(mom, b: FloatArray, cols: np.ndarray):
