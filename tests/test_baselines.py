@@ -81,7 +81,8 @@ def test_example3_limited_regime():
 def test_interface(sample):
     _, _, mom = sample
     res = fit_baseline("eills", mom, max_size=2)
-    assert res.method == "eills" and res.seconds >= 0 and res.support.dtype == bool
+    assert res.method == "eills" and res.support.dtype == bool
+    assert (res.params[~res.support] == 0).all() and tuple(res.params.index) == mom.names
     assert "selected" in repr(res)
     with pytest.raises(DataError, match="Unknown baseline"):
         fit_baseline("lasso", mom)

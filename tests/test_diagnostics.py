@@ -224,7 +224,7 @@ def test_diagnose_on_eq33():
     assert rep.invariance.pvalue > 0.01
     text = str(rep)
     assert "Verdict" in text and "Permutation test" in text
-    assert rep == rep and rep.margin == rep.condition_1b.margin
+    assert rep.margin == rep.condition_1b.margin
     res = model.fit(n_boot=0)
     assert res.identification.holds and res.ident_margin > 0
     assert "Ident. margin" in str(res.summary())
