@@ -22,6 +22,10 @@
 - ``"eills"``: EILLS (Fan et al. 2024) by brute force over supports:
   ``sum_e R_e(b) + gamma sum_e sum_{j in supp b} (E_e[(Y - b^T X) X_j])^2``.
 
+ICP and EILLS enumerate subsets by size and stop after ``max_subsets`` of them (default
+``MAX_SUBSETS`` = 2^15, every subset of 15 covariates), with ``details["capped"]`` set: a
+deterministic limit, so results do not depend on the machine's load.
+
 Everything is computed from the moments (the residual means and variances that ICP tests
 are moments too), so these peers cost what NegDRO costs to read the data.
 """
@@ -39,6 +43,8 @@ from scipy import optimize, stats
 from ._typing import FloatArray
 from .exceptions import DataError
 from .moments import Moments
+
+MAX_SUBSETS = 2**15     # ICP / EILLS stop (and say so) after this many subsets: all of p = 15
 
 __all__ = ["BaselineResult", "BASELINES", "fit_baseline"]
 
@@ -123,33 +129,44 @@ def _causal_dantzig(mom: Moments, lam: float = 0.0) -> tuple[FloatArray, dict]:
     return lp.x[:p] - lp.x[p:], {"lam": lam}
 
 
+def _subsets(p: int, max_size: int | None, max_subsets: int):
+    """Subsets of ``range(p)`` by size up to ``max_size``, then None once ``max_subsets``
+    have been given (a deterministic cap on the enumeration, unlike a time limit)."""
+    sizes = range(0, (p if max_size is None else max_size) + 1)
+    for count, S in enumerate(itertools.chain.from_iterable(
+            itertools.combinations(range(p), k) for k in sizes)):
+        if count == max_subsets:
+            yield None
+            return
+        yield S
+
+
 def _eills(mom: Moments, gamma: float = 20.0, max_size: int | None = None,
-           time_limit: float = 600.0) -> tuple[FloatArray, dict]:
-    p, start = mom.p, time.perf_counter()
+           max_subsets: int = MAX_SUBSETS) -> tuple[FloatArray, dict]:
+    p = mom.p
     best = (np.inf, np.zeros(p), ())
-    for k in range(0, (p if max_size is None else max_size) + 1):
-        for S in itertools.combinations(range(p), k):
-            if time.perf_counter() - start > time_limit:
-                return best[1], {"objective": best[0], "support": best[2], "timed_out": True}
-            idx = list(S)
-            b = np.zeros(p)
-            if idx:
-                Sig = mom.Sigma[:, idx][:, :, idx]
-                # sum_e R_e + gamma sum_e ||(Sigma_e b - sxy_e)_S||^2, quadratic in b_S
-                M = Sig.sum(0) + gamma * np.einsum("eki,ekj->ij", Sig, Sig)
-                v = mom.sxy[:, idx].sum(0) + gamma * np.einsum("eki,ek->i", Sig,
-                                                               mom.sxy[:, idx])
-                b[idx] = np.linalg.solve(M, v)
-            g = mom.Sigma @ b - mom.sxy
-            val = float(np.sum(mom.syy - 2 * mom.sxy @ b + (mom.Sigma @ b) @ b)
-                        + gamma * np.sum(g[:, idx] ** 2))
-            if val < best[0]:
-                best = (val, b, S)
-    return best[1], {"objective": best[0], "support": best[2], "timed_out": False}
+    for S in _subsets(p, max_size, max_subsets):
+        if S is None:
+            return best[1], {"objective": best[0], "support": best[2], "capped": True}
+        idx = list(S)
+        b = np.zeros(p)
+        if idx:
+            Sig = mom.Sigma[:, idx][:, :, idx]
+            # sum_e R_e + gamma sum_e ||(Sigma_e b - sxy_e)_S||^2, quadratic in b_S
+            M = Sig.sum(0) + gamma * np.einsum("eki,ekj->ij", Sig, Sig)
+            v = mom.sxy[:, idx].sum(0) + gamma * np.einsum("eki,ek->i", Sig,
+                                                           mom.sxy[:, idx])
+            b[idx] = np.linalg.solve(M, v)
+        g = mom.Sigma @ b - mom.sxy
+        val = float(np.sum(mom.syy - 2 * mom.sxy @ b + (mom.Sigma @ b) @ b)
+                    + gamma * np.sum(g[:, idx] ** 2))
+        if val < best[0]:
+            best = (val, b, S)
+    return best[1], {"objective": best[0], "support": best[2], "capped": False}
 
 
 def _icp(mom: Moments, alpha: float = 0.05, max_size: int | None = None,
-         time_limit: float = 600.0) -> tuple[FloatArray, dict]:
+         max_subsets: int = MAX_SUBSETS) -> tuple[FloatArray, dict]:
     if not np.isfinite(mom.n).all():
         raise DataError("ICP tests need sample sizes; these are population moments.")
     p, E, n = mom.p, mom.n_envs, mom.n
@@ -157,48 +174,44 @@ def _icp(mom: Moments, alpha: float = 0.05, max_size: int | None = None,
     S_pool, s_pool, mx, my, syy = _pooled(mom)
     cov = S_pool - np.outer(mx, mx)                                     # pooled covariance
     cxy = s_pool - mx * my
-    start = time.perf_counter()
     accepted, pvals, lo, hi = [], {}, np.full(p, np.inf), np.full(p, -np.inf)
-    timed_out = False
-    for k in range(0, (p if max_size is None else max_size) + 1):
-        for S in itertools.combinations(range(p), k):
-            if time.perf_counter() - start > time_limit:
-                timed_out = True
-                break
-            idx = list(S)
-            b = np.zeros(p)
-            if idx:
-                b[idx] = np.linalg.solve(cov[np.ix_(idx, idx)], cxy[idx])
-            c = my - b @ mx                                             # intercept
-            m1 = mom.mean_y - mom.mean_x @ b - c                        # E_e[r]
-            m2 = (mom.syy - 2 * mom.sxy @ b + (mom.Sigma @ b) @ b
-                  - 2 * c * (mom.mean_y - mom.mean_x @ b) + c * c)       # E_e[r^2]
-            # each environment (a) against the rest (b), all environments at once
-            na, nb = n, N - n
-            ma, mb = m1, (n @ m1 - n * m1) / nb
-            va = (m2 - ma**2) * na / (na - 1)
-            vb = ((n @ m2 - n * m2) / nb - mb**2) * nb / (nb - 1)
-            t = (ma - mb) / np.sqrt(va / na + vb / nb)                  # Welch
-            dof = (va / na + vb / nb) ** 2 / ((va / na) ** 2 / (na - 1)
-                                              + (vb / nb) ** 2 / (nb - 1))
-            F = stats.f.cdf(va / vb, na - 1, nb - 1)
-            smallest = min(float(np.min(2 * stats.t.sf(np.abs(t), dof))),
-                           float(np.min(2 * np.minimum(F, 1 - F))))
-            pval = min(1.0, smallest * 2 * (E - 1))
-            pvals[S] = pval
-            if pval >= alpha:
-                accepted.append(S)
-                if idx:   # OLS intervals on S with the R package's quantile z_{1-alpha/4}
-                    sigma = np.sqrt(max(syy - my**2 - cxy[idx] @ b[idx], 0.0) * N
-                                    / (N - len(idx) - 1))
-                    q = stats.norm.ppf(1 - alpha / 4)
-                    se = sigma * np.sqrt(np.diag(np.linalg.inv(cov[np.ix_(idx, idx)])) / N)
-                    lo[idx] = np.minimum(lo[idx], b[idx] - q * se)
-                    hi[idx] = np.maximum(hi[idx], b[idx] + q * se)
-                out = np.setdiff1d(np.arange(p), idx)
-                lo[out], hi[out] = np.minimum(lo[out], 0.0), np.maximum(hi[out], 0.0)
-        if timed_out:
+    capped = False
+    for S in _subsets(p, max_size, max_subsets):
+        if S is None:
+            capped = True
             break
+        idx = list(S)
+        b = np.zeros(p)
+        if idx:
+            b[idx] = np.linalg.solve(cov[np.ix_(idx, idx)], cxy[idx])
+        c = my - b @ mx                                             # intercept
+        m1 = mom.mean_y - mom.mean_x @ b - c                        # E_e[r]
+        m2 = (mom.syy - 2 * mom.sxy @ b + (mom.Sigma @ b) @ b
+              - 2 * c * (mom.mean_y - mom.mean_x @ b) + c * c)       # E_e[r^2]
+        # each environment (a) against the rest (b), all environments at once
+        na, nb = n, N - n
+        ma, mb = m1, (n @ m1 - n * m1) / nb
+        va = (m2 - ma**2) * na / (na - 1)
+        vb = ((n @ m2 - n * m2) / nb - mb**2) * nb / (nb - 1)
+        t = (ma - mb) / np.sqrt(va / na + vb / nb)                  # Welch
+        dof = (va / na + vb / nb) ** 2 / ((va / na) ** 2 / (na - 1)
+                                          + (vb / nb) ** 2 / (nb - 1))
+        F = stats.f.cdf(va / vb, na - 1, nb - 1)
+        smallest = min(float(np.min(2 * stats.t.sf(np.abs(t), dof))),
+                       float(np.min(2 * np.minimum(F, 1 - F))))
+        pval = min(1.0, smallest * 2 * (E - 1))
+        pvals[S] = pval
+        if pval >= alpha:
+            accepted.append(S)
+            if idx:   # OLS intervals on S with the R package's quantile z_{1-alpha/4}
+                sigma = np.sqrt(max(syy - my**2 - cxy[idx] @ b[idx], 0.0) * N
+                                / (N - len(idx) - 1))
+                q = stats.norm.ppf(1 - alpha / 4)
+                se = sigma * np.sqrt(np.diag(np.linalg.inv(cov[np.ix_(idx, idx)])) / N)
+                lo[idx] = np.minimum(lo[idx], b[idx] - q * se)
+                hi[idx] = np.maximum(hi[idx], b[idx] + q * se)
+            out = np.setdiff1d(np.arange(p), idx)
+            lo[out], hi[out] = np.minimum(lo[out], 0.0), np.maximum(hi[out], 0.0)
     estimate = set(range(p))
     for S in accepted:
         estimate &= set(S)
@@ -209,7 +222,7 @@ def _icp(mom: Moments, alpha: float = 0.05, max_size: int | None = None,
     if not accepted:
         lo, hi = np.full(p, np.nan), np.full(p, np.nan)
     return b, {"accepted_sets": accepted, "set_pvalues": pvals, "estimate": estimate,
-               "model_rejected": not accepted, "timed_out": timed_out, "conf_int": (lo, hi)}
+               "model_rejected": not accepted, "capped": capped, "conf_int": (lo, hi)}
 
 
 BASELINES = {"erm": _erm, "anchor": _anchor, "drig": _drig,

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
+from pandas.testing import assert_frame_equal
 
 from negdro_stats import DataError, NegDRO, simulate
 from negdro_stats.baselines import fit_baseline
@@ -88,3 +89,14 @@ def test_interface(sample):
         fit_baseline("lasso", mom)
     with pytest.raises(DataError, match="not dominated"):
         fit_baseline("drig", mom, reference=1, gamma=50.0)
+
+
+@pytest.mark.parametrize("method", ["icp", "eills"])
+def test_subset_cap_is_deterministic(sample, method):
+    """ICP and EILLS stop after ``max_subsets`` subsets and say so; p = 6 has 64."""
+    _, _, mom = sample
+    capped = fit_baseline(method, mom, max_subsets=10)
+    full = fit_baseline(method, mom)
+    assert capped.details["capped"] and not full.details["capped"]
+    again = fit_baseline(method, mom, max_subsets=10)
+    assert_frame_equal(again.params.to_frame(), capped.params.to_frame())
