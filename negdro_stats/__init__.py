@@ -5,7 +5,7 @@
 >>> NegDRO(df, env="env", outcome="Y").fit().summary()   # doctest: +SKIP
 """
 
-from . import simulate
+from . import simulate, studies
 from .baselines import BaselineResult, fit_baseline
 from .design import DesignReport, Intervention, InterventionAdvice, LinearSEM
 from .diagnostics import (
@@ -46,6 +46,7 @@ __all__ = [
     "check_condition_4",
     "check_condition_6",
     "simulate",
+    "studies",
     "BootstrapFailureWarning",
     "BootstrapResult",
     "DataError",

@@ -16,7 +16,8 @@ ALLOWED = {
     "diagnostics": {"_typing", "exceptions", "moments"},
     "report": {"_typing", "diagnostics", "moments"},
     "design": {"_typing", "exceptions", "moments", "diagnostics"},
-    "simulate": {"design", "exceptions", "baselines", "model"},   # harness: lazy imports
+    "simulate": {"design", "exceptions"},
+    "studies": {"design", "exceptions", "baselines", "model"},
     # results sees the model only under TYPE_CHECKING
     "inference": {"_typing", "moments", "solvers"},
     "results": {"_typing", "_validation", "exceptions", "solvers", "diagnostics", "report",

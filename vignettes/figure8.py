@@ -24,7 +24,7 @@ import pandas as pd
 
 
 def study(ps, n_per_env, reps, max_subsets):
-    from negdro_stats import simulate
+    from negdro_stats import simulate, studies
 
     designs = {"eq. (33), text": lambda p: simulate.eq33(p, "text"),
                "eq. (33), authors' code": lambda p: simulate.eq33(p, "code"),
@@ -33,8 +33,8 @@ def study(ps, n_per_env, reps, max_subsets):
     for name, make in designs.items():
         dead: set[str] = set()            # capped at a smaller p: not run again
         for p in ps:
-            methods = tuple(m for m in simulate.METHODS if m not in dead)
-            df = simulate.compare_methods(make(p), n_per_env=n_per_env, reps=reps,
+            methods = tuple(m for m in studies.METHODS if m not in dead)
+            df = studies.compare_methods(make(p), n_per_env=n_per_env, reps=reps,
                                           methods=methods, max_subsets=max_subsets, rng=p)
             df = pd.concat([df, pd.DataFrame(
                 [dict(rep=r, method=m, error=np.nan, seconds=np.nan, status="capped")
