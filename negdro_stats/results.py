@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -15,7 +14,7 @@ from statsmodels.iolib.table import SimpleTable
 from ._typing import ArrayLike
 from ._validation import check_option, check_scalar
 from .diagnostics import IdentificationResult
-from .exceptions import DataError, IdentificationWarning
+from .exceptions import DataError
 from .inference import CI_METHODS, BootstrapResult
 from .report import RiskInvarianceTest
 from .solvers import SolverOutput
@@ -167,16 +166,10 @@ class NegDROResults:
 
     @cached_property
     def identification(self) -> IdentificationResult | None:
-        """Condition 1b on the moments (computed on first use for large p); warns with
-        :class:`IdentificationWarning` when it fails."""
+        """Condition 1b on the moments (computed on first use for p > 30; ``fit`` warns
+        when it fails for p <= 30, where it computes it)."""
         src = self._identification
-        result = src() if callable(src) else src
-        if result is not None and not result.holds:
-            warnings.warn(
-                f"Condition 1b fails on these data (identifiability margin {result.margin:.3g}"
-                "): the environments may not differ enough to identify the causal model; see "
-                "NegDRO.diagnose().", IdentificationWarning, stacklevel=3)
-        return result
+        return src() if callable(src) else src
 
     @property
     def ident_margin(self) -> float:

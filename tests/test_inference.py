@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from negdro_stats import BootstrapFailureWarning, NegDRO, simulate
+from negdro_stats import BootstrapFailureWarning, IdentificationWarning, NegDRO, simulate
 
 
 @pytest.fixture(scope="module")
@@ -144,3 +144,23 @@ def test_plots_return_figures(model, tmp_path):
         assert (tmp_path / f"f{k}.png").stat().st_size > 5_000
     with pytest.raises(ValueError, match="n_boot"):
         model.fit(n_boot=0).plot_selection()
+
+
+def test_printing_never_warns_and_large_p_identification_is_lazy():
+    """p > 30: Condition 1b is computed on first use, without a warning (the summary line
+    says FAILS); p <= 30: computed and warned about in ``fit``, not when printing."""
+    df = simulate.random_sem(36, rng=0).sample(500, rng=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")            # fit does not compute it for p > 30
+        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    assert not any("Condition 1b" in str(w.message) for w in caught)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        text = str(res.summary())
+    assert not res.identification.holds and "FAILS" in text
+    small = simulate.random_sem(12, rng=0).sample(500, rng=0)
+    with pytest.warns(IdentificationWarning, match="Condition 1b fails"):
+        res = NegDRO(small, env="env", outcome="Y").fit(n_boot=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        str(res.summary())
