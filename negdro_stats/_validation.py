@@ -7,11 +7,23 @@ from __future__ import annotations
 
 import difflib
 import numbers
+import sys
+import warnings
 from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["check_scalar", "check_option", "check_int"]
+__all__ = ["check_scalar", "check_option", "check_int", "warn_user"]
+
+
+def warn_user(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` attributed to the first frame outside this package: the user's
+    line, however deep in the package the warning arises (no hard-coded stacklevel)."""
+    frame, level = sys._getframe(0), 1
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == (
+            __name__.split(".")[0]):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 def _range_text(min_val: float | None, max_val: float | None, closed: str) -> str:

@@ -80,8 +80,9 @@ def test_bad_data(df):
     nan.loc[5, "X2"] = np.nan
     with pytest.raises(DataError, match="missing='drop'"):
         NegDRO(nan, env="env", outcome="Y")
-    with pytest.warns(DataWarning, match="Dropped 1"):
+    with pytest.warns(DataWarning, match="Dropped 1") as caught:
         NegDRO(nan, env="env", outcome="Y", missing="drop")
+    assert caught[0].filename == __file__           # attributed to the user's line
     with pytest.raises(DataError, match="at least 2 environments"):
         NegDRO(df.assign(env=1), env="env", outcome="Y")
     with pytest.raises(DataError, match="not numeric"):
