@@ -189,3 +189,16 @@ def test_models_and_results_pickle(df):
         assert_allclose(res2.params, res.params)
         assert_allclose(res2.conf_int(), res.conf_int())
         assert str(res2.summary()) == str(res.summary())
+
+
+def test_env_series_is_aligned_by_index(df):
+    """An env Series in another row order is matched by index, as pandas does; one whose
+    index does not cover the data's is refused."""
+    env = df["env"]
+    shuffled = env.sample(frac=1.0, random_state=0)
+    data = df.drop(columns="env")
+    a = NegDRO(data, env=env, outcome="Y").fit(n_boot=0)
+    b = NegDRO(data, env=shuffled, outcome="Y").fit(n_boot=0)
+    assert_allclose(b.params, a.params)
+    with pytest.raises(DataError, match="does not cover"):
+        NegDRO(data, env=env.iloc[:-5], outcome="Y")
