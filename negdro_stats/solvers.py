@@ -529,10 +529,11 @@ def negdro(
     ``refit`` (Algorithm 3 only) chooses the support and the coefficients on it:
 
     - ``"auto"`` (default): consistent selection by over-identified gradient invariance
-      (:mod:`negdro_stats.selection`): walk the supports nested in the order of the first
-      stage's standardised coefficients, take the first that the J test accepts at level
-      ``alpha``, prune it by t statistics, and report pooled OLS on it when the
-      Hausman contrast accepts, else the invariance GMM.  Taken only when the
+      (:mod:`negdro_stats.selection`): walk the supports nested in the order of a pilot
+      GMM fit's t statistics, take the BIC choice grown until the J test accepts at level
+      ``alpha``, prune it by t statistics, add the causes that only the pooled regression
+      sees (:func:`~negdro_stats.selection.exogenous_support`), and report pooled OLS on
+      the support when the Hausman contrast accepts, else the invariance GMM.  Taken only when the
       environment differences identify the support (worst standardised s.e. of the
       union with Algorithm 3's support below ``GATE_SE``); otherwise -- e.g. the limited
       and weak regimes of Example 3, where only Phi_mu identifies beta* -- or when
@@ -545,8 +546,9 @@ def negdro(
     (``(E, len(cols), len(cols))``) on the original scale from the rows; it is used only for the
     fourth-cumulant correction of :func:`~negdro_stats.selection.gaussian_score_cov`,
     which bootstrap replicates pass fixed as ``cumulant``.  ``recentre`` (E, p) is
-    subtracted from ``sxy`` in the invariance conditions only (the bootstrap's
-    recentring, :attr:`SelectionReport.misfit`).  Both on the original scale.
+    subtracted from ``sxy`` in the invariance conditions and the pooled regressions of
+    the selection (the bootstrap's recentring, :attr:`SelectionReport.misfit`; replicates
+    do not compute their own).  Both on the original scale.
 
     All numerical settings refer to the standardised problem (covariates and outcome
     rescaled to unit root mean square by :meth:`Moments.scales`): ``mu`` in units of
@@ -816,8 +818,9 @@ def _select_by_invariance(
         b_std[S] = pooled_ols(pooled, S)[0]
     else:
         b_std, estimator = at(fit), "gmm"
-    misfit = _recentring(std, at(fit), S, b_std if estimator == "ols" else None,
-                         candidates, alpha, n_min, len(free))
+    misfit = None if recentre is not None else _recentring(      # the sample only
+        std, at(fit), S, b_std if estimator == "ols" else None, candidates, alpha, n_min,
+        len(free))
     reason = (f"the J test rejects invariance (level {alpha:g}) on every support from the "
               "BIC choice on; the BIC choice is reported" if sel.rejected else
               "the J test accepts a support that the environments identify")
