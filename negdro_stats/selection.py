@@ -68,7 +68,7 @@ from ._typing import FloatArray
 __all__ = ["InvarianceGMM", "GMMFit", "Selection", "SelectionReport", "Cumulant",
            "select_support", "augment_support", "exogenous_support", "ExogenousSupport",
            "hausman", "pooled_ols",
-           "pooled_t", "pooled_crit", "gaussian_score_cov",
+           "pooled_t", "critical_value", "gaussian_score_cov",
            "N_POPULATION"]
 
 N_POPULATION = 1e12     # rows assumed for population moments: noise far below rounding
@@ -249,16 +249,6 @@ class InvarianceGMM:
                       pvalue=float(stats.chi2.sf(J, df)) if df > 0 else np.nan,
                       identified=identified)
 
-    def test_at(self, S: np.ndarray, b_S: FloatArray) -> tuple[float, int, float]:
-        """J test of (M) at a given ``b_S`` (weight at ``b`` itself, ``m`` profiled out):
-        ``(J, df, pvalue)`` with ``df = (|E| - 1) q`` -- nothing is fitted to these
-        equations.  At an estimate that is efficient under the null (pooled OLS without
-        confounding) ``J(b_ols) = J_min + (b_ols - b_gmm)^T P (b_ols - b_gmm) + o_p(1)``,
-        at most a chi-square(df) (conservative by the small ``Var(b_ols)``)."""
-        S = np.asarray(S, dtype=int)
-        J = max(self._cue_objective(np.asarray(b_S, dtype=float), S)[0], 0.0)
-        return J, self.df_base, float(stats.chi2.sf(J, self.df_base))
-
     def _solve(self, S: np.ndarray, W: FloatArray):
         """Minimise ``J(b_S) = min_m sum_e (g_e - m)^T W_e (g_e - m)`` with m profiled out."""
         M = self.M[:, :, S]
@@ -427,7 +417,7 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
         free = np.flatnonzero(~np.isin(fit.support, fixed))
         if not len(free):
             break
-        crit = max(stats.norm.isf(alpha / (2 * len(free))), np.sqrt(penalty))
+        crit = critical_value(alpha, len(free), n_min)
         t = np.abs(fit.b[free]) / (fit.se[free] * np.sqrt(max(1.0, fit.J / fit.df)))
         j = free[np.argmin(t)]
         if t.min() >= crit:
@@ -467,8 +457,10 @@ def pooled_t(mom, S: np.ndarray, js) -> FloatArray:
     return out
 
 
-def pooled_crit(alpha: float, m: int, n_min: float) -> float:
-    """``max(z_{1 - alpha / (2 m)}, sqrt(log n))``: the cut of :func:`select_support`."""
+def critical_value(alpha: float, m: int, n_min: float) -> float:
+    """``max(z_{1 - alpha / (2 m)}, sqrt(log n))``: every cut of the selection (pruning,
+    pooled additions, the contrast guard) -- Bonferroni over ``m`` tests at any n, and a
+    ``sqrt(log n)`` rate for consistency."""
     log_n = np.log(N_POPULATION if not np.isfinite(n_min) else n_min)
     return max(stats.norm.isf(alpha / (2 * max(m, 1))), np.sqrt(log_n))
 
@@ -504,7 +496,7 @@ def augment_support(gmm: InvarianceGMM, mom, S: np.ndarray, candidates: np.ndarr
     """
     S = np.sort(np.asarray(S, dtype=int))
     rest = [int(j) for j in candidates if j not in set(S)]
-    crit, guard = pooled_crit(alpha, screened, n_min), pooled_crit(alpha, 1, n_min)
+    crit, guard = critical_value(alpha, screened, n_min), critical_value(alpha, 1, n_min)
     added = []
     while rest:
         t = dict(zip(rest, pooled_t(mom, S, rest), strict=True))
@@ -512,10 +504,7 @@ def augment_support(gmm: InvarianceGMM, mom, S: np.ndarray, candidates: np.ndarr
         for j in ranked:
             T = np.append(S, j)
             rest.remove(j)
-            inv = gmm.fit_cue(T)
-            contrast = (abs(pooled_ols(mom, T)[0][-1] - inv.b[-1]) / inv.se[-1]
-                        if inv.identified else np.inf)
-            if contrast < guard:
+            if _contrasts(gmm, mom, T)[-1] < guard:
                 S = np.sort(T)
                 added.append(j)
                 break
@@ -587,7 +576,7 @@ def exogenous_support(gmm: InvarianceGMM, mom, S: np.ndarray, candidates: np.nda
     returned as given, with the contrast on it.
     """
     S0 = np.sort(np.asarray(S, dtype=int))
-    guard = pooled_crit(alpha, 1, n_min)
+    guard = critical_value(alpha, 1, n_min)
     S = augment_support(gmm, mom, S0, candidates, alpha=alpha, n_min=n_min,
                         screened=screened)[0]
     dropped = set()

@@ -73,9 +73,9 @@ from .selection import (
     Cumulant,
     InvarianceGMM,
     SelectionReport,
+    critical_value,
     exogenous_support,
     gaussian_score_cov,
-    pooled_crit,
     pooled_ols,
     pooled_t,
     select_support,
@@ -714,7 +714,7 @@ def _recentring(std: Moments, b_gmm: FloatArray, S: np.ndarray, b_ols: FloatArra
     misfit = g - w @ g
     if b_ols is not None:
         rest = np.setdiff1d(candidates, S)
-        null = rest[pooled_t(std, S, rest) < pooled_crit(alpha, screened, n_min)]
+        null = rest[pooled_t(std, S, rest) < critical_value(alpha, screened, n_min)]
         misfit[:, null] += (w @ (std.sxy - std.Sigma @ b_ols))[null]
     return misfit
 
