@@ -31,7 +31,7 @@ import numpy as np
 from _timing import timed
 
 from negdro_stats import NegDRO, simulate
-from negdro_stats.solvers import _lipschitz, gdm, negdro, sqp, subgradient_prox
+from negdro_stats.solvers import SolverOptions, _lipschitz, gdm, solve, sqp, subgradient_prox
 
 
 def _arrays(sem, n, seed):
@@ -72,7 +72,7 @@ def speed(ps, n):
                    alg1_iter=r_a1.n_iter, alg1_s=t_a1, alg1_grad=r_a1.grad_norm,
                    alg1_agrees=float(np.abs(r_a1.b - r_sqp.b).max()))
         if p <= 100:
-            ups = negdro(mom, method="algorithm2", max_iter=1).params["upsilon"]
+            ups = solve(mom, SolverOptions(method="algorithm2", max_iter=1)).options.upsilon
             t0 = time.perf_counter()
             r_sqp0 = sqp(*args, gamma=20.0, mu=0.0, b_init=b0, tol=1e-8)
             t_sqp0 = time.perf_counter() - t0
@@ -110,7 +110,7 @@ def accuracy(ps, ns, seeds):
                     b_or = np.zeros(p)
                     b_or[[0, 2]] = np.linalg.lstsq(X[:, [0, 2]], y, rcond=None)[0]
                     err_or.append(np.linalg.norm(b_or - sem.beta_star))
-                    a1 = negdro(model.moments, method="algorithm1")
+                    a1 = solve(model.moments, SolverOptions(method="algorithm1"))
                     err_a1.append(np.linalg.norm(a1.b - sem.beta_star))
                 row = dict(confounded=confounded, n_per_env=n, p=p, seeds=seeds,
                            default=float(np.mean(err)), paper_alg3=float(np.mean(err_paper)),

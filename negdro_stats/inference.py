@@ -1,9 +1,10 @@
 """Stratified bootstrap of the whole NegDRO estimator (thresholding included).
 
 Each replicate draws, in every environment, ``n_e`` rows with replacement from that
-environment's rows (so every ``n_e`` is kept), rebuilds the per-environment moments from
-multinomial counts -- ``Sigma*_e = sum_i c_i x_i x_i^T / n_e`` -- and re-runs the same
-estimator with the same settings on them.  Replicates use independent child generators
+environment's rows (so every ``n_e`` is kept; :meth:`MultiEnvData.resample
+<negdro_stats.data.MultiEnvData.resample>`, the package's one resampler, rebuilds the
+moments from multinomial counts) and re-runs the same estimator with the same settings on
+them.  Replicates use independent child generators
 spawned from the user's ``rng``, so the draws are the same whatever the number of worker
 threads; BLAS is held to one thread per worker while workers run in parallel.
 """
@@ -95,56 +96,26 @@ class BootstrapResult:
         return estimate - z * se, estimate + z * se
 
 
-class _EnvRows:
-    """Rows grouped by environment, kept as one float64 array ``[X, y]`` per environment."""
-
-    def __init__(self, X: FloatArray, y: FloatArray, codes: np.ndarray, template: Moments):
-        order = np.argsort(codes, kind="stable")
-        Z = np.column_stack([X, y])[order]
-        counts = np.bincount(codes, minlength=template.n_envs)
-        self.groups = np.split(Z, np.cumsum(counts)[:-1])
-        self.template = template
-
-    def resample(self, rng: np.random.Generator) -> Moments:
-        """Moments of one stratified bootstrap sample (multinomial counts per row)."""
-        t = self.template
-        E, p = len(self.groups), self.groups[0].shape[1] - 1
-        mean = np.empty((E, p + 1))
-        gram = np.empty((E, p + 1, p + 1))
-        for e, Z in enumerate(self.groups):
-            n = len(Z)
-            c = np.bincount(rng.integers(0, n, size=n), minlength=n).astype(np.float64)
-            mean[e] = c @ Z / n
-            W = Z * np.sqrt(c)[:, None]
-            gram[e] = W.T @ W / n                       # syrk
-        return Moments(n=t.n.copy(), mean_x=mean[:, :p], mean_y=mean[:, p],
-                       Sigma=gram[:, :p, :p], sxy=gram[:, :p, p], syy=gram[:, p, p],
-                       envs=t.envs, names=t.names[:p], outcome=t.outcome, source="sample")
-
-
 def bootstrap(
-    X: FloatArray,
-    y: FloatArray,
-    codes: np.ndarray,
-    *,
-    template: Moments,
+    resample: Callable[[np.random.Generator], Moments],
     refit: Callable[[Moments], SolverOutput],
+    *,
+    p: int,
     n_boot: int,
     rng: np.random.Generator,
     n_jobs: int = 1,
     progress: Callable | None = None,
 ) -> BootstrapResult:
-    """Run ``n_boot`` stratified bootstrap refits; see the module docstring.
+    """Run ``n_boot`` bootstrap refits; see the module docstring.
 
-    ``refit`` maps resampled moments (of the covariates in ``X``) to a solver output with
-    the full coefficient vector (e.g. adding the constant column first).
+    ``resample(rng)`` draws the moments of one bootstrap sample; ``refit`` maps them to a
+    solver output with ``p`` coefficients.
     """
-    rows = _EnvRows(X, y, codes, template)
     children = rng.spawn(n_boot)
 
     def one(k: int):
         try:
-            out = refit(rows.resample(children[k]))
+            out = refit(resample(children[k]))
             return out.b, out.support, out.converged, False
         except (np.linalg.LinAlgError, ValueError, ArithmeticError):
             return None, None, False, True
@@ -156,9 +127,8 @@ def bootstrap(
             results = list(progress(results) if progress is not None else results)
     else:
         results = [one(k) for k in (progress(steps) if progress is not None else steps)]
-    width = next((r[0].shape[0] for r in results if r[0] is not None), template.p)
-    draws = np.full((n_boot, width), np.nan)
-    selected = np.zeros((n_boot, width), dtype=bool)
+    draws = np.full((n_boot, p), np.nan)
+    selected = np.zeros((n_boot, p), dtype=bool)
     converged = np.zeros(n_boot, dtype=bool)
     failed = np.zeros(n_boot, dtype=bool)
     for k, (b, s, conv, fail) in enumerate(results):

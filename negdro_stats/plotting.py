@@ -53,7 +53,7 @@ def plot_coefficients(res: Any, *, alpha: float = 0.05, beta_star: ArrayLike | N
         ax.plot(beta_star[idx], y, "x", color="C3", markersize=9, mew=2, label="beta*")
     ax.axvline(0, color="0.6", lw=0.8)
     ax.set_yticks(y, [str(params.index[j]) for j in idx])
-    ax.set_xlabel(f"coefficient on {res.model.endog_name}")
+    ax.set_xlabel(f"coefficient on {res.endog_name}")
     ax.set_title(f"NegDRO estimates (gamma = {res.gamma:g})")
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()

@@ -21,8 +21,8 @@ import numpy as np
 from scipy import stats
 
 from ._typing import FloatArray
-from .diagnostics import IdentificationResult, check_condition_1b
-from .moments import MomentAccumulator
+from .diagnostics import IdentificationResult
+from .moments import Moments
 
 __all__ = ["IdentificationReport", "RiskInvarianceTest", "identification_report",
            "risk_invariance_test"]
@@ -155,21 +155,13 @@ def risk_invariance_test(n: FloatArray, sum_r2: FloatArray, sum_r4: FloatArray,
                               risks=R, envs=envs)
 
 
-def _relative_margin(X, y, codes, E, names, envs) -> float:
-    acc = MomentAccumulator(p=X.shape[1], n_envs=E)
-    acc.add(X, y, codes)
-    return check_condition_1b(acc.finish(envs=envs, names=names)).relative_margin
-
-
 def identification_report(
-    X: FloatArray,
-    y: FloatArray,
-    codes: np.ndarray,
     *,
-    envs: tuple,
-    names: list[str],
     condition_1b: IdentificationResult,
     invariance: RiskInvarianceTest | None,
+    margin: Callable[[Moments], float],
+    resample: Callable[[np.random.Generator], Moments],
+    permute: Callable[[np.random.Generator], Moments],
     n_boot: int,
     n_perm: int,
     alpha: float,
@@ -178,27 +170,25 @@ def identification_report(
 ) -> IdentificationReport:
     """Bootstrap and permutation around Condition 1b; see the module docstring.
 
-    ``X`` excludes any constant column (a constant is never intervened on, so it would
-    make the margin 0; the report is about the non-constant block).
+    ``margin(mom)`` is the relative margin of Condition 1b on moments (without any
+    constant column: a constant is never intervened on, so it would make the margin 0);
+    ``resample(rng)`` and ``permute(rng)`` draw the moments of a stratified bootstrap
+    sample and of a label permutation
+    (:class:`~negdro_stats.data.MultiEnvData`'s resamplers).
     """
-    E = len(envs)
-    groups = [np.flatnonzero(codes == e) for e in range(E)]
     steps = range(n_boot + n_perm)
     it = iter(progress(steps) if progress is not None else steps)
     boot = np.empty(n_boot)
     for k in range(n_boot):
         next(it)
-        idx = np.concatenate([rng.choice(g, size=len(g)) for g in groups])
-        boot[k] = _relative_margin(X[idx], y[idx], codes[idx], E, names, envs)
+        boot[k] = margin(resample(rng))
     observed = condition_1b.relative_margin
     exceed = 0
     for _ in range(n_perm):
         next(it)
-        perm = rng.permutation(codes)
-        exceed += _relative_margin(X, y, perm, E, names, envs) >= observed
+        exceed += margin(permute(rng)) >= observed
     lcb = float(np.quantile(boot, alpha)) if n_boot else float("nan")
     return IdentificationReport(
         condition_1b=condition_1b, margin_lcb=lcb, boot_margins=boot,
         perm_pvalue=(1 + exceed) / (1 + n_perm) if n_perm else float("nan"), n_perm=n_perm,
-        invariance=invariance,
-        alpha=alpha)
+        invariance=invariance, alpha=alpha)

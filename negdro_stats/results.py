@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -14,13 +14,10 @@ from statsmodels.iolib.table import SimpleTable
 from ._typing import ArrayLike
 from ._validation import check_option, check_scalar
 from .diagnostics import IdentificationResult
-from .exceptions import DataError
 from .inference import CI_METHODS, BootstrapResult
+from .moments import Moments
 from .report import RiskInvarianceTest
 from .solvers import SolverOutput
-
-if TYPE_CHECKING:
-    from .model import NegDRO
 
 __all__ = ["NegDROResults", "NegDROSummary"]
 
@@ -60,7 +57,12 @@ class NegDROResults:
     Attributes
     ----------
     model : NegDRO
-        The model that was fitted.
+        The model that was fitted (used only by :meth:`predict`, through
+        ``model.predict``).
+    endog_name : str
+        The outcome's name.
+    fit_intercept : bool
+        Whether the last coefficient is an intercept (``const``).
     params : pandas.Series
         Estimated coefficients, named by covariate; 0 outside the support.
     support : pandas.Series of bool
@@ -97,16 +99,19 @@ class NegDROResults:
         the OLS-versus-GMM contrast, the route and why (``solver.selection``).
     """
 
-    def __init__(self, *, model: NegDRO, solver: SolverOutput,
+    def __init__(self, *, model: Any, moments: Moments, solver: SolverOutput,
+                 fit_intercept: bool = False,
                  identification: IdentificationResult | Callable[[], IdentificationResult]
                  | None = None,
                  invariance: RiskInvarianceTest | None = None,
                  bootstrap: BootstrapResult | None = None) -> None:
-        mom = model.moments
-        names = pd.Index(model.exog_names, name="covariate")
-        envs = pd.Index(mom.envs, name="environment")
-        d, s_y = mom.scales()
+        names = pd.Index(moments.names, name="covariate")
+        envs = pd.Index(moments.envs, name="environment")
+        d, s_y = moments.scales()
         self.model = model
+        self.endog_name = moments.outcome
+        self.fit_intercept = bool(fit_intercept)
+        self.population = moments.source == "population"
         self.solver = solver
         self._identification = identification
         self.invariance = invariance
@@ -117,7 +122,7 @@ class NegDROResults:
         self.std_params = pd.Series(solver.b * d / s_y, index=names, name="std coef")
         self.weights = pd.Series(solver.w, index=envs, name="weight")
         self.risks = pd.Series(solver.risks, index=envs, name="risk")
-        self.nobs_env = pd.Series(mom.n, index=envs, name="nobs")
+        self.nobs_env = pd.Series(moments.n, index=envs, name="nobs")
         self.objective = solver.objective
         self.grad_norm = solver.grad_norm
         self.converged = solver.converged
@@ -178,8 +183,8 @@ class NegDROResults:
 
     @property
     def gamma(self) -> float:
-        """The invariance strength gamma of the model (eq. (9))."""
-        return self.model.gamma
+        """The invariance strength gamma of the fit (eq. (9))."""
+        return self.solver.options.gamma
 
     @property
     def nobs(self) -> float:
@@ -191,36 +196,19 @@ class NegDROResults:
         """Number of environments."""
         return len(self.nobs_env)
 
-    @cached_property
+    @property
     def settings(self) -> dict:
-        """Hyperparameters used: gamma, method, inner solver, mu, tau0, threshold, ..."""
-        return {"gamma": self.gamma, "method": self.solver.method,
-                "inner": self.solver.inner, **self.solver.params}
+        """The solver settings used (:class:`~negdro_stats.solvers.SolverOptions`, with the
+        defaults resolved from the data filled in): gamma, method, inner, mu, tau, ..."""
+        return self.solver.options.as_dict()
 
     def predict(self, exog: pd.DataFrame | ArrayLike | None = None) -> pd.Series | np.ndarray:
-        """Predictions ``X b``.
+        """Predictions ``X b`` (intercept included); see :meth:`NegDRO.predict`.
 
         ``exog`` is a DataFrame with the covariate columns (extra columns are ignored) or
         an array with the covariates in model order; default: the model's data.
         """
-        names = [n for n in self.params.index if not (self.model.fit_intercept and n == "const")]
-        if exog is None:
-            exog = self.model._exog()
-            if exog is None:
-                raise DataError("This model was built from moments; pass exog to predict.")
-        intercept = self.params.get("const", 0.0) if self.model.fit_intercept else 0.0
-        b = self.params[names].to_numpy()
-        if isinstance(exog, pd.DataFrame):
-            missing = [n for n in names if n not in exog.columns]
-            if missing:
-                raise DataError(f"exog lacks the covariate columns {missing}.")
-            return pd.Series(exog[names].to_numpy(dtype=np.float64) @ b + intercept,
-                             index=exog.index, name="prediction")
-        X = np.asarray(exog, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != len(names):
-            raise DataError(f"exog must have shape (n, {len(names)}) with columns {names}; "
-                            f"got {X.shape}.")
-        return X @ b + intercept
+        return self.model.predict(self.params, exog)
 
     # ------------------------------------------------------------------- plots
     def plot_coefficients(self, *, alpha: float = 0.05, beta_star: ArrayLike | None = None,
@@ -278,7 +266,7 @@ _REFIT_LABELS = {"ols": "pooled OLS", "gmm": "invariance GMM", "negdro": "Phi_mu
 
 def _is_intercept(res: NegDROResults, j: int) -> bool:
     """The appended constant column (``fit_intercept=True``): in every model, never selected."""
-    return res.model.fit_intercept and j == len(res.params) - 1
+    return res.fit_intercept and j == len(res.params) - 1
 
 
 def _format_test(test: tuple) -> str:
@@ -289,11 +277,11 @@ def _format_test(test: tuple) -> str:
 def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: str
                    ) -> NegDROSummary:
     s = res.settings
-    method = _METHOD_LABELS[(s["method"], s["inner"])]
+    method = _METHOD_LABELS[(res.solver.method, res.solver.inner)]
     method += {"invariant": " + inv. refit", "ols": " + invariance selection",
                "gmm": " + invariance selection"}.get(res.solver.refit, "")
     left = [
-        ("Dep. Variable:", res.model.endog_name),
+        ("Dep. Variable:", res.endog_name),
         ("Method:", method),
         ("gamma:", f"{res.gamma:g}"),
         ("No. Observations:", f"{res.nobs:g}"),
@@ -402,10 +390,10 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
                      "with care, or raise max_iter.")
     if res.invariance is not None:
         notes.append(str(res.invariance))
-    if ident is not None and res.model.fit_intercept:
+    if ident is not None and res.fit_intercept:
         notes.append("The margin leaves out the constant column, which is never intervened "
                      "on.")
-    if res.model.moments.source == "population":
+    if res.population:
         notes.append("Fitted on population moments: No. Observations is infinite.")
     smry.add_extra_txt([f"[{k}] {t}" for k, t in enumerate(notes, start=1)])
     return smry

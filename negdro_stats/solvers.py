@@ -1,7 +1,7 @@
 """Solvers for NegDRO on per-environment moments: Algorithms 1, 2, 3, SQP and refits.
 
 All routines work on the arrays of :class:`~negdro_stats.moments.Moments` (see the
-glossary in :mod:`negdro_stats.objective`).  :func:`negdro` is the entry point: it
+glossary in :mod:`negdro_stats.objective`).  :func:`solve` is the entry point: it
 rescales the moments so that every covariate and the outcome have unit root mean square
 (which makes ``mu``, ``threshold`` and the tolerances scale-free), runs the chosen
 method and maps the coefficients back.
@@ -13,7 +13,7 @@ Methods
     halve tau, repeat on the support until it is stable, then minimise Phi_mu on it.
     Each inner minimisation uses ``inner="sqp"`` (default) or ``inner="gdm"``
     (Algorithm 1, as printed).  With ``refit="auto"`` (default) the support is then
-    chosen by over-identified gradient invariance and refitted (see :func:`negdro` and
+    chosen by over-identified gradient invariance and refitted (see :func:`solve` and
     :mod:`negdro_stats.selection`); ``refit="negdro"`` is the paper's algorithm
     verbatim; ``refit="invariant"`` refits Algorithm 3's support by (31)
     (:func:`invariant_refit`).
@@ -59,14 +59,17 @@ dual ``f(w) = min_b [sum_e a_e R_e(b) + rho ||b - center||^2]``.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 from scipy import linalg
 from threadpoolctl import threadpool_limits
 
 from ._typing import FloatArray
+from ._validation import check_int, check_option, check_scalar
+from .exceptions import DataError
 from .moments import Moments
 from .objective import best_response, env_risks, gradient, negative_weight, objective
 from .selection import (
@@ -82,13 +85,13 @@ from .selection import (
 )
 
 __all__ = [
-    "SolverOutput", "negdro", "sqp", "invariant_refit", "prox_map", "gdm",
+    "SolverOptions", "SolverOutput", "solve", "sqp", "invariant_refit", "prox_map", "gdm",
     "subgradient_prox", "METHODS",
 ]
 
 METHODS = ("algorithm3", "algorithm1", "algorithm2")
 REFITS = ("auto", "negdro", "invariant")
-# Defaults of Algorithm 3 (standardised scale), shared with NegDRO.fit; reasons in its docstring.
+# Defaults of Algorithm 3 (standardised scale); reasons in the SolverOptions docstring.
 DEFAULT_MU, DEFAULT_TAU, DEFAULT_THRESHOLD = 1e-3, 0.1, 0.15
 DEFAULT_ALPHA = 0.05     # level of the invariance (J), pruning and Hausman tests
 MAX_INSTRUMENTS = 30     # covariates whose residual moments the J test uses
@@ -96,6 +99,132 @@ MAX_CANDIDATES = 15      # ... of which, when p is larger, chosen by pooled asso
 GATE_SE = 0.1            # invariance route only if its worst standardised s.e. is below this
 SCORE_ITERATIONS = 3     # walks with a common weight (again while the J test rejects)
 INNER_SOLVERS = ("sqp", "gdm")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SolverOptions:
+    r"""The settings of a NegDRO fit, validated once (``NegDRO.fit(**options)`` builds it).
+
+    All numerical settings refer to the standardised problem (covariates and outcome
+    rescaled to unit root mean square by :meth:`Moments.scales`).  The options that
+    :func:`solve` resolves from the data (``step_size``, ``max_iter``, ``tol``,
+    ``upsilon``) are filled in on :attr:`SolverOutput.options`.
+
+    Parameters
+    ----------
+    gamma : float, default 20
+        Invariance strength (eq. (9)); set on the model (``NegDRO(..., gamma=)``).
+    method : {"algorithm3", "algorithm1", "algorithm2"}
+        ``"algorithm3"`` (default): Appendix F.3 -- minimise the tau-adjusted objective
+        (124), keep covariates with standardised :math:`|b_j| d_j / s_y \ge` ``threshold``,
+        halve tau and repeat on them until the support is stable, then minimise
+        :math:`\Phi_\mu` (19) on the support.  ``"algorithm1"``: gradient
+        descent-maximisation on :math:`\Phi_\mu`, eqs. (22)-(24), as printed (no
+        thresholding).  ``"algorithm2"``: subgradient descent-maximisation on :math:`\Phi`
+        (50) with the proximal output rule (52).
+    inner : {"sqp", "gdm"}
+        Inner solver of Algorithm 3: SQP on the max of quadratics (default; about 10
+        steps, each one p x p Cholesky) or Algorithm 1 as printed.
+    mu : float, default 1e-3
+        Ridge penalty on the weights in (19), in units of the outcome's mean square
+        (counted once, as in (19), not once per environment as in (22)).  Small values keep
+        the estimator close to (17); 1e-3 smooths risk differences of about a thousandth of
+        E[Y^2], well below sampling noise.  Must be > 0 for the gradient methods.
+    tau : float, default 0.1
+        Initial adjustment tau0 of (124); halved at every stage.
+    threshold : float, default 0.15
+        Hard threshold c0 on standardised coefficients :math:`|b_j| d_j / s_y`, with
+        :math:`d_j, s_y` the root mean squares of :math:`X_j` and :math:`Y` averaged over
+        environments.  0 gives the unthresholded NegDRO estimate.
+    step_size : float, optional
+        Step size alpha of Algorithms 1 and 2; default 1/L with
+        :math:`L = 2(1 + \tau + c|E|)\max_e\|\Sigma_e\|`.
+    max_iter : int, optional
+        Iteration cap T: default 200 SQP steps per stage, or 10,000 iterations for
+        Algorithms 1 and 2 (and ``inner="gdm"``).
+    tol : float, optional
+        Stop when the stationarity measure (gradient norm; the proximal measure for
+        Algorithm 2) is at most ``tol``; default 1e-8 for SQP (near beta* the curvature of
+        Phi_mu can be as small as 1/(1 + gamma|E|), so a 1e-6 gradient could leave an
+        error of 1e-4) and 1e-6 for Algorithms 1 and 2.
+    upsilon : float, optional
+        Proximal parameter of Algorithm 2's output rule (52); default ``1/(2m)`` with m
+        the weak-convexity constant of Phi.
+    refit : {"auto", "negdro", "invariant"}
+        How the support and the coefficients on it are chosen.  ``"auto"`` (default):
+        consistent selection by over-identified gradient invariance (Lemma 1), see
+        :mod:`negdro_stats.selection` and the user guide: supports nested in the order of a
+        pilot GMM fit's ``|t|`` are scored by Hansen's J test; GMM-BIC chooses, grown
+        until the J test accepts at level ``alpha``; covariates are pruned while their
+        ``|t|`` is below ``max(z_{1-alpha/(2|S|)}, sqrt(log n))``; causes that only the
+        pooled regression sees are added unless the invariance fit disagrees (a child of
+        Y); pooled OLS is reported when a Hausman contrast with the invariance GMM
+        accepts, else the GMM.  Taken only when the environment differences identify the
+        support (worst standardised s.e. below 0.1); otherwise -- e.g. the limited and
+        weak regimes of Example 3 -- Algorithm 3's support and Phi_mu fit.
+        ``"negdro"``: the paper verbatim.  ``"invariant"``: Algorithm 3's support,
+        refitted on the gradient-invariance equations (31).
+    alpha : float, default 0.05
+        Level of the J test, the pruning (Bonferroni part) and the Hausman contrast of
+        ``refit="auto"``.
+    fixed : tuple of int
+        Covariates never thresholded, pruned or ordered (the intercept column; set by
+        the model).
+    """
+
+    gamma: float = 20.0
+    method: str = "algorithm3"
+    inner: str = "sqp"
+    mu: float = DEFAULT_MU
+    tau: float = DEFAULT_TAU
+    threshold: float = DEFAULT_THRESHOLD
+    step_size: float | None = None
+    max_iter: int | None = None
+    tol: float | None = None
+    upsilon: float | None = None
+    refit: str = "auto"
+    alpha: float = DEFAULT_ALPHA
+    fixed: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        owner = "NegDRO.fit"
+        gradient_method = self.method == "algorithm1" or self.inner == "gdm"
+        valid = {
+            "method": check_option(self.method, "method", owner, METHODS),
+            "inner": check_option(self.inner, "inner", owner, INNER_SOLVERS),
+            "refit": check_option(self.refit, "refit", owner, REFITS),
+            "mu": check_scalar(self.mu, "mu", owner, min_val=0,
+                               closed="neither" if gradient_method else "left"),
+            "alpha": check_scalar(self.alpha, "alpha", owner, min_val=0, max_val=1,
+                                  closed="neither"),
+            "fixed": tuple(int(j) for j in self.fixed),
+        }
+        for name in ("gamma", "tau", "threshold"):
+            valid[name] = check_scalar(getattr(self, name), name, owner, min_val=0)
+        for name in ("step_size", "tol", "upsilon"):
+            if getattr(self, name) is not None:
+                valid[name] = check_scalar(getattr(self, name), name, owner, min_val=0,
+                                           closed="neither")
+        if self.max_iter is not None:
+            valid["max_iter"] = check_int(self.max_iter, "max_iter", owner, min_val=1)
+        for name, value in valid.items():               # frozen: set the checked values
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def from_user(cls, owner: str, **kwargs) -> SolverOptions:
+        """Options from user keywords, with a typed error naming an unknown one."""
+        known = [f.name for f in fields(cls) if f.name not in ("gamma", "fixed")]
+        for name in kwargs:
+            if name not in known and name not in ("gamma", "fixed"):
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                raise DataError(f"{owner} got an unknown option {name!r}.{hint} The "
+                                f"options are {known} (see SolverOptions).")
+        return cls(**kwargs)
+
+    def as_dict(self) -> dict:
+        """The settings by name."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -138,8 +267,8 @@ class SolverOutput:
         The method and inner solver used.
     stages : tuple of dict
         For Algorithm 3: per stage, ``tau``, support size before thresholding, iterations.
-    params : dict
-        The numerical settings used (mu, tau0, threshold, step size, ...).
+    options : SolverOptions
+        The settings used, with the defaults resolved from the data filled in.
     refit : str
         How the coefficients on the support were computed: ``"negdro"`` (the final
         Phi_mu stage), ``"invariant"`` (:func:`invariant_refit`), ``"ols"`` or
@@ -161,7 +290,7 @@ class SolverOutput:
     method: str
     inner: str
     stages: tuple = ()
-    params: dict = field(default_factory=dict)
+    options: SolverOptions = SolverOptions()
     refit: str = "none"
     selection: SelectionReport | None = None
 
@@ -504,22 +633,10 @@ def _lipschitz(Sigma: FloatArray, gamma: float, tau: float) -> float:
     return 2.0 * (1.0 + tau + negative_weight(gamma, E) * E) * top
 
 
-def negdro(
+def solve(
     mom: Moments,
+    options: SolverOptions | None = None,
     *,
-    gamma: float = 20.0,
-    method: str = "algorithm3",
-    inner: str = "sqp",
-    mu: float = DEFAULT_MU,
-    tau: float = DEFAULT_TAU,
-    threshold: float = DEFAULT_THRESHOLD,
-    step_size: float | None = None,
-    max_iter: int | None = None,
-    tol: float | None = None,
-    upsilon: float | None = None,
-    refit: str = "auto",
-    alpha: float = DEFAULT_ALPHA,
-    fixed: tuple[int, ...] = (),
     score_cov: Callable[[FloatArray, np.ndarray], FloatArray] | None = None,
     cumulant: Cumulant | None = None,
     recentre: FloatArray | None = None,
@@ -541,8 +658,8 @@ def negdro(
     - ``"negdro"``: the paper verbatim (fixed threshold, Phi_mu on the support).
     - ``"invariant"``: Algorithm 3's support, coefficients by :func:`invariant_refit`.
 
-    ``fixed`` lists covariates (e.g. an intercept column) that are never thresholded,
-    pruned or ordered.  ``score_cov(b, cols)`` returns ``Var_e(X_cols (Y - b^T X))``
+    ``options.fixed`` lists covariates (e.g. an intercept column) that are never
+    thresholded, pruned or ordered.  ``score_cov(b, cols)`` returns ``Var_e(X_cols (Y - b^T X))``
     (``(E, len(cols), len(cols))``) on the original scale from the rows; it is used only for the
     fourth-cumulant correction of :func:`~negdro_stats.selection.gaussian_score_cov`,
     which bootstrap replicates pass fixed as ``cumulant``.  ``recentre`` (E, p) is
@@ -550,18 +667,19 @@ def negdro(
     the selection (the bootstrap's recentring, :attr:`SelectionReport.misfit`; replicates
     do not compute their own).  Both on the original scale.
 
-    All numerical settings refer to the standardised problem (covariates and outcome
-    rescaled to unit root mean square by :meth:`Moments.scales`): ``mu`` in units of
-    ``E[Y^2]``, ``threshold`` on ``|b_j| d_j / s_y``, ``step_size`` in the same units.
-    Defaults: ``step_size = 1/L`` with ``L = 2 (1 + tau + c|E|) max_e ||Sigma_e||``;
-    ``max_iter`` 200 SQP steps or 10,000 iterations (Algorithms 1 and 2); ``tol``
-    1e-8 (SQP) or 1e-6 (Algorithms 1 and 2) on the stationarity measure.
+    The settings are those of :class:`SolverOptions` (default: its defaults); the
+    output's ``options`` has the defaults resolved from the data filled in.
     """
+    options = SolverOptions() if options is None else options
+    gamma, method, inner, mu = options.gamma, options.method, options.inner, options.mu
+    tau, threshold, refit, alpha = options.tau, options.threshold, options.refit, options.alpha
+    step_size, max_iter, tol, upsilon = (options.step_size, options.max_iter, options.tol,
+                                         options.upsilon)
     d, s_y = mom.scales()
     std = mom.rescale(d, s_y)
     Sigma, sxy, syy = std.Sigma, std.sxy, std.syy
     E, p = std.n_envs, std.p
-    fixed_idx = np.asarray(fixed, dtype=int)
+    fixed_idx = np.asarray(options.fixed, dtype=int)
     is_sqp = method == "algorithm3" and inner == "sqp"
     if max_iter is None:
         max_iter = 200 if is_sqp else 10_000
@@ -575,8 +693,6 @@ def negdro(
         # the proximal problem (52) m-strongly convex.
         top = linalg.eigvalsh(Sigma.sum(0), subset_by_index=[p - 1, p - 1])[0]
         upsilon = 1.0 / (4.0 * negative_weight(gamma, E) * top)
-    settings = dict(mu=mu, tau0=tau, threshold=threshold, step_size=step_size,
-                    max_iter=max_iter, tol=tol, upsilon=upsilon, refit=refit, alpha=alpha)
 
     def solve(S: np.ndarray, tau_s: float, b0: FloatArray) -> InnerResult:
         Sig, sx = Sigma[:, S][:, :, S], sxy[:, S]
@@ -654,7 +770,8 @@ def negdro(
         method=method,
         inner=inner if method == "algorithm3" else method,
         stages=tuple(stages),
-        params=settings,
+        options=replace(options, step_size=step_size, max_iter=max_iter, tol=tol,
+                        upsilon=upsilon),
         refit=used_refit,
         selection=report,
     )
@@ -725,7 +842,7 @@ def _select_by_invariance(
     cumulant: Cumulant | None,
     recentre: FloatArray | None,
 ) -> tuple[SelectionReport, tuple[np.ndarray, FloatArray] | None]:
-    """The invariance route of ``refit="auto"`` on standardised moments (see :func:`negdro`).
+    """The invariance route of ``refit="auto"`` on standardised moments (see :func:`solve`).
 
     Candidates and instruments come from :func:`_candidates`.  Score covariances are
     :func:`gaussian_score_cov` (Isserlis) plus a fourth-cumulant term,

@@ -19,7 +19,7 @@ from negdro_stats import (
     simulate,
 )
 from negdro_stats.objective import env_risks
-from negdro_stats.solvers import negdro
+from negdro_stats.solvers import SolverOptions, solve
 
 from .strategies import additive_sems
 
@@ -126,8 +126,8 @@ def test_theorem2_single_coordinate_interventions(seed):
 
 def _errors_over_gamma(sem, gammas):
     mom = sem.moments()
-    return np.array([np.linalg.norm(negdro(mom, gamma=g, threshold=0.0, refit="negdro",
-                                           mu=0.0).b - sem.beta_star) for g in gammas])
+    return np.array([np.linalg.norm(solve(mom, SolverOptions(gamma=g, threshold=0.0, refit="negdro",
+                                           mu=0.0)).b - sem.beta_star) for g in gammas])
 
 
 GAMMAS = np.array([1.0, 3.0, 10.0, 30.0, 100.0, 300.0])

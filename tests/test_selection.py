@@ -99,7 +99,7 @@ def test_gaussian_score_cov_matches_rows_for_gaussian_data():
     df = sem.sample(200_000, rng=5)
     model = NegDRO(df, env="env", outcome="Y")
     b = sem.beta_star + 0.3
-    rows = model._score_cov(b)
+    rows = model.data.score_cov(b)
     gauss = gaussian_score_cov(model.moments, b)
     assert np.abs(rows - gauss).max() < 0.03 * np.abs(rows).max()
 

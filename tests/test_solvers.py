@@ -6,7 +6,7 @@ from numpy.testing import assert_allclose
 
 from negdro_stats import IdentificationWarning, Moments, NegDRO, simulate
 from negdro_stats.objective import gradient
-from negdro_stats.solvers import negdro
+from negdro_stats.solvers import SolverOptions, solve
 
 from .helpers import margin_1b
 
@@ -18,7 +18,7 @@ def test_population_eq33_exact_recovery(variant):
     beta* is the exact minimiser of Phi_mu there."""
     sem = simulate.eq33(p=10, variant=variant)
     for refit in ("negdro", "auto"):
-        out = negdro(sem.moments(), refit=refit)
+        out = solve(sem.moments(), SolverOptions(refit=refit))
         assert_allclose(out.b, sem.beta_star, atol=1e-6)
         assert list(np.flatnonzero(out.support)) == [0, 2]
         assert out.converged
@@ -28,12 +28,12 @@ def test_sqp_matches_algorithm1_and_algorithm2():
     """Same objective, same stationary point: SQP (mu = 1e-3) = Algorithm 1; SQP (mu = 0) =
     Algorithm 2 (which minimises the unpenalised Phi (50))."""
     mom = simulate.eq33(p=5).moments()
-    sqp = negdro(mom, threshold=0.0, refit="negdro")
-    alg1 = negdro(mom, method="algorithm1")
+    sqp = solve(mom, SolverOptions(threshold=0.0, refit="negdro"))
+    alg1 = solve(mom, SolverOptions(method="algorithm1"))
     assert alg1.converged and alg1.grad_norm <= 1e-6
     assert_allclose(sqp.b, alg1.b, atol=1e-5)
-    sqp0 = negdro(mom, threshold=0.0, mu=0.0, refit="negdro")
-    alg2 = negdro(mom, method="algorithm2", max_iter=1000)
+    sqp0 = solve(mom, SolverOptions(threshold=0.0, mu=0.0, refit="negdro"))
+    alg2 = solve(mom, SolverOptions(method="algorithm2", max_iter=1000))
     assert alg2.grad_norm <= 1e-4
     assert_allclose(sqp0.b, alg2.b, atol=1e-4)
 
@@ -44,9 +44,10 @@ def test_faithful_algorithms_within_theorem4_bias(method):
     lam ||d||^2 <= (||G^T h|| / (1 + gamma|E|) + ||g|| / 2) ||d|| + mu, d = b - beta*."""
     sem = simulate.eq33(p=5)
     mom = sem.moments()
-    out = negdro(mom, method=method, max_iter=2000 if method == "algorithm2" else None)
+    out = solve(mom, SolverOptions(method=method,
+                                   max_iter=2000 if method == "algorithm2" else None))
     lam, _ = margin_1b(mom.Sigma)
-    mu = out.params["mu"] * mom.syy.mean() if method == "algorithm1" else 0.0
+    mu = out.options.mu * mom.syy.mean() if method == "algorithm1" else 0.0
     g, _ = gradient(out.b, mom.Sigma, mom.sxy, mom.syy, gamma=20.0, mu=mu)
     d = np.linalg.norm(out.b - sem.beta_star)
     rhs = (np.linalg.norm(sem.G.T @ sem.h) / 81 + np.linalg.norm(g) / 2) * d + mu
@@ -70,7 +71,7 @@ def test_limited_regime_example3_population():
     mom = sem.moments()
     lam, _ = margin_1b(mom.Sigma)
     assert lam < 1e-6
-    out = negdro(mom)
+    out = solve(mom)
     assert out.refit == "negdro"                    # gradient invariance not identified
     assert_allclose(out.b, sem.beta_star, atol=1e-4)
 
@@ -82,7 +83,7 @@ def test_empty_support_is_handled():
     y = rng.normal(size=400)
     env = np.repeat([0, 1], 200)
     mom = Moments.from_arrays(X, y, env)
-    out = negdro(mom, threshold=10.0)
+    out = solve(mom, SolverOptions(threshold=10.0))
     assert not out.support.any() and np.all(out.b == 0)
     assert np.isfinite(out.objective)
 
@@ -92,8 +93,8 @@ def test_gdm_inner_solver_agrees():
     1e-6; near beta* the smallest curvature of Phi_mu is about 2 lambda_min(Sigma_bar) /
     (1 + gamma|E|) ~ 0.02 on the standardised scale, so its error is up to ~5e-5."""
     mom = simulate.eq33(p=6).moments()
-    a = negdro(mom, refit="negdro")
-    b = negdro(mom, inner="gdm", refit="negdro")
+    a = solve(mom, SolverOptions(refit="negdro"))
+    b = solve(mom, SolverOptions(inner="gdm", refit="negdro"))
     assert_allclose(a.b, simulate.eq33(p=6).beta_star, atol=1e-6)
     assert_allclose(a.b, b.b, atol=5e-5)
     assert list(np.flatnonzero(a.support)) == list(np.flatnonzero(b.support))
@@ -103,11 +104,11 @@ def test_invariant_refit():
     """Gradient invariance (31) on the support: exact on population moments of eq. (33);
     not identified in Example 3's limited regime (falls back to Phi_mu, still exact)."""
     sem = simulate.eq33(p=8)
-    out = negdro(sem.moments(), refit="invariant")
+    out = solve(sem.moments(), SolverOptions(refit="invariant"))
     assert out.refit == "invariant"
     assert_allclose(out.b, sem.beta_star, atol=1e-10)
     limited = simulate.example3("limited")
-    out = negdro(limited.moments(), refit="invariant")
+    out = solve(limited.moments(), SolverOptions(refit="invariant"))
     assert out.refit == "negdro"
     assert_allclose(out.b, limited.beta_star, atol=1e-4)
 

@@ -9,7 +9,7 @@ from numpy.testing import assert_allclose
 
 from negdro_stats import NegDRO, simulate
 from negdro_stats.objective import gradient, negative_weight
-from negdro_stats.solvers import negdro
+from negdro_stats.solvers import SolverOptions, solve
 
 from .helpers import margin_1b
 from .strategies import additive_sems
@@ -49,7 +49,7 @@ def test_exact_recovery_without_confounding(sem):
     causal = beta_std != 0
     assume(bound < C0 and np.all(np.abs(beta_std[causal]) >= C0 + bound))
     event(f"|S*| = {int(causal.sum())}")
-    out = negdro(mom, gamma=GAMMA, mu=MU, tau=TAU, threshold=C0, refit="negdro")
+    out = solve(mom, SolverOptions(gamma=GAMMA, mu=MU, tau=TAU, threshold=C0, refit="negdro"))
     assert_allclose(out.b, sem.beta_star, atol=1e-6 * (1 + np.abs(sem.beta_star).max()))
     assert np.array_equal(out.support, causal)
 

@@ -27,7 +27,7 @@ def main(quick: bool = False, outdir: Path = Path(__file__).parent / "figures") 
     import matplotlib.pyplot as plt
 
     from negdro_stats import Moments, simulate
-    from negdro_stats.solvers import negdro
+    from negdro_stats.solvers import SolverOptions, solve
 
     ps = [5] if quick else [5, 10, 40]
     reps = 1 if quick else 20
@@ -44,7 +44,8 @@ def main(quick: bool = False, outdir: Path = Path(__file__).parent / "figures") 
     def alg1(mom, gamma=20.0, T=1000):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return negdro(mom, gamma=gamma, method="algorithm1", max_iter=T, tol=1e-12).b
+            options = SolverOptions(gamma=gamma, method="algorithm1", max_iter=T, tol=1e-12)
+            return solve(mom, options).b
 
     results = {}
     for p in ps:
@@ -55,7 +56,7 @@ def main(quick: bool = False, outdir: Path = Path(__file__).parent / "figures") 
             "gamma": [np.mean([err(alg1(m, gamma=g)) for m in big]) for g in gammas],
             "n": [np.mean([err(alg1(moments(sem, n, 200 + r))) for r in range(reps)])
                   for n in ns],
-            "n_default": [np.mean([err(negdro(moments(sem, n, 200 + r)).b)
+            "n_default": [np.mean([err(solve(moments(sem, n, 200 + r)).b)
                                    for r in range(reps)]) for n in ns],
             "T": [np.mean([err(alg1(m, T=T)) for m in big]) for T in Ts],
         }

@@ -1,0 +1,444 @@
+"""The data layer: every source of multi-environment data goes through :class:`MultiEnvData`.
+
+A DataFrame, arrays, a formula or precomputed :class:`~negdro_stats.moments.Moments` are
+validated here, once (the NaN policy, environment codes, the intercept, constant and
+collinear covariates), and turned into per-environment moments in one chunked pass over
+the rows.  The rows stay reachable for what needs them, through one small set of methods:
+residual sums (the equal-risk test), score covariances (the selection's fourth-cumulant
+term) and the only resampling code of the package -- the stratified bootstrap and the
+permutation of environment labels -- which the estimator's bootstrap, the margin's
+bootstrap bound and the permutation test all use.  Everything here pickles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ._typing import ArrayLike, FloatArray
+from ._validation import check_option, warn_user
+from .exceptions import DataError, DataWarning
+from .moments import DEFAULT_CHUNK_ROWS, MomentAccumulator, Moments
+
+__all__ = ["MultiEnvData", "MISSING"]
+
+MISSING = ("raise", "drop")
+INTERCEPT_NAME = "const"
+
+
+class MultiEnvData:
+    """Validated multi-environment data: moments, names, and (optionally) the rows.
+
+    Build it with :meth:`from_frame`, :meth:`from_arrays`, :meth:`from_formula` or
+    :meth:`from_moments` (:class:`~negdro_stats.NegDRO` does so for you).
+
+    Attributes
+    ----------
+    moments : Moments
+        Per-environment moments of the covariates used (with a last column ``const``
+        when ``fit_intercept``).
+    fit_intercept : bool
+        Whether a constant column was appended.
+    has_rows : bool
+        False for data built from moments: then nothing that resamples rows is available.
+    """
+
+    def __init__(self, moments: Moments, *, fit_intercept: bool = False,
+                 rows: _Rows | None = None) -> None:
+        self.moments = moments
+        self.fit_intercept = bool(fit_intercept)
+        self._rows = rows
+
+    # ------------------------------------------------------------------ sources
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, env: str | ArrayLike, *,
+                   outcome: str | None = None, missing: str = "raise",
+                   fit_intercept: bool = False) -> MultiEnvData:
+        """A DataFrame with the outcome, the covariates and (optionally) the env column.
+
+        ``env`` is a column name, a pandas Series (aligned by index) or labels by
+        position; ``outcome`` defaults to the first column other than ``env``.
+        """
+        columns = [str(c) for c in frame.columns]
+        dupes = sorted({c for c in columns if columns.count(c) > 1})
+        if dupes:
+            raise DataError(f"data has duplicate column names {dupes}; rename them.")
+        if isinstance(env, str):
+            if env not in columns:
+                raise DataError(f"env={env!r} is not a column of data; columns are {columns}. "
+                                "Pass a column name or an array of labels of length n.")
+            env_values = frame[env].to_numpy()
+            columns = [c for c in columns if c != env]
+        else:
+            env_values = _env_labels(env, frame.index)
+        if outcome is None:
+            outcome = columns[0]
+        elif outcome not in columns:
+            raise DataError(f"outcome={outcome!r} is not a column of data; columns are "
+                            f"{columns}.")
+        covariates = [c for c in columns if c != outcome]
+        if not covariates:
+            raise DataError("data has no covariate columns besides the outcome.")
+        sub = frame.loc[:, [outcome, *covariates]]
+        non_numeric = [c for c in sub.columns if not pd.api.types.is_numeric_dtype(sub[c])
+                       or pd.api.types.is_bool_dtype(sub[c])]
+        if non_numeric:
+            raise DataError(f"Columns {non_numeric} are not numeric. Encode them first (e.g. "
+                            "pandas.get_dummies) or use NegDRO.from_formula.")
+        return cls._from_block(_FrameBlock(sub), env_values, covariates, outcome, missing,
+                               fit_intercept)
+
+    @classmethod
+    def from_arrays(cls, y: ArrayLike, X: ArrayLike, env: ArrayLike, *,
+                    names: Sequence[str] | None = None, outcome: str = "y",
+                    missing: str = "raise", fit_intercept: bool = False) -> MultiEnvData:
+        """An outcome vector, a covariate matrix (n, p) and ``n`` environment labels."""
+        X, y = np.asarray(X), np.asarray(y)
+        if X.ndim != 2:
+            raise DataError(f"X must be a 2-d array (n, p); got shape {X.shape}.")
+        if y.ndim != 1:
+            raise DataError(f"y must be a 1-d array of length n; got shape {y.shape}.")
+        if len(y) != len(X):
+            raise DataError(f"y has {len(y)} rows but X has {len(X)}; they must match.")
+        names = [f"x{j + 1}" for j in range(X.shape[1])] if names is None else list(names)
+        if len(names) != X.shape[1]:
+            raise DataError(f"names has {len(names)} entries for {X.shape[1]} columns of X.")
+        if outcome in names:
+            raise DataError(f"The outcome name {outcome!r} is also a covariate name.")
+        for name, arr in (("y", y), ("X", X)):
+            if not (np.issubdtype(arr.dtype, np.number) and not np.issubdtype(arr.dtype, bool)):
+                raise DataError(f"{name} must be numeric; got dtype {arr.dtype}.")
+        return cls._from_block(_ArrayBlock(y, X), _env_labels(env, pd.RangeIndex(len(y))),
+                               names, outcome, missing, fit_intercept)
+
+    @classmethod
+    def from_formula(cls, formula: str, frame: pd.DataFrame, env: str | ArrayLike, *,
+                     missing: str = "raise", fit_intercept: bool | None = None
+                     ) -> MultiEnvData:
+        """A formula such as ``"y ~ 0 + x1 + np.log(x2)"`` evaluated on ``frame`` (formulaic);
+        an intercept in the formula means ``fit_intercept=True``."""
+        from formulaic import model_matrix
+
+        if not isinstance(frame, pd.DataFrame):
+            raise DataError("from_formula needs a pandas DataFrame as data.")
+        env_values = (frame[env].to_numpy() if isinstance(env, str) and env in frame
+                      else _env_labels(env, frame.index))
+        try:
+            y, X = model_matrix(formula, frame, na_action="ignore")
+        except Exception as exc:                       # formulaic's errors vary by cause
+            raise DataError(f"Could not parse formula {formula!r}: {exc}") from exc
+        if y.shape[1] != 1:
+            raise DataError(f"The formula must have exactly one outcome; got {list(y.columns)}.")
+        has_const = "Intercept" in X.columns
+        X = X.drop(columns=["Intercept"]) if has_const else X
+        built = pd.concat([pd.DataFrame(y), pd.DataFrame(X)], axis=1)
+        return cls.from_frame(built, env_values, outcome=str(y.columns[0]), missing=missing,
+                              fit_intercept=has_const if fit_intercept is None else fit_intercept)
+
+    @classmethod
+    def from_moments(cls, moments: Moments) -> MultiEnvData:
+        """Per-environment moments computed elsewhere (population moments of a design, or
+        :class:`~negdro_stats.moments.MomentAccumulator` on a stream); no rows."""
+        if not isinstance(moments, Moments):
+            raise DataError(f"moments must be a negdro_stats.Moments; got "
+                            f"{type(moments).__name__}.")
+        _check_moments(moments)
+        return cls(moments)
+
+    @classmethod
+    def from_any(cls, data: Any, env: Any, *, outcome: str | None = None,
+                 missing: str = "raise", fit_intercept: bool = False) -> MultiEnvData:
+        """A DataFrame (:meth:`from_frame`) or a 2-d array with the outcome in column 0."""
+        if isinstance(data, pd.DataFrame):
+            return cls.from_frame(data, env, outcome=outcome, missing=missing,
+                                  fit_intercept=fit_intercept)
+        arr = np.asarray(data)
+        if arr.ndim != 2 or arr.shape[1] < 2:
+            raise DataError("data must be a DataFrame or a 2-d array with the outcome in "
+                            f"column 0 and at least one covariate; got shape {arr.shape}.")
+        return cls.from_arrays(arr[:, 0], arr[:, 1:], env,
+                               names=[f"x{j}" for j in range(1, arr.shape[1])],
+                               missing=missing, fit_intercept=fit_intercept)
+
+    @classmethod
+    def _from_block(cls, block: _FrameBlock | _ArrayBlock, env_values: np.ndarray,
+                    covariates: list[str], outcome: str, missing: str,
+                    fit_intercept: bool) -> MultiEnvData:
+        """The NaN policy, the environment codes and the moments, in one chunked pass."""
+        missing = check_option(missing, "missing", "NegDRO", MISSING)
+        n = len(env_values)
+        env_missing = pd.isna(env_values)
+        if env_missing.any():
+            raise DataError(f"env has {int(env_missing.sum())} missing labels; drop those rows.")
+        kept = None
+        if missing == "drop":                 # a pass to find them; "raise" needs none
+            finite = _finite_rows(block, n)
+            if not finite.all():
+                kept = np.flatnonzero(finite)
+                warn_user(f"Dropped {n - len(kept)} of {n} rows with NaN or infinite "
+                          "values (missing='drop').", DataWarning)
+        codes, labels = pd.factorize(env_values if kept is None else env_values[kept],
+                                     sort=True)
+        rows = _Rows(block, kept, codes)
+        acc = MomentAccumulator(p=len(covariates), n_envs=len(labels))
+        for X, y, chunk_codes in rows.chunks():
+            acc.add(X, y, chunk_codes)
+        mom = acc.finish(envs=tuple(labels.tolist()), names=covariates, outcome=outcome)
+        if not all(np.isfinite(a).all() for a in (mom.Sigma, mom.sxy, mom.syy)):
+            bad = int((~_finite_rows(block, n)).sum())       # only on the error path
+            raise DataError(f"data has {bad} rows with NaN or infinite values. Clean them, "
+                            "or pass missing='drop'.")
+        if fit_intercept:
+            if INTERCEPT_NAME in covariates:
+                raise DataError(f"fit_intercept=True adds a column {INTERCEPT_NAME!r}, but "
+                                "data already has one; rename it or drop it.")
+            mom = mom.add_constant(INTERCEPT_NAME)
+        _check_moments(mom)
+        return cls(mom, fit_intercept=fit_intercept, rows=rows)
+
+    # ------------------------------------------------------------------ names
+    @property
+    def exog_names(self) -> list[str]:
+        """Covariate names in model order (``const`` last with an intercept)."""
+        return list(self.moments.names)
+
+    @property
+    def endog_name(self) -> str:
+        """The outcome's name."""
+        return self.moments.outcome
+
+    @property
+    def has_rows(self) -> bool:
+        return self._rows is not None
+
+    def exog(self) -> pd.DataFrame | np.ndarray | None:
+        """The covariates of every row given (dropped rows included), for prediction;
+        None without rows."""
+        return None if self._rows is None else self._rows.block.exog()
+
+    # ------------------------------------------------------------------ the intercept
+    @property
+    def non_constant(self) -> list[int]:
+        """Indices of the covariates other than the appended constant."""
+        return list(range(self.moments.p - (1 if self.fit_intercept else 0)))
+
+    def without_constant(self, mom: Moments) -> Moments:
+        """``mom`` without the constant column (a constant is never intervened on, so
+        Condition 1b is checked without it)."""
+        return mom.subset(self.non_constant) if self.fit_intercept else mom
+
+    def _with_constant(self, mom: Moments) -> Moments:
+        return mom.add_constant(INTERCEPT_NAME) if self.fit_intercept else mom
+
+    def _split(self, b: FloatArray) -> tuple[FloatArray, float]:
+        b = np.asarray(b, dtype=np.float64)
+        return (b[:-1], float(b[-1])) if self.fit_intercept else (b, 0.0)
+
+    # ------------------------------------------------------------------ row passes
+    def _need_rows(self, what: str) -> _Rows:
+        if self._rows is None:
+            raise DataError(f"{what} needs the rows; this model was built from moments.")
+        return self._rows
+
+    def residual_sums(self, b: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Per environment: rows, sum of ``r^2`` and of ``r^4`` for ``r = y - b^T x``
+        (``b`` in model order, the intercept included), one chunk at a time."""
+        slope, intercept = self._split(b)
+        E = self.moments.n_envs
+        n, s2, s4 = (np.zeros(E) for _ in range(3))
+        for X, y, codes in self._need_rows("The equal-risk test").chunks():
+            r2 = (y - X @ slope - intercept) ** 2
+            n += np.bincount(codes, minlength=E)
+            s2 += np.bincount(codes, weights=r2, minlength=E)
+            s4 += np.bincount(codes, weights=r2**2, minlength=E)
+        return n, s2, s4
+
+    def score_cov(self, b: FloatArray, cols: ArrayLike | None = None) -> FloatArray:
+        """Per environment ``Var_e(x_cols r)``, ``r = y - b^T x``, for the columns ``cols``
+        of the model's covariates (the constant included; all by default), one chunk at a
+        time: ``(E, |cols|, |cols|)``."""
+        slope, intercept = self._split(b)
+        cols = np.arange(self.moments.p) if cols is None else np.asarray(cols)
+        E, q = self.moments.n_envs, len(cols)
+        is_x = cols < len(slope)
+        n, s1, s2 = np.zeros(E), np.zeros((E, q)), np.zeros((E, q, q))
+        for X, y, codes in self._need_rows("The score covariance").chunks():
+            r = y - X @ slope - intercept
+            Z = np.ones((len(r), q))
+            Z[:, is_x] = X[:, cols[is_x]]
+            for e in np.unique(codes):
+                Zr = Z[codes == e] * r[codes == e, None]
+                n[e] += len(Zr)
+                s1[e] += Zr.sum(axis=0)
+                s2[e] += Zr.T @ Zr
+        mean = s1 / n[:, None]
+        return s2 / n[:, None, None] - np.einsum("ei,ej->eij", mean, mean)
+
+    # ------------------------------------------------------------------ resampling
+    @cached_property
+    def _groups(self) -> list[FloatArray]:
+        """The rows as one float64 array ``[X, y]`` per environment (one copy, made on
+        first use by a resampler)."""
+        X, y, codes = self._need_rows("Resampling").arrays()
+        order = np.argsort(codes, kind="stable")
+        counts = np.bincount(codes, minlength=self.moments.n_envs)
+        return np.split(np.column_stack([X, y])[order], np.cumsum(counts)[:-1])
+
+    def resample(self, rng: np.random.Generator) -> Moments:
+        """Moments of one stratified bootstrap sample: in every environment ``n_e`` rows
+        drawn with replacement from its rows (multinomial counts ``c``, so
+        ``Sigma*_e = sum_i c_i x_i x_i^T / n_e``).  In model order (constant included)."""
+        weighted = []
+        for Z in self._groups:
+            c = np.bincount(rng.integers(0, len(Z), size=len(Z)), minlength=len(Z))
+            weighted.append((Z, c.astype(np.float64)))
+        return self._with_constant(self._moments_of(weighted))
+
+    def permute(self, rng: np.random.Generator) -> Moments:
+        """Moments after a random permutation of the environment labels across all rows
+        (each environment keeps its size): the null of no heterogeneity."""
+        Z = np.concatenate(self._groups)
+        order = rng.permutation(len(Z))
+        bounds = np.cumsum([0, *(len(g) for g in self._groups)])
+        parts = [(Z[order[a:b]], None) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        return self._with_constant(self._moments_of(parts))
+
+    def _moments_of(self, parts: list[tuple[FloatArray, FloatArray | None]]) -> Moments:
+        """Moments from per-environment rows ``Z = [X, y]`` with row multiplicities."""
+        t = self.moments
+        E, p = len(parts), parts[0][0].shape[1] - 1
+        mean, gram = np.empty((E, p + 1)), np.empty((E, p + 1, p + 1))
+        for e, (Z, c) in enumerate(parts):
+            n = len(Z)
+            W = Z if c is None else Z * np.sqrt(c)[:, None]
+            mean[e] = Z.sum(axis=0) / n if c is None else c @ Z / n
+            gram[e] = W.T @ W / n                       # syrk
+        return Moments(n=t.n.copy(), mean_x=mean[:, :p], mean_y=mean[:, p],
+                       Sigma=gram[:, :p, :p], sxy=gram[:, :p, p], syy=gram[:, p, p],
+                       envs=t.envs, names=t.names[:p], outcome=t.outcome, source="sample")
+
+    def __repr__(self) -> str:
+        m = self.moments
+        return (f"<MultiEnvData: outcome={m.outcome!r}, p={m.p}, envs={m.n_envs}, "
+                f"nobs={m.nobs:g}, rows={'yes' if self.has_rows else 'no'}>")
+
+
+# ----------------------------------------------------------------------- row access
+class _FrameBlock:
+    """Rows of ``[outcome, covariates]`` of a DataFrame as float64 ``(X, y)``."""
+
+    def __init__(self, sub: pd.DataFrame) -> None:
+        self.sub = sub
+
+    def __call__(self, rows: slice | np.ndarray) -> tuple[FloatArray, FloatArray]:
+        values = self.sub.iloc[rows].to_numpy(dtype=np.float64)   # one chunk, copied once
+        return values[:, 1:], values[:, 0]
+
+    def exog(self) -> pd.DataFrame:
+        return self.sub.iloc[:, 1:]
+
+
+class _ArrayBlock:
+    """Rows of an outcome vector and a covariate matrix as float64 ``(X, y)``."""
+
+    def __init__(self, y: np.ndarray, X: np.ndarray) -> None:
+        self.y, self.X = y, X
+
+    def __call__(self, rows: slice | np.ndarray) -> tuple[FloatArray, FloatArray]:
+        return (np.asarray(self.X[rows], dtype=np.float64),
+                np.asarray(self.y[rows], dtype=np.float64))
+
+    def exog(self) -> np.ndarray:
+        return self.X
+
+
+class _Rows:
+    """The rows used (``kept`` indices after the NaN policy, or all) and their codes."""
+
+    def __init__(self, block: _FrameBlock | _ArrayBlock, kept: np.ndarray | None,
+                 codes: np.ndarray) -> None:
+        self.block, self.kept, self.codes = block, kept, codes
+
+    def chunks(self):
+        """``(X, y, codes)`` of the used rows, ``DEFAULT_CHUNK_ROWS`` at a time."""
+        total = len(self.codes)
+        for start in range(0, total, DEFAULT_CHUNK_ROWS):
+            stop = min(start + DEFAULT_CHUNK_ROWS, total)
+            X, y = self.block(slice(start, stop) if self.kept is None
+                              else self.kept[start:stop])
+            yield X, y, self.codes[start:stop]
+
+    def arrays(self) -> tuple[FloatArray, FloatArray, np.ndarray]:
+        """``(X, y, codes)`` of all used rows (one copy)."""
+        X, y = self.block(slice(None) if self.kept is None else self.kept)
+        return X, y, self.codes
+
+
+def _finite_rows(block: _FrameBlock | _ArrayBlock, n: int) -> np.ndarray:
+    """Which of the ``n`` rows hold only finite values (one chunked pass)."""
+    finite = np.ones(n, dtype=bool)
+    for start in range(0, n, DEFAULT_CHUNK_ROWS):
+        X, y = block(slice(start, start + DEFAULT_CHUNK_ROWS))
+        finite[start:start + len(y)] = np.isfinite(X).all(axis=1) & np.isfinite(y)
+    return finite
+
+
+def _env_labels(env: Any, index: pd.Index) -> np.ndarray:
+    """Environment labels for rows with ``index``: a Series is aligned by index (as pandas
+    does), anything else is taken by position."""
+    if isinstance(env, pd.Series):
+        if not env.index.equals(index):
+            if env.index.has_duplicates or not index.isin(env.index).all():
+                raise DataError("env is a pandas Series whose index does not cover data's "
+                                "index (or repeats labels); pass env.reindex(data.index), "
+                                "or env.to_numpy() to match rows by position.")
+            env = env.reindex(index)
+        return env.to_numpy()
+    values = np.asarray(env)
+    if values.ndim != 1 or len(values) != len(index):
+        raise DataError(f"env has {values.size} labels in shape {values.shape} but data has "
+                        f"{len(index)} rows; pass one label per row.")
+    return values
+
+
+def _check_moments(mom: Moments) -> None:
+    """Checks that need only the moments: environments, sizes, constants, collinearity."""
+    if mom.n_envs < 2:
+        raise DataError(f"NegDRO needs at least 2 environments; got {mom.n_envs} "
+                        f"({list(mom.envs)}). Invariance cannot be learnt from one.")
+    small = [e for e, n in zip(mom.envs, mom.n, strict=True) if n < 2]
+    if small:
+        raise DataError(f"Environments {small} have fewer than 2 rows; drop or merge them.")
+    thin = [e for e, n in zip(mom.envs, mom.n, strict=True) if n < mom.p]
+    if thin:
+        warn_user(f"Environments {thin} have fewer rows than the {mom.p} covariates; "
+                  "their second moments are singular and estimates will be noisy.",
+                  DataWarning)
+    var_y = mom.syy - mom.mean_y**2
+    if np.all(var_y <= 1e-12 * np.maximum(mom.syy, 1e-300)):
+        raise DataError(f"The outcome {mom.outcome!r} is constant; there is nothing to model.")
+    var_x = np.einsum("ejj->ej", mom.Sigma) - mom.mean_x**2           # within-env variances
+    const = [name for j, name in enumerate(mom.names) if name != INTERCEPT_NAME
+             and np.all(var_x[:, j] <= 1e-12 * np.maximum(mom.Sigma[:, j, j], 1e-300))]
+    if const:
+        raise DataError(f"Covariates {const} are constant. Drop them, or use "
+                        "fit_intercept=True for an intercept.")
+    d, _ = mom.scales()
+    corr = mom.Sigma.mean(axis=0) / np.multiply.outer(d, d)
+    try:                         # Cholesky: L_jj^2 = share of X_j not explained by X_<j
+        resid = np.diag(np.linalg.cholesky(corr)) ** 2
+    except np.linalg.LinAlgError:
+        resid = np.zeros(1)
+    if resid.min() <= 1e-10:
+        vals, vecs = np.linalg.eigh(corr)                         # only on the error path
+        involved = [mom.names[j] for j in np.flatnonzero(np.abs(vecs[:, 0]) > 1e-3)]
+        raise DataError(f"Covariates {involved} are collinear (the pooled second-moment "
+                        "matrix is singular); drop one of them.")
+    if resid.min() <= 1e-8:
+        warn_user(f"A covariate is nearly collinear with the others (only "
+                  f"{resid.min():.1e} of its second moment is unexplained); estimates "
+                  "may be unstable.", DataWarning)

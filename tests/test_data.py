@@ -1,0 +1,156 @@
+"""The data layer (MultiEnvData) and the solver options: one validation, one resampler."""
+
+import pickle
+from dataclasses import FrozenInstanceError
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose
+
+from negdro_stats import DataError, Moments, NegDRO, simulate
+from negdro_stats.data import MultiEnvData
+from negdro_stats.solvers import SolverOptions
+
+
+@pytest.fixture(scope="module")
+def frame():
+    df = simulate.eq33(p=5).sample(300, rng=3)
+    return df.sample(frac=1.0, random_state=1)              # environments interleaved
+
+
+def _rows(df):
+    names = ["X1", "X2", "X3", "X4", "X5"]
+    return df[names].to_numpy(), df["Y"].to_numpy(), df["env"].to_numpy()
+
+
+def test_resample_is_the_stratified_bootstrap(frame):
+    """The moments of a resample are those of n_e rows drawn with replacement within each
+    environment, with the generator's draws (environments in sorted label order)."""
+    data = MultiEnvData.from_frame(frame, "env", outcome="Y")
+    X, y, env = _rows(frame)
+    rows = []
+    rng = np.random.default_rng(5)
+    for e in data.moments.envs:
+        idx = np.flatnonzero(env == e)
+        rows.append(idx[rng.integers(0, len(idx), size=len(idx))])
+    rows = np.concatenate(rows)
+    expected = Moments.from_arrays(X[rows], y[rows], env[rows])
+    got = data.resample(np.random.default_rng(5))
+    assert_allclose(got.n, data.moments.n)
+    for field in ("mean_x", "mean_y", "Sigma", "sxy", "syy"):
+        assert_allclose(getattr(got, field), getattr(expected, field), rtol=1e-12)
+
+
+def test_permute_reassigns_labels_and_keeps_sizes(frame):
+    data = MultiEnvData.from_frame(frame, "env", outcome="Y")
+    mom, perm = data.moments, data.permute(np.random.default_rng(0))
+    assert_allclose(perm.n, mom.n)
+    pooled = lambda m: np.tensordot(m.n, m.Sigma, axes=1)  # noqa: E731 -- same rows in all
+    assert_allclose(pooled(perm), pooled(mom), rtol=1e-12)
+    assert not np.allclose(perm.Sigma, mom.Sigma)           # but regrouped
+
+
+def test_intercept_resamples_carry_the_constant(frame):
+    data = MultiEnvData.from_frame(frame, "env", outcome="Y", fit_intercept=True)
+    mom = data.resample(np.random.default_rng(1))
+    assert mom.names[-1] == "const" and mom.names == data.moments.names
+    assert_allclose(mom.Sigma[:, -1, :-1], mom.mean_x[:, :-1])
+    assert data.without_constant(mom).names == ("X1", "X2", "X3", "X4", "X5")
+
+
+def test_sources_agree(frame):
+    """DataFrame, arrays and formula give the same moments; a shuffled env Series is
+    aligned by index."""
+    X, y, env = _rows(frame)
+    a = MultiEnvData.from_frame(frame, "env", outcome="Y").moments
+    b = MultiEnvData.from_arrays(y, X, env, names=["X1", "X2", "X3", "X4", "X5"],
+                                 outcome="Y").moments
+    c = MultiEnvData.from_formula("Y ~ 0 + X1 + X2 + X3 + X4 + X5", frame, "env").moments
+    d = MultiEnvData.from_frame(frame.drop(columns="env"),
+                                frame["env"].sample(frac=1.0, random_state=2),
+                                outcome="Y").moments
+    for other in (b, c, d):
+        assert other.names == a.names
+        assert_allclose(other.Sigma, a.Sigma, rtol=1e-12)
+        assert_allclose(other.sxy, a.sxy, rtol=1e-12)
+
+
+def test_missing_policy_in_one_place(frame):
+    bad = frame.copy()
+    bad.iloc[3, bad.columns.get_loc("X2")] = np.nan
+    with pytest.raises(DataError, match="1 rows with NaN"):
+        MultiEnvData.from_frame(bad, "env", outcome="Y")
+    with pytest.warns(match="Dropped 1 of"):
+        data = MultiEnvData.from_frame(bad, "env", outcome="Y", missing="drop")
+    assert data.moments.nobs == len(frame) - 1
+    assert data.resample(np.random.default_rng(0)).nobs == len(frame) - 1
+    with pytest.raises(ValueError, match="'missing' parameter"):
+        MultiEnvData.from_frame(frame, "env", outcome="Y", missing="ignore")
+
+
+def test_moments_only_data_refuse_row_work():
+    data = MultiEnvData.from_moments(simulate.eq33(p=5).moments())
+    assert not data.has_rows and data.exog() is None
+    with pytest.raises(DataError, match="needs the rows"):
+        data.resample(np.random.default_rng(0))
+    with pytest.raises(DataError, match="Moments"):
+        MultiEnvData.from_moments(np.eye(3))
+
+
+def test_data_pickles(frame):
+    data = MultiEnvData.from_frame(frame, "env", outcome="Y", fit_intercept=True)
+    back = pickle.loads(pickle.dumps(data))
+    assert_allclose(back.resample(np.random.default_rng(4)).Sigma,
+                    data.resample(np.random.default_rng(4)).Sigma)
+
+
+def test_model_accepts_built_data(frame):
+    data = MultiEnvData.from_frame(frame, "env", outcome="Y")
+    a = NegDRO(data).fit(n_boot=0)
+    b = NegDRO(frame, env="env", outcome="Y").fit(n_boot=0)
+    assert_allclose(a.params, b.params)
+    with pytest.raises(DataError, match="already a MultiEnvData"):
+        NegDRO(data, env="env")
+    with pytest.raises(DataError, match="needs env"):
+        NegDRO(frame)
+
+
+# ------------------------------------------------------------------ options
+def test_options_are_validated_once_and_frozen():
+    opts = SolverOptions(threshold=0, max_iter=np.int64(5))
+    assert opts.threshold == 0.0 and opts.max_iter == 5 and isinstance(opts.max_iter, int)
+    with pytest.raises(FrozenInstanceError):
+        opts.mu = 1.0
+    with pytest.raises(ValueError, match="'mu' parameter of NegDRO.fit"):
+        SolverOptions(method="algorithm1", mu=0.0)
+    with pytest.raises(ValueError, match="'refit' parameter"):
+        SolverOptions(refit="ols")
+
+
+def test_fit_names_unknown_and_misplaced_options(frame):
+    model = NegDRO(frame, env="env", outcome="Y")
+    with pytest.raises(DataError, match="unknown option 'treshold'. Did you mean 'threshold'"):
+        model.fit(treshold=0.1, n_boot=0)
+    with pytest.raises(DataError, match="gamma is set on the model"):
+        model.fit(gamma=5.0, n_boot=0)
+    with pytest.raises(DataError, match="unknown option 'n_boot'"):
+        model.fit_path([0.0, 1.0], n_boot=3)
+
+
+def test_results_record_the_resolved_options(frame):
+    res = NegDRO(frame, env="env", outcome="Y", gamma=7.0).fit(n_boot=0, threshold=0.2)
+    assert res.settings["gamma"] == 7.0 and res.settings["threshold"] == 0.2
+    assert res.settings["max_iter"] == 200 and res.settings["tol"] == 1e-8   # resolved SQP
+    assert res.solver.options == SolverOptions(**res.settings)
+
+
+def test_predict_goes_through_the_model(frame):
+    model = NegDRO(frame, env="env", outcome="Y", fit_intercept=True)
+    res = model.fit(n_boot=0)
+    pred = res.predict()
+    assert pred.index.equals(frame.index)
+    X = frame[["X1", "X2", "X3", "X4", "X5"]].to_numpy()
+    assert_allclose(pred.to_numpy(), X @ res.params.to_numpy()[:-1] + res.params["const"])
+    assert_allclose(model.predict(res.params, X), pred.to_numpy())
+    assert isinstance(pd.Series(pred), pd.Series)
