@@ -7,6 +7,7 @@
 
 from . import simulate, studies
 from .baselines import BaselineResult, fit_baseline
+from .data import MultiEnvData
 from .design import DesignReport, Intervention, InterventionAdvice, LinearSEM
 from .diagnostics import (
     IdentificationResult,
@@ -26,10 +27,13 @@ from .model import NegDRO, diagnose
 from .moments import MomentAccumulator, Moments
 from .report import IdentificationReport, RiskInvarianceTest
 from .results import NegDROResults
+from .solvers import SolverOptions
 
 __all__ = [
     "NegDRO",
     "NegDROResults",
+    "MultiEnvData",
+    "SolverOptions",
     "diagnose",
     "fit_baseline",
     "BaselineResult",

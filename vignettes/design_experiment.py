@@ -11,61 +11,54 @@
 # Condition 4 (only the children of the outcome need interventions) holds in all three,
 # so the constrained problem (7) still identifies `beta*` (Theorem 6).
 #
-# Run: `python vignettes/design_experiment.py [--quick]`.
+# Run: `python vignettes/design_experiment.py [--quick]` (or NEGDRO_QUICK=1).
 
 # %%
 from __future__ import annotations
 
-import argparse
+import os
+import sys
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 
+from negdro_stats import LinearSEM, simulate
 
-def main(quick: bool = False, outdir: Path = Path(__file__).parent / "figures") -> dict:
-    import matplotlib
+# QUICK (environment variable NEGDRO_QUICK=1, or --quick): the small sizes that the test
+# suite runs.  Figures go to NEGDRO_FIGURES (default: vignettes/figures).
+QUICK = os.environ.get("NEGDRO_QUICK") == "1" or "--quick" in sys.argv
+HERE = Path(__file__).parent if "__file__" in globals() else Path.cwd()   # script / notebook
+FIGURES = Path(os.environ.get("NEGDRO_FIGURES", HERE / "figures"))
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+margins = {}
+for regime in ("limited", "weak", "strong"):
+    report = simulate.example3(regime).check_identification()
+    print(f"--- {regime} regime\n{report}\n")
+    margins[regime] = (report.condition_1b.relative_margin,
+                       report.condition_4.relative_margin)
 
-    from negdro_stats import LinearSEM, simulate
+# %% A plan that misses the outcome's child: what should we add?
+plan = LinearSEM.from_equations(
+    {"X2": {"X1": 1.0}, "Y": {"X2": 2.0}, "X3": {"X1": 0.5, "Y": -1.0}},
+    interventions=[{}, {"X1": 1.0, "X2": 1.0}], covariates=["X1", "X2", "X3", "X4"])
+print(plan.check_identification())
+advice_4 = plan.suggest_interventions(condition="4")
+advice_1b = plan.suggest_interventions(condition="1b")
+print(advice_4)
+print(advice_1b)
 
-    margins = {}
-    for regime in ("limited", "weak", "strong"):
-        report = simulate.example3(regime).check_identification()
-        print(f"--- {regime} regime\n{report}\n")
-        margins[regime] = (report.condition_1b.relative_margin,
-                           report.condition_4.relative_margin)
-
-    # %% A plan that misses the outcome's child: what should we add?
-    plan = LinearSEM.from_equations(
-        {"X2": {"X1": 1.0}, "Y": {"X2": 2.0}, "X3": {"X1": 0.5, "Y": -1.0}},
-        interventions=[{}, {"X1": 1.0, "X2": 1.0}], covariates=["X1", "X2", "X3", "X4"])
-    print(plan.check_identification())
-    advice_4 = plan.suggest_interventions(condition="4")
-    advice_1b = plan.suggest_interventions(condition="1b")
-    print(advice_4)
-    print(advice_1b)
-
-    # %% Margins of Conditions 1b and 4 by regime.
-    fig, ax = plt.subplots(figsize=(5.5, 3.2))
-    x = np.arange(3)
-    vals = np.array(list(margins.values()))
-    ax.bar(x - 0.18, vals[:, 0], 0.36, label="Condition 1b (relative margin)")
-    ax.bar(x + 0.18, vals[:, 1], 0.36, label="Condition 4 (relative margin)")
-    ax.set_xticks(x, list(margins))
-    ax.axhline(0, color="k", lw=0.8)
-    ax.set_ylabel("relative margin")
-    ax.set_title("Example 3: identification margins by regime", fontsize=10)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    outdir.mkdir(parents=True, exist_ok=True)
-    fig.savefig(outdir / "design_margins.png", dpi=110)
-    return {"margins": margins, "advice_4": advice_4.covariates,
-            "advice_1b": advice_1b.covariates}
-
-
-if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    main(quick=ap.parse_args().quick)
+# %% Margins of Conditions 1b and 4 by regime.
+fig, ax = plt.subplots(figsize=(5.5, 3.2))
+x = np.arange(3)
+vals = np.array(list(margins.values()))
+ax.bar(x - 0.18, vals[:, 0], 0.36, label="Condition 1b (relative margin)")
+ax.bar(x + 0.18, vals[:, 1], 0.36, label="Condition 4 (relative margin)")
+ax.set_xticks(x, list(margins))
+ax.axhline(0, color="k", lw=0.8)
+ax.set_ylabel("relative margin")
+ax.set_title("Example 3: identification margins by regime", fontsize=10)
+ax.legend(fontsize=8)
+fig.tight_layout()
+FIGURES.mkdir(parents=True, exist_ok=True)
+fig.savefig(FIGURES / "design_margins.png", dpi=110)

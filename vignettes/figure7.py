@@ -8,85 +8,79 @@
 # the smallest gradient norm), averaged over repetitions (the paper: 200; full size here:
 # 20).  The dashed line in the middle panel is this package's default estimator.
 #
-# Run: `python vignettes/figure7.py [--quick]`.
+# Run: `python vignettes/figure7.py [--quick]` (or NEGDRO_QUICK=1).
 
 # %%
 from __future__ import annotations
 
-import argparse
+import os
+import sys
 import warnings
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 
+from negdro_stats import Moments, simulate
+from negdro_stats.solvers import SolverOptions, solve
 
-def main(quick: bool = False, outdir: Path = Path(__file__).parent / "figures") -> dict:
-    import matplotlib
+# QUICK (environment variable NEGDRO_QUICK=1, or --quick): the small sizes that the test
+# suite runs.  Figures go to NEGDRO_FIGURES (default: vignettes/figures).
+QUICK = os.environ.get("NEGDRO_QUICK") == "1" or "--quick" in sys.argv
+HERE = Path(__file__).parent if "__file__" in globals() else Path.cwd()   # script / notebook
+FIGURES = Path(os.environ.get("NEGDRO_FIGURES", HERE / "figures"))
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+ps = [5] if QUICK else [5, 10, 40]
+reps = 1 if QUICK else 20
+gammas = [0, 1, 3, 5, 9, 13, 17]
+ns = [100, 500, 2000] if QUICK else [100, 300, 1000, 3000, 10_000, 20_000]
+Ts = [1, 10, 100, 1000]
+n_big = 2000 if QUICK else 20_000
 
-    from negdro_stats import Moments, simulate
-    from negdro_stats.solvers import SolverOptions, solve
+def moments(sem, n, seed):
+    df = sem.sample(n, rng=seed)
+    return Moments.from_arrays(df.iloc[:, 1:-1].to_numpy(), df["Y"].to_numpy(),
+                               df["env"].to_numpy())
 
-    ps = [5] if quick else [5, 10, 40]
-    reps = 1 if quick else 20
-    gammas = [0, 1, 3, 5, 9, 13, 17]
-    ns = [100, 500, 2000] if quick else [100, 300, 1000, 3000, 10_000, 20_000]
-    Ts = [1, 10, 100, 1000]
-    n_big = 2000 if quick else 20_000
+def alg1(mom, gamma=20.0, T=1000):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        options = SolverOptions(gamma=gamma, method="algorithm1", max_iter=T, tol=1e-12)
+        return solve(mom, options).b
 
-    def moments(sem, n, seed):
-        df = sem.sample(n, rng=seed)
-        return Moments.from_arrays(df.iloc[:, 1:-1].to_numpy(), df["Y"].to_numpy(),
-                                   df["env"].to_numpy())
+results = {}
+for p in ps:
+    sem = simulate.eq33(p)
+    big = [moments(sem, n_big, 100 + r) for r in range(reps)]
+    err = lambda b, beta=sem.beta_star: np.linalg.norm(b - beta)  # noqa: E731
+    results[p] = {
+        "gamma": [np.mean([err(alg1(m, gamma=g)) for m in big]) for g in gammas],
+        "n": [np.mean([err(alg1(moments(sem, n, 200 + r))) for r in range(reps)])
+              for n in ns],
+        "n_default": [np.mean([err(solve(moments(sem, n, 200 + r)).b)
+                               for r in range(reps)]) for n in ns],
+        "T": [np.mean([err(alg1(m, T=T)) for m in big]) for T in Ts],
+    }
+    print(p, {k: np.round(v, 4).tolist() for k, v in results[p].items()}, flush=True)
 
-    def alg1(mom, gamma=20.0, T=1000):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            options = SolverOptions(gamma=gamma, method="algorithm1", max_iter=T, tol=1e-12)
-            return solve(mom, options).b
-
-    results = {}
-    for p in ps:
-        sem = simulate.eq33(p)
-        big = [moments(sem, n_big, 100 + r) for r in range(reps)]
-        err = lambda b, beta=sem.beta_star: np.linalg.norm(b - beta)  # noqa: E731
-        results[p] = {
-            "gamma": [np.mean([err(alg1(m, gamma=g)) for m in big]) for g in gammas],
-            "n": [np.mean([err(alg1(moments(sem, n, 200 + r))) for r in range(reps)])
-                  for n in ns],
-            "n_default": [np.mean([err(solve(moments(sem, n, 200 + r)).b)
-                                   for r in range(reps)]) for n in ns],
-            "T": [np.mean([err(alg1(m, T=T)) for m in big]) for T in Ts],
-        }
-        print(p, {k: np.round(v, 4).tolist() for k, v in results[p].items()}, flush=True)
-
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
-    for k, p in enumerate(ps):
-        c = f"C{k}"
-        axes[0].plot(gammas, results[p]["gamma"], "o-", color=c, ms=3, label=f"p = {p}")
-        axes[1].plot(ns, results[p]["n"], "o-", color=c, ms=3, label=f"p = {p}")
-        axes[1].plot(ns, results[p]["n_default"], "--", color=c, lw=1)
-        axes[2].plot(Ts, results[p]["T"], "o-", color=c, ms=3, label=f"p = {p}")
-    axes[0].set_xlabel("gamma")
-    axes[1].set_xlabel("n per environment")
-    axes[2].set_xlabel("iterations T")
-    for ax in axes[1:]:
-        ax.set_xscale("log")
-    for ax in axes:
-        ax.set_yscale("log")
-    axes[0].set_ylabel("||b - beta*||_2")
-    axes[0].legend(fontsize=8)
-    fig.suptitle(f"eq. (33), Algorithm 1, {reps} repetition(s); dashed: default estimator",
-                 fontsize=10)
-    fig.tight_layout()
-    outdir.mkdir(parents=True, exist_ok=True)
-    fig.savefig(outdir / ("figure7_quick.png" if quick else "figure7.png"), dpi=110)
-    return results
-
-
-if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    main(quick=ap.parse_args().quick)
+fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+for k, p in enumerate(ps):
+    c = f"C{k}"
+    axes[0].plot(gammas, results[p]["gamma"], "o-", color=c, ms=3, label=f"p = {p}")
+    axes[1].plot(ns, results[p]["n"], "o-", color=c, ms=3, label=f"p = {p}")
+    axes[1].plot(ns, results[p]["n_default"], "--", color=c, lw=1)
+    axes[2].plot(Ts, results[p]["T"], "o-", color=c, ms=3, label=f"p = {p}")
+axes[0].set_xlabel("gamma")
+axes[1].set_xlabel("n per environment")
+axes[2].set_xlabel("iterations T")
+for ax in axes[1:]:
+    ax.set_xscale("log")
+for ax in axes:
+    ax.set_yscale("log")
+axes[0].set_ylabel("||b - beta*||_2")
+axes[0].legend(fontsize=8)
+fig.suptitle(f"eq. (33), Algorithm 1, {reps} repetition(s); dashed: default estimator",
+             fontsize=10)
+fig.tight_layout()
+FIGURES.mkdir(parents=True, exist_ok=True)
+fig.savefig(FIGURES / ("figure7_quick.png" if QUICK else "figure7.png"), dpi=110)

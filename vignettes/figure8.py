@@ -15,13 +15,18 @@
 # %%
 from __future__ import annotations
 
-import argparse
-import json
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+# QUICK (environment variable NEGDRO_QUICK=1, or --quick): the small sizes that the test
+# suite runs.  Figures go to NEGDRO_FIGURES (default: vignettes/figures).
+QUICK = os.environ.get("NEGDRO_QUICK") == "1" or "--quick" in sys.argv
+HERE = Path(__file__).parent if "__file__" in globals() else Path.cwd()   # script / notebook
+FIGURES = Path(os.environ.get("NEGDRO_FIGURES", HERE / "figures"))
 
 def study(ps, n_per_env, reps, max_subsets):
     from negdro_stats import simulate, studies
@@ -79,23 +84,13 @@ def plot(table: pd.DataFrame, path: Path):
     return fig
 
 
-def main(quick: bool = False, outdir: Path = Path(__file__).parent / "figures",
-         json_out: Path | None = None) -> pd.DataFrame:
-    if quick:
-        table = study([5, 8], 1000, 2, 2**6)
-    else:
-        table = study([5, 10, 15, 20, 30, 50, 100], 2000, 20, 2**15)
-    outdir.mkdir(parents=True, exist_ok=True)
-    plot(table, outdir / ("figure8_quick.png" if quick else "figure8.png"))
-    if json_out is not None:
-        agg = table.groupby(["design", "p", "method"]).agg(
-            error=("error", "mean"), seconds=("seconds", "mean"),
-            capped=("status", lambda s: int((s == "capped").sum()))).reset_index()
-        json_out.write_text(json.dumps(agg.to_dict(orient="records"), indent=1))
-    return table
+# %% The study (the full size takes hours: `python benchmarks/figure8.py` runs it and
+# writes the table as JSON).
+if QUICK:
+    table = study([5, 8], 1000, 2, 2**6)
+else:
+    table = study([5, 10, 15, 20, 30, 50, 100], 2000, 20, 2**15)
 
-
-if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
-    main(quick=ap.parse_args().quick)
+# %% Error and time against p.
+FIGURES.mkdir(parents=True, exist_ok=True)
+plot(table, FIGURES / ("figure8_quick.png" if QUICK else "figure8.png"))
