@@ -220,6 +220,27 @@ class MultiEnvData:
         None without rows."""
         return None if self._rows is None else self._rows.block.exog()
 
+    def covariate_matrix(self, exog: pd.DataFrame | ArrayLike | None = None
+                         ) -> tuple[FloatArray, pd.Index | None]:
+        """Covariates (without the constant) as a float64 matrix in model order, and the
+        row index when ``exog`` is a DataFrame: ``exog`` has the covariate columns (extra
+        ones ignored) or the covariates in model order; default: the rows given."""
+        names = self.exog_names[:len(self.non_constant)]
+        if exog is None:
+            exog = self.exog()
+            if exog is None:
+                raise DataError("This model was built from moments; pass exog to predict.")
+        if isinstance(exog, pd.DataFrame):
+            missing = [n for n in names if n not in exog.columns]
+            if missing:
+                raise DataError(f"exog lacks the covariate columns {missing}.")
+            return exog[names].to_numpy(dtype=np.float64), exog.index
+        X = np.asarray(exog, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != len(names):
+            raise DataError(f"exog must have shape (n, {len(names)}) with columns {names}; "
+                            f"got {X.shape}.")
+        return X, None
+
     # ------------------------------------------------------------------ the intercept
     @property
     def non_constant(self) -> list[int]:

@@ -120,6 +120,9 @@ class LinearSEM:
         ``(outcome, covariate names...)``; default ``("Y", "X1", ..., "Xp")``.
     envs : sequence, optional
         Environment labels; default ``1..|E|``.
+    noise : tuple (means, loadings, dists), optional
+        The general form instead of ``Omega`` and ``interventions``: the noise of
+        environment e is ``means[e] + loadings[e] @ z`` (see :meth:`from_noise_factors`).
 
     Examples
     --------
@@ -134,13 +137,26 @@ class LinearSEM:
     def __init__(
         self,
         B: ArrayLike,
-        Omega: ArrayLike,
-        interventions: Sequence[Intervention],
+        Omega: ArrayLike | None = None,
+        interventions: Sequence[Intervention] | None = None,
         *,
         names: Sequence[str] | None = None,
         envs: Sequence | None = None,
+        noise: tuple[Sequence, Sequence, Sequence] | None = None,
     ) -> None:
         B = np.asarray(B, dtype=np.float64)
+        self.Omega, self.interventions = None, None
+        if noise is not None:
+            if Omega is not None or interventions is not None:
+                raise DataError("Give either Omega and interventions (additive "
+                                "interventions, eq. (12)) or noise, not both.")
+            means, loadings, dists = noise
+            self._init(B, [np.asarray(m, dtype=np.float64) for m in means],
+                       [np.asarray(L, dtype=np.float64) for L in loadings],
+                       [tuple(d) for d in dists], names, envs)
+            return
+        if Omega is None or interventions is None:
+            raise DataError("LinearSEM needs Omega and interventions (or noise=...).")
         p = B.shape[0] - 1
         Omega = np.asarray(Omega, dtype=np.float64)
         if Omega.shape != B.shape:
@@ -179,14 +195,7 @@ class LinearSEM:
         environment-dependent confounding of Appendix F.2; Lemma 1 quantities
         (``G``, ``H``, ``h``, ``Delta``) are then unavailable.
         """
-        self = cls.__new__(cls)
-        self._init(np.asarray(B, dtype=np.float64),
-                   [np.asarray(m, dtype=np.float64) for m in means],
-                   [np.asarray(L, dtype=np.float64) for L in loadings],
-                   [tuple(d) for d in dists], names, envs)
-        self.Omega = None
-        self.interventions = None
-        return self
+        return cls(B, names=names, envs=envs, noise=(means, loadings, dists))
 
     def _init(self, B, means, loadings, dists, names, envs) -> None:
         p = B.shape[0] - 1

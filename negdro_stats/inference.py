@@ -21,6 +21,8 @@ from scipy import stats
 from threadpoolctl import threadpool_limits
 
 from ._typing import FloatArray
+from ._validation import warn_user
+from .exceptions import BootstrapFailureWarning
 from .moments import Moments
 from .solvers import SolverOutput
 
@@ -135,4 +137,8 @@ def bootstrap(
         failed[k], converged[k] = fail, conv
         if not fail:
             draws[k], selected[k] = b, s
+    n_slow = int((~converged & ~failed).sum())
+    if failed.any() or n_slow:
+        warn_user(f"{int(failed.sum())} of {n_boot} bootstrap refits failed and {n_slow} did "
+                  "not converge; intervals use the refits that ran.", BootstrapFailureWarning)
     return BootstrapResult(draws=draws, selected=selected, converged=converged, failed=failed)

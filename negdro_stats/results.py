@@ -11,7 +11,7 @@ import pandas as pd
 from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
-from ._typing import ArrayLike
+from ._typing import ArrayLike, FloatArray
 from ._validation import check_option, check_scalar
 from .diagnostics import IdentificationResult
 from .inference import CI_METHODS, BootstrapResult
@@ -425,6 +425,22 @@ class PathResult:
         self.params, self.support, self.risks = params, support, risks
         self.objective, self.invariance_pvalue = objective, invariance_pvalue
         self.refit = refit
+
+    @classmethod
+    def from_fits(cls, gammas: FloatArray, fits: list[NegDROResults]) -> PathResult:
+        """The path from one fit per gamma (in the order of ``gammas``)."""
+        idx = pd.Index(gammas, name="gamma")
+        names, envs = fits[0].params.index, fits[0].risks.index
+        return cls(
+            gammas=gammas,
+            params=pd.DataFrame([r.params for r in fits], index=idx, columns=names),
+            support=pd.DataFrame([r.support for r in fits], index=idx, columns=names),
+            risks=pd.DataFrame([r.risks for r in fits], index=idx, columns=envs),
+            objective=pd.Series([r.objective for r in fits], index=idx, name="objective"),
+            invariance_pvalue=pd.Series(
+                [np.nan if r.invariance is None else r.invariance.pvalue for r in fits],
+                index=idx, name="equal-risk p"),
+            refit=pd.Series([r.solver.refit for r in fits], index=idx, name="refit"))
 
     def plot(self, beta_star: ArrayLike | None = None):
         """Coefficients and environment risks along gamma; returns the Figure."""

@@ -211,16 +211,20 @@ class SolverOptions:
             object.__setattr__(self, name, value)
 
     @classmethod
-    def from_user(cls, owner: str, **kwargs) -> SolverOptions:
-        """Options from user keywords, with a typed error naming an unknown one."""
-        known = [f.name for f in fields(cls) if f.name not in ("gamma", "fixed")]
-        for name in kwargs:
-            if name not in known and name not in ("gamma", "fixed"):
+    def from_user(cls, owner: str, options: dict, **fixed_by_model) -> SolverOptions:
+        """Options from a user's keywords plus those the model sets (``gamma``, ``fixed``),
+        with a typed error naming an unknown or misplaced one."""
+        known = [f.name for f in fields(cls) if f.name not in fixed_by_model]
+        for name in options:
+            if name in fixed_by_model:
+                raise DataError(f"{owner} does not take {name!r}: it is set on the model "
+                                f"(gamma: NegDRO(..., gamma=...); fixed: fit_intercept).")
+            if name not in known:
                 close = difflib.get_close_matches(name, known, n=1)
                 hint = f" Did you mean {close[0]!r}?" if close else ""
                 raise DataError(f"{owner} got an unknown option {name!r}.{hint} The "
                                 f"options are {known} (see SolverOptions).")
-        return cls(**kwargs)
+        return cls(**options, **fixed_by_model)
 
     def as_dict(self) -> dict:
         """The settings by name."""

@@ -132,7 +132,7 @@ def test_fit_names_unknown_and_misplaced_options(frame):
     model = NegDRO(frame, env="env", outcome="Y")
     with pytest.raises(DataError, match="unknown option 'treshold'. Did you mean 'threshold'"):
         model.fit(treshold=0.1, n_boot=0)
-    with pytest.raises(DataError, match="gamma is set on the model"):
+    with pytest.raises(DataError, match="does not take .gamma.: it is set on the model"):
         model.fit(gamma=5.0, n_boot=0)
     with pytest.raises(DataError, match="unknown option 'n_boot'"):
         model.fit_path([0.0, 1.0], n_boot=3)
