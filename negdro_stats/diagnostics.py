@@ -61,6 +61,7 @@ __all__ = [
 ]
 
 SDP_MAX_DIM = 30
+SDP_FALLBACK_DIM = 150    # where the cutting planes stall (many environments), the SDP up to this
 DEFAULT_TOL = 1e-7
 
 
@@ -97,11 +98,17 @@ class IdentificationResult:
     holds : bool
         ``relative_margin > tol`` (and, for Condition 4, ``D`` within ``S_L``).
     margin : float
-        The optimal ``t`` (for 1b: the identifiability margin lambda of (16)), in the
-        units of the second moments.
+        For 1b: ``lambda_min(A(w0))`` of (16) in the units of the second moments, at the
+        weights ``w0`` that maximise the relative margin (a lower bound of the paper's
+        lambda, with the same sign as ``relative_margin``).  For 4 and 6: equal to
+        ``relative_margin`` (their two requirements are on different scales; the raw
+        smallest eigenvalues at ``w0`` are in ``extras``).
     relative_margin : float
-        ``margin`` divided by the spectral norm of the average matrix involved
-        (``Sigma_bar`` for 1b): invariant to rescaling all covariates together.
+        The optimum on the scale-free problem, which the verdict uses: for 1b, the
+        second moments of the covariates standardised to unit root mean square, divided
+        by the spectral norm of their average (invariant to rescaling any covariate);
+        for 4 and 6, each requirement's matrix divided by the spectral norm of its
+        average.
     weights : ndarray
         The maximising weights w0.
     envs : tuple
@@ -113,7 +120,7 @@ class IdentificationResult:
     path, solver, status : str
         ``"sdp"`` or ``"cutting-plane"``; the solver used; its final status.
     gap : float
-        Upper bound minus the achieved value (cutting-plane path; 0 for the SDP).
+        Upper bound minus the achieved relative margin (cutting-plane path; 0 for the SDP).
     tol : float
     source : {"sample", "population"}
     """
@@ -136,15 +143,16 @@ class IdentificationResult:
 
     @property
     def verdict(self) -> str:
-        """One line in words."""
+        """One line in words; the number it cites is the one the verdict is based on."""
         name = {"1b": "Condition 1b (heterogeneity: B_inv = {beta*})",
                 "4": "Condition 4 (limited interventions)",
                 "6": "Condition 6 (relaxed, with confounding)"}[self.condition]
+        rel = f"relative margin {self.relative_margin:.3g}"
         if self.holds:
-            return (f"{name} holds: margin {self.margin:.4g} "
-                    f"(relative {self.relative_margin:.3g}).")
-        why = "; ".join(self.failing) if self.failing else "margin not positive"
-        return f"{name} fails: {why} (margin {self.margin:.4g})."
+            return f"{name} holds: {rel} > tolerance {self.tol:g}."
+        if self.relative_margin > self.tol:
+            return f"{name} fails: {'; '.join(self.failing)} ({rel} on the matrix part)."
+        return f"{name} fails: {rel} <= tolerance {self.tol:g}: {'; '.join(self.failing)}."
 
     def __str__(self) -> str:
         w = ", ".join(f"{e}: {x:.3f}" for e, x in zip(self.envs, self.weights, strict=True))
@@ -260,8 +268,14 @@ def max_min_eigenvalue(
     if status != "optimal" and gap <= 100 * tol:
         status = "optimal_inaccurate"
     elif status != "optimal":
+        if k <= SDP_FALLBACK_DIM:     # Kelley's planes can stall with many environments
+            w0, value, facts = max_min_eigenvalue(M, C, path="sdp")
+            return w0, value, {**facts, "status": f"{facts['status']} (cutting planes "
+                               f"stalled at gap {gap:.2g})"}
         raise SolverError(f"The cutting-plane path stopped with status {status!r} and gap "
-                          f"{gap:.2g}; use path='sdp'.")
+                          f"{gap:.2g} on a {k} x {k} problem (beyond {SDP_FALLBACK_DIM}, "
+                          "where the SDP fallback would be slow); pass path='sdp' to solve "
+                          "it anyway.")
     return w0, value, dict(path="cutting-plane", solver="HiGHS LP + eigh", status=status,
                            gap=gap)
 
@@ -310,11 +324,15 @@ def check_condition_1b(
     """
     S, envs, source = _as_stack(Sigma)
     E, p, _ = S.shape
-    scale = float(np.linalg.eigvalsh(S.mean(axis=0))[-1])
-    Ms = S / scale
+    # A(w) > 0 is invariant to rescaling covariates (a congruence), so solve scale-free:
+    # covariates standardised to unit root mean square, then unit spectral norm
+    d = np.sqrt(np.einsum("ejj->j", S) / E)
+    St = S / np.multiply.outer(d, d)
+    scale = float(np.linalg.eigvalsh(St.mean(axis=0))[-1])
+    Ms = St / scale
     w0, value, facts = max_min_eigenvalue(Ms, -Ms.mean(axis=0), path=path)
+    rel = float(np.linalg.eigvalsh(np.tensordot(w0 - 1.0 / E, Ms, axes=1))[0])
     lam = float(np.linalg.eigvalsh(np.tensordot(w0 - 1.0 / E, S, axes=1))[0])  # A(w0), (16)
-    rel = lam / scale
     if abs(rel - value) > 1e-6 * max(1.0, abs(value)):
         raise SolverError(f"The {facts['path']} path's eigenvalue ({value:.6g}) disagrees with "
                           f"a dense re-check ({rel:.6g}); use path='sdp'.")
@@ -325,7 +343,7 @@ def check_condition_1b(
         failing=() if holds else ("no weighting of the environments makes A(w) positive "
                                   "definite: some direction b - beta* leaves every "
                                   "environment's risk equal",),
-        tol=tol, source=source, gap=facts["gap"] * scale,
+        tol=tol, source=source, gap=facts["gap"],
         **{k: facts[k] for k in ("path", "solver", "status")})
 
 
@@ -379,7 +397,7 @@ def check_condition_4(
     if lam2 / s2 <= tol:
         failing.append("the weighted second moment sum_e w_e Sigma_e is singular")
     return IdentificationResult(
-        condition="4", holds=not failing, margin=min(lam1, lam2), relative_margin=rel,
+        condition="4", holds=not failing, margin=rel, relative_margin=rel,
         weights=w0, envs=envs, certificate=None, failing=tuple(failing), tol=tol,
         source="population", gap=facts["gap"], extras=dict(lambda1=lam1, lambda2=lam2),
         **{k: facts[k] for k in ("path", "solver", "status")})
@@ -418,8 +436,10 @@ def check_condition_6(
     if lam_H <= tol * scale:
         failing.append("H + sum_e w_e E[delta delta^T] is singular (56)")
     t_rel = min(vals[0] / scale if hn == 0 else _range_margin(Dw, h) / scale, lam_H / scale)
+    if not failing and t_rel <= tol:
+        failing.append("the margin is not above the tolerance")
     return IdentificationResult(
-        condition="6", holds=not failing, margin=t_rel * scale, relative_margin=t_rel,
+        condition="6", holds=not failing, margin=t_rel, relative_margin=t_rel,
         weights=w0, envs=envs, certificate=None, failing=tuple(failing), path="sdp",
         solver=solver, status=status, gap=0.0, tol=tol, source="population",
         extras=dict(lambda_H=lam_H))

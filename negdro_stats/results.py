@@ -291,8 +291,8 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
     ]
     ident = res.identification
     right = [
-        ("Ident. margin (λ, Cond. 1b):",
-         "n/a" if ident is None else f"{ident.margin:.3g} ({'holds' if ident.holds else 'FAILS'})"),
+        ("Cond. 1b (rel. margin):", "n/a" if ident is None else
+         f"{ident.relative_margin:.3g} ({'holds' if ident.holds else 'FAILS'})"),
         ("Selected:", f"{int(res.support.sum())} of {len(res.params)}"),
         ("Selection:", "J test + BIC" if res.selection is not None
          and res.selection.route == "invariance" else f"c0 = {s['threshold']:g}"

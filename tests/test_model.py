@@ -142,7 +142,7 @@ def test_identification_and_invariance_in_results(df):
     assert res.identification.condition == "1b" and res.ident_margin > 0
     assert res.invariance.df == 3 and 0 <= res.invariance.pvalue <= 1
     text = str(res.summary())
-    assert "Ident. margin" in text and "Equal environment risks" in text
+    assert "Cond. 1b (rel. margin)" in text and "Equal environment risks" in text
     off = NegDRO(df, env="env", outcome="Y").fit(check_identification=False, n_boot=0)
     assert off.identification is None and np.isnan(off.ident_margin)
     # With an intercept the margin leaves the constant out (it is never intervened on).
