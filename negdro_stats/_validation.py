@@ -73,6 +73,24 @@ def check_int(value: object, name: str, owner: str, *, min_val: int = 0) -> int:
     return int(value)
 
 
+def check_bool(value: object, name: str, owner: str) -> bool:
+    """Return ``value`` if it is a bool (numpy's included); strings such as "no" are refused."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"The '{name}' parameter of {owner} must be True or False. Got {value!r} "
+                    f"of type {type(value).__name__} instead.")
+
+
+def check_rng(value: object, name: str, owner: str) -> np.random.Generator:
+    """A numpy Generator from ``value``: None, a seed (int >= 0) or a Generator."""
+    if value is None or isinstance(value, np.random.Generator) or (
+            isinstance(value, numbers.Integral) and not isinstance(value, bool)
+            and int(value) >= 0):
+        return np.random.default_rng(value)
+    raise TypeError(f"The '{name}' parameter of {owner} must be None, a seed (an int >= 0) "
+                    f"or a numpy Generator. Got {value!r} instead.")
+
+
 def check_option(value: object, name: str, owner: str, options: Iterable[str]) -> str:
     """Return ``value`` if it is one of ``options``; otherwise suggest the nearest one."""
     options = list(options)

@@ -1,59 +1,601 @@
-"""Command line: ``python -m negdro_stats demo`` and ``negdro fit data.csv --env site``."""
+"""negdro: fit NegDRO to multi-environment data from the command line.
+
+Commands::
+
+    negdro demo                           simulate eq. (33) of the paper and fit it
+    negdro fit DATA.csv --env COL         fit NegDRO; print the summary (or --json)
+    negdro diagnose DATA.csv --env COL    do the environments identify beta*?
+    negdro design PLAN.json|PLAN.toml     check a planned linear SEM before collecting data
+
+``python -m negdro_stats`` is the same program.  Errors are one line on stderr,
+``negdro: error: ...``; warnings are one line each, ``negdro: warning: ...``.
+
+Exit status:
+  0    success
+  2    usage error (unknown option, missing argument, --gamma auto, ...)
+  3    input file missing, unreadable, not CSV/JSON/TOML, empty, or with a ragged row
+  4    invalid data or arguments (unknown column, NaN rows, blank env cells,
+       gamma < 0, a plan file with an unknown key, ...)
+  5    numerical failure (a solver could not produce a result)
+  130  interrupted (Ctrl-C)
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import csv
+import difflib
+import json
+import math
+import os
+import re
 import sys
+import tomllib
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
 
 import numpy as np
 import pandas as pd
 
-from . import NegDRO, simulate
+from . import DataError, LinearSEM, NegDRO, exceptions, simulate
+
+__all__ = ["main"]
+
+EXIT_USAGE, EXIT_INPUT, EXIT_INVALID, EXIT_NUMERICAL = 2, 3, 4, 5
+
+# Every exception class of negdro_stats.exceptions except DataError is a numerical failure.
+_NUMERICAL_ERRORS = tuple(
+    cls for cls in (getattr(exceptions, name) for name in exceptions.__all__)
+    if issubclass(cls, Exception) and not issubclass(cls, (Warning, DataError))
+) + (np.linalg.LinAlgError, FloatingPointError)
+
+# The package's messages name Python arguments; say them as this program's options.
+_PYTHON_TO_OPTION = {
+    "missing='drop'": "--missing drop",
+    "fit_intercept=True": "--intercept",
+    "Encode them first (e.g. pandas.get_dummies) or use NegDRO.from_formula.":
+        "Encode them as numbers, or leave them out with --covariates.",
+}
+_LONG_LIST = 8          # error messages show at most this many items of a list
+
+PLAN_KEYS = ("equations", "interventions", "outcome", "covariates", "noise_var", "envs")
 
 
+class CLIError(Exception):
+    """A user error: printed as one line ``negdro: error: <message>``, exit ``code``."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+@contextlib.contextmanager
+def _package_errors() -> Iterator[None]:
+    """Turn the package's validation and numerical errors into :class:`CLIError`.
+
+    Only around calls into negdro_stats: a bug in this module still shows its traceback.
+    """
+    try:
+        yield
+    except DataError as exc:
+        raise CLIError(_cli_spelling(str(exc)), EXIT_INVALID) from exc
+    except _NUMERICAL_ERRORS as exc:
+        raise CLIError(f"numerical failure: {exc}", EXIT_NUMERICAL) from exc
+    except (ValueError, TypeError) as exc:
+        raise CLIError(_cli_spelling(str(exc)), EXIT_INVALID) from exc
+
+
+def _cli_spelling(message: str) -> str:
+    """The package's message for this program: its fixes as options (``missing='drop'`` ->
+    ``--missing drop``), and long lists (say, 2000 labels of a wrong --env) shortened."""
+    for python, option in _PYTHON_TO_OPTION.items():
+        message = message.replace(python, option)
+    return re.sub(r"\[([^\[\]]*)\]", _shorten_list, message)
+
+
+def _shorten_list(match: re.Match) -> str:
+    items = match.group(1).split(", ")
+    if len(items) <= _LONG_LIST:
+        return match.group(0)
+    return f"[{', '.join(items[:5])}, ... ({len(items)} in all)]"
+
+
+# ---------------------------------------------------------------------------- input
+def _read_csv(path: str) -> pd.DataFrame:
+    """The CSV file as a DataFrame; a missing, unreadable, empty or ragged file is an error."""
+    try:
+        with warnings.catch_warnings():
+            # index_col=False: a first data row longer than the header is not silently
+            # taken as an index column; pandas warns instead, and we make that an error.
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            frame = pd.read_csv(path, on_bad_lines="error", index_col=False)
+    except FileNotFoundError:
+        raise CLIError(f"{path}: no such file.", EXIT_INPUT) from None
+    except IsADirectoryError:
+        raise CLIError(f"{path} is a directory; give a CSV file.", EXIT_INPUT) from None
+    except OSError as exc:
+        raise CLIError(f"cannot read {path}: {exc.strerror or exc}.", EXIT_INPUT) from None
+    except UnicodeDecodeError:
+        raise CLIError(f"{path} is not a text CSV file (it is not valid UTF-8).",
+                       EXIT_INPUT) from None
+    except pd.errors.EmptyDataError:
+        raise CLIError(f"{path} is empty; it needs a header row and data rows.",
+                       EXIT_INPUT) from None
+    except pd.errors.ParserError as exc:
+        found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+        if found is None:
+            raise CLIError(f"{path} is not a valid CSV file: {_one_line(exc)}",
+                           EXIT_INPUT) from None
+        n_header, line, n_row = found.groups()
+        raise CLIError(_ragged_message(path, int(line), int(n_row), int(n_header)),
+                       EXIT_INPUT) from None
+    except pd.errors.ParserWarning as exc:
+        long_row = _first_long_row(path)
+        if long_row is None:
+            raise CLIError(f"{path} is not a valid CSV file: {_one_line(exc)}",
+                           EXIT_INPUT) from None
+        raise CLIError(_ragged_message(path, *long_row), EXIT_INPUT) from None
+    if frame.empty:
+        raise CLIError(f"{path} has a header but no data rows.", EXIT_INPUT)
+    return frame
+
+
+def _ragged_message(path: str, line: int, n_row: int, n_header: int) -> str:
+    return (f"{path}, line {line}: {n_row} fields, but the header has {n_header}; fix that "
+            "row (a stray comma, or an unquoted comma inside a value?).")
+
+
+def _first_long_row(path: str) -> tuple[int, int, int] | None:
+    """(line number, fields, header fields) of the first row longer than the header."""
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.reader(handle)
+        n_header = len(next(reader, []))
+        for row in reader:
+            if len(row) > n_header:
+                return reader.line_num, len(row), n_header
+    return None
+
+
+def _closest(name: str, options: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, list(options), n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def _column(frame: pd.DataFrame, name: str, option: str, path: str) -> str:
+    columns = [str(c) for c in frame.columns]
+    if name not in columns:
+        raise CLIError(f"{option} {name!r} is not a column of {path}.{_closest(name, columns)} "
+                       f"Columns: {', '.join(columns)}.", EXIT_INVALID)
+    return name
+
+
+def _select_columns(frame: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataFrame, str]:
+    """The frame restricted to env, outcome and the chosen covariates; and the outcome."""
+    env = _column(frame, args.env, "--env", args.path)
+    others = [c for c in frame.columns if c != env]
+    if args.outcome is not None:
+        outcome = _column(frame, args.outcome, "--outcome", args.path)
+        if outcome == env:
+            raise CLIError("--outcome and --env name the same column; give the outcome "
+                           "column to --outcome.", EXIT_INVALID)
+    elif others:
+        outcome = others[0]
+    else:
+        raise CLIError(f"{args.path} has only the env column {env!r}; it needs an outcome "
+                       "and covariates.", EXIT_INVALID)
+    if args.covariates is None:
+        return frame, outcome
+    names = [c.strip() for c in args.covariates.split(",") if c.strip()]
+    if not names:
+        raise CLIError("--covariates is empty; give column names separated by commas, "
+                       "e.g. --covariates X1,X3.", EXIT_INVALID)
+    unknown = [c for c in names if c not in frame.columns]
+    if unknown:
+        hints = "".join(_closest(c, others) for c in unknown)
+        raise CLIError(f"--covariates names {len(unknown)} unknown column(s) "
+                       f"{', '.join(unknown)}.{hints} Columns: {', '.join(frame.columns)}.",
+                       EXIT_INVALID)
+    clash = [c for c in names if c in (env, outcome)]
+    if clash:
+        raise CLIError(f"--covariates includes {', '.join(clash)}, the env or outcome "
+                       "column; list only covariates.", EXIT_INVALID)
+    twice = sorted({c for c in names if names.count(c) > 1})
+    if twice:
+        raise CLIError(f"--covariates lists {', '.join(twice)} more than once.", EXIT_INVALID)
+    return frame.loc[:, [outcome, *names, env]], outcome
+
+
+def _model(args: argparse.Namespace, gamma: float = 20.0) -> NegDRO:
+    """NegDRO on the CSV of ``args`` with the shared data options."""
+    frame, outcome = _select_columns(_read_csv(args.path), args)
+    with _package_errors():
+        return NegDRO(frame, env=args.env, outcome=outcome, gamma=gamma,
+                      fit_intercept=args.intercept, missing=args.missing)
+
+
+# ---------------------------------------------------------------------------- JSON
+def _jsonable(value: Any) -> Any:
+    """Plain JSON values: NaN and infinities become None, labels become strings."""
+    if isinstance(value, pd.Series):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        x = float(value)
+        return x if math.isfinite(x) else None
+    if value is None or isinstance(value, str):
+        return value
+    return str(value)
+
+
+def _print_json(obj: dict) -> None:
+    print(json.dumps(_jsonable(obj), indent=2, allow_nan=False))
+
+
+def _identification_json(result) -> dict | None:
+    if result is None:
+        return None
+    return {"condition": result.condition, "holds": result.holds, "margin": result.margin,
+            "relative_margin": result.relative_margin,
+            "weights": dict(zip(result.envs, result.weights, strict=True)),
+            "failing": list(result.failing)}
+
+
+def _advice_json(advice) -> dict | str:
+    """An InterventionAdvice, or the reason none exists (a string)."""
+    if isinstance(advice, str):
+        return advice
+    return {"covariates": advice.covariates, "variance": advice.variance,
+            "margin": advice.margin, "exhaustive": advice.exhaustive}
+
+
+def _invariance_json(test) -> dict | None:
+    if test is None:
+        return None
+    return {"statistic": test.statistic, "df": test.df, "pvalue": test.pvalue}
+
+
+# ---------------------------------------------------------------------------- commands
 def _demo(args: argparse.Namespace) -> int:
-    sem = simulate.eq33(p=args.p, variant=args.variant)
-    data = sem.sample(args.n, rng=args.seed)
+    with _package_errors():
+        sem = simulate.eq33(p=args.p, variant=args.variant)
+        data = sem.sample(args.n, rng=args.seed)
     print(f"Simulated eq. (33) of the paper ({args.variant} variant): p = {args.p} covariates, "
           f"4 environments, n = {args.n} rows each; true beta* = (0.5, 0, -0.5, 0, ...).\n")
-    res = NegDRO(data, env="env", outcome="Y", gamma=args.gamma).fit(n_boot=args.n_boot,
-                                                                      rng=args.seed)
-    print(res.summary())
+    with _package_errors():
+        res = NegDRO(data, env="env", outcome="Y", gamma=args.gamma).fit(
+            n_boot=args.n_boot, rng=args.seed)
+        summary = res.summary()
+    print(summary)
     err = float(np.linalg.norm(res.params.to_numpy() - sem.beta_star))
     print(f"\n||b_hat - beta*||_2 = {err:.4f}")
     return 0
 
 
 def _fit(args: argparse.Namespace) -> int:
-    data = pd.read_csv(args.path)
-    res = NegDRO(data, env=args.env, outcome=args.outcome, gamma=args.gamma).fit(
-        n_boot=args.n_boot, rng=args.seed)
-    print(res.summary())
+    if args.json and args.format is not None:
+        raise CLIError("--json and --format are alternatives; give one of them.", EXIT_USAGE)
+    model = _model(args, gamma=args.gamma)
+    with _package_errors():
+        res = model.fit(n_boot=args.n_boot, rng=args.seed, refit=args.refit, alpha=args.alpha)
+        if args.json:
+            output = _fit_json(res, args.n_boot)
+        else:
+            summary = res.summary()
+            output = {"text": summary.as_text, "html": summary.as_html,
+                      "latex": summary.as_latex}[args.format or "text"]()
+    if args.json:
+        _print_json(output)
+    else:
+        print(output)
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``negdro`` and ``python -m negdro_stats``."""
-    parser = argparse.ArgumentParser(prog="negdro", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+def _fit_json(res, n_boot: int) -> dict:
+    """The fit for machines (NegDROResults by name; intervals at 95%)."""
+    ci = res.conf_int(alpha=0.05)
+    return {
+        "outcome": res.endog_name, "covariates": list(res.params.index),
+        "params": res.params, "support": res.support, "bse": res.bse,
+        "conf_int": {"alpha": 0.05, "lower": ci["lower"], "upper": ci["upper"]},
+        "support_freq": res.support_freq, "weights": res.weights, "risks": res.risks,
+        "nobs": {str(e): int(n) for e, n in res.nobs_env.items()},
+        "route": res.solver.refit, "converged": res.converged,
+        "identification": _identification_json(res.identification),
+        "invariance": _invariance_json(res.invariance),
+        "n_boot": n_boot,
+        "settings": res.settings,
+    }
+
+
+def _diagnose(args: argparse.Namespace) -> int:
+    model = _model(args)
+    with _package_errors():
+        report = model.diagnose(n_boot=args.n_boot, n_perm=args.n_perm, alpha=args.alpha,
+                                rng=args.seed)
+    if args.json:
+        _print_json({
+            "condition_1b": _identification_json(report.condition_1b),
+            "margin_lcb": report.margin_lcb, "perm_pvalue": report.perm_pvalue,
+            "holds_with_confidence": report.holds_with_confidence,
+            "invariance": _invariance_json(report.invariance), "alpha": report.alpha,
+            "n_boot": args.n_boot, "n_perm": args.n_perm,
+        })
+    else:
+        print(report)
+    return 0
+
+
+def _design(args: argparse.Namespace) -> int:
+    plan = _read_plan(args.path)
+    with _package_errors():
+        sem = LinearSEM.from_equations(**plan)
+        report = sem.check_identification()
+    advice = {}
+    # Condition 1b covers every design; Condition 4 advice matters only while 1b fails.
+    failing = [] if report.condition_1b.holds else [
+        c for c, res in (("4", report.condition_4), ("1b", report.condition_1b))
+        if res is not None and not res.holds]
+    with _package_errors():
+        for condition in failing:
+            print(f"negdro: searching for the smallest intervention that satisfies Condition "
+                  f"{condition} ({sem.p} covariates)...", file=sys.stderr, flush=True)
+            advice[condition] = _suggest(sem, condition)
+    if args.json:
+        _print_json({
+            "identified": report.identified, "S_L": report.S_L, "D": report.D,
+            "confounded": report.confounded,
+            "conditions": {c.condition: _identification_json(c) for c in
+                           (report.condition_1b, report.condition_4, report.condition_6)
+                           if c is not None},
+            "advice": {c: _advice_json(a) for c, a in advice.items()},
+        })
+        return 0
+    print(report)
+    for condition, text in advice.items():
+        print(f"\nAdvice for Condition {condition}: {text}")
+    return 0
+
+
+def _suggest(sem: LinearSEM, condition: str):
+    """InterventionAdvice, or in words why no single added environment suffices."""
+    try:
+        return sem.suggest_interventions(condition=condition)
+    except DataError as exc:
+        return f"none found. {_one_line(exc)}"
+
+
+# ---------------------------------------------------------------------------- plan files
+def _read_plan(path: str) -> dict:
+    """The keyword arguments of :meth:`LinearSEM.from_equations` from a JSON or TOML plan."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in (".json", ".toml"):
+        raise CLIError(f"{path}: a plan must be a .json or .toml file.", EXIT_INPUT)
+    try:
+        with open(path, "rb") as handle:
+            plan = tomllib.load(handle) if suffix == ".toml" else json.load(handle)
+    except FileNotFoundError:
+        raise CLIError(f"{path}: no such file.", EXIT_INPUT) from None
+    except OSError as exc:
+        raise CLIError(f"cannot read {path}: {exc.strerror or exc}.", EXIT_INPUT) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise CLIError(f"{path} is not valid TOML: {_one_line(exc)}.", EXIT_INPUT) from None
+    except json.JSONDecodeError as exc:
+        raise CLIError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno}, column "
+                       f"{exc.colno}).", EXIT_INPUT) from None
+    except UnicodeDecodeError:
+        raise CLIError(f"{path} is not a text file (it is not valid UTF-8).",
+                       EXIT_INPUT) from None
+    return _check_plan(plan, path)
+
+
+def _plan_error(path: str, message: str) -> NoReturn:
+    raise CLIError(f"{path}: {message}", EXIT_INVALID)
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _check_plan(plan: object, path: str) -> dict:
+    if not isinstance(plan, dict):
+        _plan_error(path, "the plan must be a table of keys (equations, interventions, ...).")
+    for key in plan:
+        if key not in PLAN_KEYS:
+            _plan_error(path, f"unknown key {key!r}.{_closest(key, PLAN_KEYS)} The keys are "
+                              f"{', '.join(PLAN_KEYS)}.")
+    for key in ("equations", "interventions"):
+        if key not in plan:
+            _plan_error(path, f"the plan needs {key!r}.")
+    equations = plan["equations"]
+    if not isinstance(equations, dict) or not all(
+            isinstance(parents, dict) and all(_is_number(c) for c in parents.values())
+            for parents in equations.values()):
+        _plan_error(path, "'equations' must map each child to {parent: coefficient}, e.g. "
+                          "{\"Y\": {\"X1\": 1.5}}.")
+    interventions = plan["interventions"]
+    if not isinstance(interventions, list) or not all(isinstance(iv, dict)
+                                                      for iv in interventions):
+        _plan_error(path, "'interventions' must be a list with one table per environment "
+                          "({} for the observational one).")
+    kwargs = {"equations": equations,
+              "interventions": [{v: _intervention(spec, path, k, v) for v, spec in iv.items()}
+                                for k, iv in enumerate(interventions)]}
+    if "outcome" in plan:
+        if not isinstance(plan["outcome"], str):
+            _plan_error(path, f"'outcome' must be a name; got {plan['outcome']!r}.")
+        kwargs["outcome"] = plan["outcome"]
+    if "covariates" in plan:
+        cov = plan["covariates"]
+        if not isinstance(cov, list) or not all(isinstance(c, str) for c in cov):
+            _plan_error(path, f"'covariates' must be a list of names; got {cov!r}.")
+        kwargs["covariates"] = cov
+    if "noise_var" in plan:
+        nv = plan["noise_var"]
+        if not (_is_number(nv) or isinstance(nv, dict) and all(map(_is_number, nv.values()))):
+            _plan_error(path, f"'noise_var' must be a number or {{name: number}}; got {nv!r}.")
+        kwargs["noise_var"] = nv
+    if "envs" in plan:
+        if not isinstance(plan["envs"], list):
+            _plan_error(path, f"'envs' must be a list of labels; got {plan['envs']!r}.")
+        kwargs["envs"] = plan["envs"]
+    return kwargs
+
+
+def _intervention(spec: object, path: str, k: int, name: str) -> float | tuple[float, float]:
+    """A variance, or ``[mean, variance]`` as the tuple ``from_equations`` expects."""
+    if _is_number(spec):
+        return spec
+    if isinstance(spec, list) and len(spec) == 2 and all(map(_is_number, spec)):
+        return (spec[0], spec[1])
+    _plan_error(path, f"interventions[{k}][{name!r}] must be a variance or [mean, variance]; "
+                      f"got {spec!r}.")
+
+
+# ---------------------------------------------------------------------------- parser
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors as one line (exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CLIError(f"{message} (see '{self.prog} --help')", EXIT_USAGE)
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
+def _gamma(text: str) -> float:
+    if text.strip().lower() == "auto":
+        raise argparse.ArgumentTypeError(
+            "'auto' is not supported (it was removed: it never beat gamma = 20); give a "
+            "number such as 20, the paper's choice. In Python, NegDRO(...).fit_path() shows "
+            "the effect of gamma")
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number >= 0 such as 20, got {text!r}") from None
+
+
+def _add_data_options(parser: argparse.ArgumentParser) -> None:
+    """The data options shared by ``fit`` and ``diagnose``."""
+    parser.add_argument("path", metavar="DATA.csv", help="CSV file with a header row")
+    group = parser.add_argument_group("data")
+    group.add_argument("--env", required=True, metavar="COL",
+                       help="column holding the environment labels")
+    group.add_argument("--outcome", metavar="COL",
+                       help="outcome column (default: the first column other than --env)")
+    group.add_argument("--covariates", metavar="A,B,C",
+                       help="covariate columns, comma-separated (default: every other column)")
+    group.add_argument("--intercept", action="store_true",
+                       help="add a constant covariate 'const' (the paper's model has none)")
+    group.add_argument("--missing", choices=["raise", "drop"], default="raise",
+                       help="rows with NaN or infinite values: stop with an error, or drop "
+                            "them (default: raise)")
+    parser.add_argument("--seed", type=_count, default=None, metavar="S",
+                        help="seed of the resampling (default: fresh randomness)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object instead of text (NaN as null)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="negdro", description=__doc__.split("\n\n", 1)[0],
+                     epilog=__doc__[__doc__.index("Exit status:"):],
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
     demo = sub.add_parser("demo", help="simulate eq. (33), fit NegDRO, print the summary")
     demo.add_argument("--p", type=int, default=10, help="number of covariates (>= 5)")
     demo.add_argument("--n", type=int, default=20_000, help="rows per environment")
-    demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--gamma", type=float, default=20.0)
+    demo.add_argument("--seed", type=_count, default=0)
+    demo.add_argument("--gamma", type=_gamma, default=20.0)
     demo.add_argument("--variant", choices=["text", "code"], default="text")
-    demo.add_argument("--n-boot", type=int, default=200, help="bootstrap replicates (0: none)")
+    demo.add_argument("--n-boot", type=_count, default=200,
+                      help="bootstrap replicates (0: none)")
     demo.set_defaults(func=_demo)
+
     fit = sub.add_parser("fit", help="fit NegDRO to a CSV file")
-    fit.add_argument("path")
-    fit.add_argument("--env", required=True, help="column holding the environment labels")
-    fit.add_argument("--outcome", default=None, help="outcome column (default: first)")
-    fit.add_argument("--gamma", type=float, default=20.0)
-    fit.add_argument("--n-boot", type=int, default=200, help="bootstrap replicates (0: none)")
-    fit.add_argument("--seed", type=int, default=None, help="bootstrap seed")
+    _add_data_options(fit)
+    fit.add_argument("--gamma", type=_gamma, default=20.0,
+                     help="invariance strength of eq. (9) (default: 20, the paper's)")
+    fit.add_argument("--refit", choices=["auto", "negdro", "invariant"], default="auto",
+                     help="support and refit: invariance selection (auto), the paper's "
+                          "algorithm verbatim (negdro), or (31) on its support (invariant)")
+    fit.add_argument("--alpha", type=float, default=0.05,
+                     help="level of the selection's J tests (refit auto; default 0.05); "
+                          "the intervals are 95%%")
+    fit.add_argument("--n-boot", type=_count, default=200,
+                     help="bootstrap replicates for errors and intervals (0: none)")
+    fit.add_argument("--format", choices=["text", "html", "latex"], default=None,
+                     help="format of the summary (default: text)")
     fit.set_defaults(func=_fit)
-    args = parser.parse_args(argv)
-    return args.func(args)
+
+    diagnose = sub.add_parser("diagnose", help="how well do the environments identify "
+                                               "beta*? (Condition 1b with uncertainty)")
+    _add_data_options(diagnose)
+    diagnose.add_argument("--n-boot", type=_count, default=199,
+                          help="bootstrap resamples for the margin's lower bound (0: none)")
+    diagnose.add_argument("--n-perm", type=_count, default=199,
+                          help="label permutations for the heterogeneity test (0: none)")
+    diagnose.add_argument("--alpha", type=float, default=0.05,
+                          help="one minus the confidence level of the bound (default 0.05)")
+    diagnose.set_defaults(func=_diagnose)
+
+    design = sub.add_parser(
+        "design", help="check a planned linear SEM (JSON or TOML) and suggest interventions",
+        description="Check a planned linear SEM. The plan holds 'equations' ({child: {parent: "
+                    "coefficient}}), 'interventions' (one table per environment, {covariate: "
+                    "variance} or {covariate: [mean, variance]}; {} is observational) and "
+                    "optionally 'outcome' (default Y), 'covariates', 'noise_var' and 'envs'.")
+    design.add_argument("path", metavar="PLAN", help="plan file, .json or .toml")
+    design.add_argument("--json", action="store_true", help="print one JSON object")
+    design.set_defaults(func=_design)
+    return parser
+
+
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    return f"negdro: warning: {_cli_spelling(_one_line(message))}\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``negdro`` and ``python -m negdro_stats``; returns the exit status."""
+    previous = warnings.formatwarning
+    warnings.formatwarning = _format_warning
+    try:
+        args = _parser().parse_args(argv)
+        return args.func(args)
+    except CLIError as exc:
+        print(f"negdro: error: {_one_line(exc)}", file=sys.stderr)
+        return exc.code
+    except SystemExit as exc:             # --help and --version
+        return exc.code if isinstance(exc.code, int) else 0
+    except KeyboardInterrupt:
+        print("negdro: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:               # output piped into head & co., which quit early
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141                        # 128 + SIGPIPE, as a shell reports it
+    finally:
+        warnings.formatwarning = previous
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ._typing import ArrayLike, FloatArray
-from ._validation import check_option, warn_user
+from ._validation import check_bool, check_option, warn_user
 from .exceptions import DataError, DataWarning
 from .moments import DEFAULT_CHUNK_ROWS, MomentAccumulator, Moments
 
@@ -63,6 +63,13 @@ class MultiEnvData:
         ``env`` is a column name, a pandas Series (aligned by index) or labels by
         position; ``outcome`` defaults to the first column other than ``env``.
         """
+        if not isinstance(frame, pd.DataFrame):
+            raise DataError(f"data must be a pandas DataFrame; got {type(frame).__name__}.")
+        if isinstance(frame.columns, pd.MultiIndex):
+            raise DataError("data has MultiIndex columns; flatten them first, e.g. "
+                            "data.columns = ['_'.join(map(str, c)) for c in data.columns].")
+        if len(frame) == 0:
+            raise DataError("data has no rows.")
         columns = [str(c) for c in frame.columns]
         dupes = sorted({c for c in columns if columns.count(c) > 1})
         if dupes:
@@ -75,6 +82,9 @@ class MultiEnvData:
             columns = [c for c in columns if c != env]
         else:
             env_values = _env_labels(env, frame.index)
+        if not columns:
+            raise DataError("data has no columns besides the environment labels; it needs "
+                            "the outcome and at least one covariate.")
         if outcome is None:
             outcome = columns[0]
         elif outcome not in columns:
@@ -85,7 +95,8 @@ class MultiEnvData:
             raise DataError("data has no covariate columns besides the outcome.")
         sub = frame.loc[:, [outcome, *covariates]]
         non_numeric = [c for c in sub.columns if not pd.api.types.is_numeric_dtype(sub[c])
-                       or pd.api.types.is_bool_dtype(sub[c])]
+                       or pd.api.types.is_bool_dtype(sub[c])
+                       or pd.api.types.is_complex_dtype(sub[c])]
         if non_numeric:
             raise DataError(f"Columns {non_numeric} are not numeric. Encode them first (e.g. "
                             "pandas.get_dummies) or use NegDRO.from_formula.")
@@ -98,8 +109,9 @@ class MultiEnvData:
                     missing: str = "raise", fit_intercept: bool = False) -> MultiEnvData:
         """An outcome vector, a covariate matrix (n, p) and ``n`` environment labels."""
         X, y = np.asarray(X), np.asarray(y)
-        if X.ndim != 2:
-            raise DataError(f"X must be a 2-d array (n, p); got shape {X.shape}.")
+        if X.ndim != 2 or X.shape[1] == 0:
+            raise DataError(f"X must be a 2-d array (n, p) with p >= 1 covariates; got shape "
+                            f"{X.shape}.")
         if y.ndim != 1:
             raise DataError(f"y must be a 1-d array of length n; got shape {y.shape}.")
         if len(y) != len(X):
@@ -109,9 +121,12 @@ class MultiEnvData:
             raise DataError(f"names has {len(names)} entries for {X.shape[1]} columns of X.")
         if outcome in names:
             raise DataError(f"The outcome name {outcome!r} is also a covariate name.")
+        if len(set(names)) != len(names):
+            raise DataError(f"names has duplicates: {names}; give each covariate its own.")
         for name, arr in (("y", y), ("X", X)):
-            if not (np.issubdtype(arr.dtype, np.number) and not np.issubdtype(arr.dtype, bool)):
-                raise DataError(f"{name} must be numeric; got dtype {arr.dtype}.")
+            if not (np.issubdtype(arr.dtype, np.number) and not np.issubdtype(arr.dtype, bool)
+                    and not np.issubdtype(arr.dtype, np.complexfloating)):
+                raise DataError(f"{name} must be real numbers; got dtype {arr.dtype}.")
         return cls._from_block(_ArrayBlock(y, X), _env_labels(env, pd.RangeIndex(len(y))),
                                names, outcome, missing, fit_intercept)
 
@@ -127,6 +142,9 @@ class MultiEnvData:
             raise DataError("from_formula needs a pandas DataFrame as data.")
         env_values = (frame[env].to_numpy() if isinstance(env, str) and env in frame
                       else _env_labels(env, frame.index))
+        if not isinstance(formula, str) or not formula.split("~")[0].strip():
+            raise DataError(f"formula must be a string 'outcome ~ covariates' (e.g. "
+                            f"'y ~ 0 + x1 + x2'); got {formula!r}.")
         try:
             y, X = model_matrix(formula, frame, na_action="ignore")
         except Exception as exc:                       # formulaic's errors vary by cause
@@ -170,7 +188,10 @@ class MultiEnvData:
                     fit_intercept: bool) -> MultiEnvData:
         """The NaN policy, the environment codes and the moments, in one chunked pass."""
         missing = check_option(missing, "missing", "NegDRO", MISSING)
+        fit_intercept = check_bool(fit_intercept, "fit_intercept", "NegDRO")
         n = len(env_values)
+        if n == 0:
+            raise DataError("data has no rows.")
         env_missing = pd.isna(env_values)
         if env_missing.any():
             raise DataError(f"env has {int(env_missing.sum())} missing labels; drop those rows.")
@@ -427,7 +448,20 @@ def _env_labels(env: Any, index: pd.Index) -> np.ndarray:
 
 
 def _check_moments(mom: Moments) -> None:
-    """Checks that need only the moments: environments, sizes, constants, collinearity."""
+    """Checks that need only the moments: shapes, finiteness, environments, sizes,
+    positive semidefiniteness, constants, collinearity."""
+    E, p = len(mom.n), len(mom.names)
+    shapes = {"n": (E,), "mean_x": (E, p), "mean_y": (E,), "Sigma": (E, p, p), "sxy": (E, p),
+              "syy": (E,)}
+    wrong = [f"{k} {np.shape(getattr(mom, k))} (expected {v})" for k, v in shapes.items()
+             if np.shape(getattr(mom, k)) != v]
+    if wrong or len(mom.envs) != E or p == 0:
+        raise DataError(f"The moments do not fit together: {', '.join(wrong) or 'names/envs'} "
+                        f"for {E} environments and {p} covariates (p >= 1 needed).")
+    bad = [k for k in ("mean_x", "mean_y", "Sigma", "sxy", "syy")
+           if not np.isfinite(getattr(mom, k)).all()]
+    if bad or np.isnan(mom.n).any():
+        raise DataError(f"The moments hold NaN or infinite values in {bad or ['n']}.")
     if mom.n_envs < 2:
         raise DataError(f"NegDRO needs at least 2 environments; got {mom.n_envs} "
                         f"({list(mom.envs)}). Invariance cannot be learnt from one.")
@@ -439,15 +473,27 @@ def _check_moments(mom: Moments) -> None:
         warn_user(f"Environments {thin} have fewer rows than the {mom.p} covariates; "
                   "their second moments are singular and estimates will be noisy.",
                   DataWarning)
+    # Variation below a few ulps of the raw second moment cannot be told from rounding
+    # (the moments are accumulated centred, so only a true constant, or an offset beyond
+    # ~1e7 standard deviations, falls under it).
+    tiny = 16 * np.finfo(np.float64).eps
+    Z = np.zeros((E, p + 1, p + 1))           # per-environment [X, Y] second moments
+    Z[:, :p, :p], Z[:, :p, p], Z[:, p, :p], Z[:, p, p] = mom.Sigma, mom.sxy, mom.sxy, mom.syy
+    low = np.linalg.eigvalsh(Z)[:, 0] / np.maximum(np.abs(np.linalg.eigvalsh(Z)[:, -1]), 1e-300)
+    if (low < -1e-8).any():
+        raise DataError(f"The second moments of environments "
+                        f"{[e for e, x in zip(mom.envs, low, strict=True) if x < -1e-8]} are "
+                        "not positive semidefinite: they cannot come from data.")
     var_y = mom.syy - mom.mean_y**2
-    if np.all(var_y <= 1e-12 * np.maximum(mom.syy, 1e-300)):
+    if np.all(var_y <= tiny * np.maximum(mom.syy, 1e-300)):
         raise DataError(f"The outcome {mom.outcome!r} is constant; there is nothing to model.")
     var_x = np.einsum("ejj->ej", mom.Sigma) - mom.mean_x**2           # within-env variances
     const = [name for j, name in enumerate(mom.names) if name != INTERCEPT_NAME
-             and np.all(var_x[:, j] <= 1e-12 * np.maximum(mom.Sigma[:, j, j], 1e-300))]
+             and np.all(var_x[:, j] <= tiny * np.maximum(mom.Sigma[:, j, j], 1e-300))]
     if const:
-        raise DataError(f"Covariates {const} are constant. Drop them, or use "
-                        "fit_intercept=True for an intercept.")
+        raise DataError(f"Covariates {const} are constant (to working precision: their "
+                        "variation is below 1e-15 of their mean square). Drop them, use "
+                        "fit_intercept=True for an intercept, or subtract a large offset.")
     d, _ = mom.scales()
     corr = mom.Sigma.mean(axis=0) / np.multiply.outer(d, d)
     try:                         # Cholesky: L_jj^2 = share of X_j not explained by X_<j

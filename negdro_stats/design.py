@@ -18,6 +18,7 @@ that are not additive in the sense of (12) (Appendix F.2).
 
 from __future__ import annotations
 
+import difflib
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -199,8 +200,13 @@ class LinearSEM:
 
     def _init(self, B, means, loadings, dists, names, envs) -> None:
         p = B.shape[0] - 1
-        if B.shape != (p + 1, p + 1) or p < 1:
+        if B.ndim != 2 or B.shape != (p + 1, p + 1) or p < 1:
             raise DataError(f"B must be a square (p+1, p+1) matrix with p >= 1; got {B.shape}.")
+        if not np.isfinite(B).all():
+            raise DataError("B (the structural coefficients) holds NaN or infinite values.")
+        if not means:
+            raise DataError("A LinearSEM needs at least one environment (interventions=[{}] "
+                            "is one observational environment).")
         order = _topological_order(B)
         if order is None:
             raise DataError("The SEM's graph has a cycle: B must describe an acyclic graph "
@@ -245,14 +251,12 @@ class LinearSEM:
         noise_var : float or dict
             Variances of the independent systematic noises ``eta`` (default 1).
         """
-        if covariates is None:
-            seen: list[str] = []
+        if covariates is None:       # the variables of the equations (not of interventions:
+            seen: list[str] = []    # a misspelt intervention must not add a variable)
             for child, parents in equations.items():
                 for v in (child, *parents):
                     if v != outcome and v not in seen:
                         seen.append(v)
-            for iv in interventions:
-                seen.extend(v for v in iv if v not in seen)
             covariates = seen
         names = (outcome, *covariates)
         index = {v: i for i, v in enumerate(names)}
@@ -267,14 +271,22 @@ class LinearSEM:
                 B[index[child], index[parent]] = coef
         var = np.array([noise_var.get(v, 1.0) if isinstance(noise_var, Mapping) else noise_var
                         for v in names], dtype=np.float64)
+        if not (np.isfinite(var).all() and (var >= 0).all()):
+            raise DataError(f"noise_var must be finite variances >= 0; got {noise_var!r}.")
         ivs = []
         for iv in interventions:
             mean, cov = np.zeros(p), np.zeros(p)
             for v, spec in iv.items():
                 if v not in index or v == outcome:
+                    close = difflib.get_close_matches(str(v), list(covariates), n=1)
+                    hint = f" Did you mean {close[0]!r}?" if close else (
+                        " To add a covariate without equations, list it in covariates=.")
                     raise DataError(f"Cannot intervene on {v!r}: interventions act on the "
-                                    f"covariates {list(covariates)} only (eq. (12)).")
+                                    f"covariates {list(covariates)} only (eq. (12)).{hint}")
                 m, s2 = spec if isinstance(spec, tuple) else (0.0, spec)
+                if not (np.isfinite(m) and np.isfinite(s2) and s2 >= 0):
+                    raise DataError(f"The intervention on {v!r} needs a finite mean and a "
+                                    f"variance >= 0; got {spec!r}.")
                 mean[index[v] - 1], cov[index[v] - 1] = m, s2
             ivs.append(Intervention(mean, np.diag(cov)))
         return cls(B, np.diag(var), ivs, names=names, envs=envs)
@@ -368,6 +380,9 @@ class LinearSEM:
         *, env_column: str = "env",
     ) -> pd.DataFrame:
         """Draw rows from every environment; a DataFrame with the outcome first."""
+        if env_column in self.names:
+            raise DataError(f"env_column={env_column!r} is the name of a variable of the SEM "
+                            f"{list(self.names)}; choose another name.")
         rng = np.random.default_rng(rng)
         ns = [n_per_env] * self.n_envs if np.ndim(n_per_env) == 0 else list(n_per_env)
         frames = []

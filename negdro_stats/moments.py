@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ._typing import ArrayLike, FloatArray
+from .exceptions import DataError
 
 __all__ = ["Moments", "MomentAccumulator"]
 
@@ -161,32 +162,60 @@ class Moments:
         how many there are.  Fit with ``NegDRO.from_moments(Moments.from_csv(...))``
         (the bootstrap and ``diagnose`` need rows and are not available then).
         """
-        import pandas as pd
+        def read(**kwargs):
+            """pandas.read_csv, chunk by chunk, with its parse errors turned into DataError
+            (ragged rows are errors, not silently padded or dropped)."""
+            try:
+                yield from pd.read_csv(path, on_bad_lines="error", chunksize=chunk_rows,
+                                       **kwargs)
+            except pd.errors.EmptyDataError as exc:
+                raise DataError(f"{path} is empty.") from exc
+            except pd.errors.ParserError as exc:
+                raise DataError(f"{path} could not be parsed: {exc}") from exc
 
-        header = list(pd.read_csv(path, nrows=0).columns)
+        try:
+            header = [str(c) for c in pd.read_csv(path, nrows=0).columns]
+        except pd.errors.EmptyDataError as exc:
+            raise DataError(f"{path} is empty.") from exc
         if env not in header:
-            raise ValueError(f"env={env!r} is not a column of {path}; columns are {header}.")
+            raise DataError(f"env={env!r} is not a column of {path}; columns are {header}.")
         rest = [c for c in header if c != env]
+        if not rest:
+            raise DataError(f"{path} has no columns besides {env!r}.")
         outcome = rest[0] if outcome is None else outcome
         covariates = [c for c in rest if c != outcome] if covariates is None else list(
             covariates)
         missing = [c for c in [outcome, *covariates] if c not in header]
         if missing:
-            raise ValueError(f"Columns {missing} are not in {path}; columns are {header}.")
-        labels = pd.unique(pd.concat(
-            chunk[env] for chunk in pd.read_csv(path, usecols=[env], chunksize=chunk_rows)))
-        labels = np.sort(labels)
+            raise DataError(f"Columns {missing} are not in {path}; columns are {header}.")
+        if outcome in covariates or len(set(covariates)) != len(covariates):
+            raise DataError(f"covariates {covariates} repeat a column or include the outcome "
+                            f"{outcome!r}.")
+        if not covariates:
+            raise DataError(f"{path}: no covariate columns (the outcome is {outcome!r}).")
+        # the first pass reads every column, so that ragged rows are found
+        env_values = pd.concat([c[env] for c in read()])
+        if env_values.isna().any():
+            raise DataError(f"{path} has {int(env_values.isna().sum())} rows with a blank "
+                            f"{env!r} cell; give every row an environment label.")
+        labels, _ = _sorted_labels(env_values.to_numpy())
+        if len(labels) == 0:
+            raise DataError(f"{path} has a header but no rows.")
         acc = MomentAccumulator(p=len(covariates), n_envs=len(labels))
         bad = 0
-        for chunk in pd.read_csv(path, usecols=[env, outcome, *covariates],
-                                 chunksize=chunk_rows):
-            values = chunk[[outcome, *covariates]].to_numpy(dtype=np.float64)
+        for chunk in read(usecols=[env, outcome, *covariates]):
+            sub = chunk[[outcome, *covariates]]
+            text = [c for c in sub.columns if not pd.api.types.is_numeric_dtype(sub[c])]
+            if text:
+                raise DataError(f"{path}: columns {text} hold non-numeric cells; clean them "
+                                "or leave those columns out with covariates=[...].")
+            values = sub.to_numpy(dtype=np.float64)
             bad += int((~np.isfinite(values).all(axis=1)).sum())
-            acc.add(values[:, 1:], values[:, 0], np.searchsorted(labels, chunk[env]))
+            acc.add(values[:, 1:], values[:, 0], _sorted_labels(chunk[env].to_numpy(), labels)[1])
         if bad:
-            raise ValueError(f"{path} has {bad} rows with missing or infinite values; clean "
-                             "them first.")
-        return acc.finish(envs=tuple(labels.tolist()), names=covariates, outcome=outcome)
+            raise DataError(f"{path} has {bad} rows with missing or infinite values; clean "
+                            "them first.")
+        return acc.finish(envs=tuple(labels), names=covariates, outcome=outcome)
 
     # ----------------------------------------------------------------- transforms
     def subset(self, cols: ArrayLike) -> Moments:
@@ -241,8 +270,19 @@ class Moments:
         )
 
 
+def _sorted_labels(values: np.ndarray, labels: list | None = None) -> tuple[list, np.ndarray]:
+    """Environment labels in sorted order (mixed types sorted by type name, then value)
+    and the integer code of every value."""
+    if labels is None:
+        labels = sorted(pd.unique(values).tolist(), key=lambda v: (type(v).__name__, v))
+    index = {v: k for k, v in enumerate(labels)}
+    return labels, np.fromiter((index[v] for v in values.tolist()), dtype=np.intp,
+                               count=len(values))
+
+
 class MomentAccumulator:
-    """Accumulate per-environment sums of ``Z = [X, y]`` and ``Z^T Z`` chunk by chunk.
+    """Accumulate per-environment means and centred cross-products of ``Z = [X, y]``
+    chunk by chunk, merged exactly (numerically stable at any offset).
 
     Use it to build :class:`Moments` from data that do not fit in memory::
 
@@ -255,33 +295,39 @@ class MomentAccumulator:
     def __init__(self, *, p: int, n_envs: int) -> None:
         self.p, self.n_envs = p, n_envs
         self._count = np.zeros(n_envs)
-        self._sum = np.zeros((n_envs, p + 1))
-        self._gram = np.zeros((n_envs, p + 1, p + 1))
+        self._mean = np.zeros((n_envs, p + 1))
+        self._m2 = np.zeros((n_envs, p + 1, p + 1))      # centred sums of squares, per env
 
     def add(self, X: ArrayLike, y: ArrayLike, codes: ArrayLike) -> None:
-        """Add one chunk of rows (``codes`` are integer environment codes)."""
+        """Add one chunk of rows (``codes`` are integer environment codes).
+
+        Each environment's chunk is centred at its own mean and merged exactly with what
+        came before (Chan, Golub and LeVeque's pairwise update), so that large offsets
+        (a covariate ``1e7 + noise``) keep their variance."""
         X, y, codes = np.asarray(X), np.asarray(y), np.asarray(codes)
         present = np.unique(codes)
         for e in present:
             rows = slice(None) if len(present) == 1 else codes == e
-            Xe = np.asarray(X[rows], dtype=np.float64)   # one copy of the environment's rows
-            ye = np.asarray(y[rows], dtype=np.float64)
-            self._count[e] += len(ye)
-            self._sum[e, : self.p] += Xe.sum(axis=0)
-            self._sum[e, self.p] += ye.sum()
-            self._gram[e, : self.p, : self.p] += Xe.T @ Xe  # numpy dispatches this to syrk
-            xy = Xe.T @ ye
-            self._gram[e, : self.p, self.p] += xy
-            self._gram[e, self.p, : self.p] += xy
-            self._gram[e, self.p, self.p] += ye @ ye
+            Z = np.empty((len(y) if len(present) == 1 else int(rows.sum()), self.p + 1))
+            Z[:, : self.p] = X[rows]                      # one float64 copy of the chunk
+            Z[:, self.p] = y[rows]
+            m = len(Z)
+            mean = Z.mean(axis=0)
+            Z -= mean
+            m2 = Z.T @ Z                                  # numpy dispatches this to syrk
+            n = self._count[e]
+            delta = mean - self._mean[e]
+            self._count[e] = n + m
+            self._mean[e] += delta * (m / (n + m))
+            self._m2[e] += m2 + np.outer(delta, delta) * (n * m / (n + m))
 
     def finish(
         self, *, envs: Sequence, names: Sequence[str], outcome: str = "y"
     ) -> Moments:
-        """Divide the sums by the row counts and return the :class:`Moments`."""
+        """Raw moments ``E_e[Z Z^T] = M2_e / n_e + mean_e mean_e^T`` as :class:`Moments`."""
         p, n = self.p, self._count
-        mean = self._sum / n[:, None]
-        gram = self._gram / n[:, None, None]
+        mean = self._mean.copy()
+        gram = self._m2 / n[:, None, None] + np.einsum("ei,ej->eij", mean, mean)
         return Moments(
             n=n.copy(),
             mean_x=mean[:, :p],

@@ -52,8 +52,17 @@ def risk_gradients(b: FloatArray, Sigma: FloatArray, sxy: FloatArray) -> FloatAr
 
 
 def project_simplex(v: FloatArray) -> FloatArray:
-    """Euclidean projection of ``v`` onto the probability simplex (sort-based)."""
-    u = np.sort(v)[::-1]
+    """Euclidean projection of ``v`` onto the probability simplex (sort-based).
+
+    Infinite entries (risks that overflowed on a diverging iterate) share the weight; NaN
+    propagates, for the caller to report."""
+    if not np.isfinite(v).all():
+        if np.isnan(v).any():
+            return np.full(len(v), np.nan)
+        top = v == v.max()
+        return top / top.sum()
+    v = v - v.max()               # the projection is invariant to shifts along (1, ..., 1);
+    u = np.sort(v)[::-1]          # without this, u_1 - (u_1 - 1) rounds to 0 for huge v
     css = np.cumsum(u) - 1.0
     k = np.arange(1, len(v) + 1)
     rho = np.nonzero(u - css / k > 0)[0][-1]

@@ -69,7 +69,7 @@ from threadpoolctl import threadpool_limits
 
 from ._typing import FloatArray
 from ._validation import check_int, check_option, check_scalar
-from .exceptions import DataError
+from .exceptions import DataError, SolverError
 from .moments import Moments
 from .objective import best_response, env_risks, gradient, negative_weight, objective
 from .selection import (
@@ -730,6 +730,9 @@ def solve(
         if len(S):
             results.append(solve(S, 0.0, b))                  # final: Phi_mu on S
             stages.append(dict(tau=0.0, size=len(S), n_iter=results[-1].n_iter))
+    if not all(np.isfinite(r.b).all() for r in results):
+        raise SolverError(f"The {method} iterates diverged (non-finite coefficients); lower "
+                          "step_size, or use the default method='algorithm3' with inner='sqp'.")
     b_std = np.zeros(p)
     used_refit, report = "none", None
     if method != "algorithm3":

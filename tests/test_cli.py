@@ -1,0 +1,301 @@
+"""The command line ``negdro``: output of each command, JSON, and one-line errors with
+distinct exit codes (see the module docstring of negdro_stats.cli)."""
+
+import json
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from negdro_stats import cli, simulate
+from negdro_stats.cli import main
+from negdro_stats.exceptions import SolverError
+
+COVARIATES = ["X1", "X2", "X3", "X4", "X5"]
+
+# Condition 4 fails: X3, a child of Y, is never intervened on.
+PLAN = {"equations": {"X2": {"X1": 1.0}, "Y": {"X2": 2.0}, "X3": {"X1": 0.5, "Y": -1.0}},
+        "interventions": [{}, {"X1": 1.0, "X2": 1.0}], "covariates": ["X1", "X2", "X3"]}
+PLAN_TOML = """\
+covariates = ["X1", "X2", "X3"]
+interventions = [{}, {X1 = 1.0, X2 = [0.5, 1.0]}]
+envs = ["observational", "shifted"]
+
+[equations]
+X2 = {X1 = 1.0}
+Y = {X2 = 2.0}
+X3 = {X1 = 0.5, Y = -1.0}
+"""
+
+
+@pytest.fixture(scope="module")
+def frame():
+    return simulate.eq33(p=5).sample(500, rng=0)
+
+
+@pytest.fixture(scope="module")
+def csv(frame, tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli") / "data.csv"
+    frame.to_csv(path, index=False)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def nan_csv(frame, tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli") / "nan.csv"
+    data = frame.copy()
+    data.loc[[3, 700], "X2"] = np.nan
+    data.to_csv(path, index=False)
+    return str(path)
+
+
+def run(capsys, *argv):
+    """(exit code, stdout, stderr) of ``negdro argv`` run in-process."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")       # DataWarning etc.; their format is tested below
+        code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(err, out=""):
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("negdro: error: "), err
+    assert "Traceback" not in err and out == ""
+
+
+# ------------------------------------------------------------------------ fit
+def test_fit_text_has_the_coefficient_table(capsys, csv):
+    code, out, err = run(capsys, "fit", csv, "--env", "env", "--n-boot", 0)
+    assert code == 0 and err == ""
+    assert "Dep. Variable:" in out and "coef" in out and "selected" in out
+    assert all(f"\n{x} " in out for x in COVARIATES)
+
+
+@pytest.mark.parametrize("n_boot", [0, 5])
+def test_fit_json(capsys, csv, n_boot):
+    code, out, _ = run(capsys, "fit", csv, "--env", "env", "--outcome", "Y", "--n-boot",
+                       n_boot, "--seed", 1, "--json")
+    assert code == 0
+    assert "NaN" not in out and "Infinity" not in out
+    res = json.loads(out)
+    assert res["outcome"] == "Y" and res["covariates"] == COVARIATES
+    assert list(res["params"]) == COVARIATES
+    assert res["support"]["X1"] is True and res["support"]["X2"] is False
+    assert set(res["conf_int"]) >= {"lower", "upper"}
+    assert res["nobs"] == {"1": 500, "2": 500, "3": 500, "4": 500}
+    assert set(res["weights"]) == set(res["risks"]) == {"1", "2", "3", "4"}
+    assert res["route"] in ("ols", "gmm", "negdro", "invariant")
+    assert res["identification"]["condition"] == "1b"
+    assert res["identification"]["holds"] is True
+    assert res["settings"]["gamma"] == 20.0 and res["settings"]["refit"] == "auto"
+    if n_boot == 0:
+        assert all(v is None for v in res["bse"].values())
+        assert all(v is None for v in res["support_freq"].values())
+    else:
+        assert res["bse"]["X1"] > 0 and res["support_freq"]["X1"] == 1.0
+        assert res["conf_int"]["lower"]["X1"] <= res["params"]["X1"]
+
+
+@pytest.mark.parametrize("fmt, marker", [("latex", r"\begin{tabular}"),
+                                         ("html", "<table")])
+def test_fit_formats(capsys, csv, fmt, marker):
+    code, out, _ = run(capsys, "fit", csv, "--env", "env", "--n-boot", 0, "--format", fmt)
+    assert code == 0 and marker in out
+
+
+def test_fit_options_reach_the_model(capsys, csv):
+    code, out, _ = run(capsys, "fit", csv, "--env", "env", "--n-boot", 0, "--json",
+                       "--covariates", "X1, X3", "--intercept", "--gamma", 5,
+                       "--refit", "negdro", "--alpha", 0.1)
+    assert code == 0
+    res = json.loads(out)
+    assert list(res["params"]) == ["X1", "X3", "const"]
+    assert res["route"] == "negdro"
+    assert res["settings"]["gamma"] == 5.0 and res["settings"]["alpha"] == 0.1
+
+
+def test_fit_missing_drop(capsys, nan_csv):
+    code, out, _ = run(capsys, "fit", nan_csv, "--env", "env", "--n-boot", 0, "--json",
+                       "--missing", "drop")
+    assert code == 0
+    assert sum(json.loads(out)["nobs"].values()) == 1998
+
+
+# ------------------------------------------------------------------------ diagnose
+def test_diagnose_text(capsys, csv):
+    code, out, _ = run(capsys, "diagnose", csv, "--env", "env", "--n-boot", 9, "--n-perm", 9,
+                       "--seed", 0)
+    assert code == 0
+    assert "Identification report" in out and "Verdict:" in out
+    assert "9 label permutations" in out
+
+
+def test_diagnose_json(capsys, csv):
+    code, out, _ = run(capsys, "diagnose", csv, "--env", "env", "--n-boot", 9, "--n-perm", 9,
+                       "--seed", 0, "--json")
+    assert code == 0 and "NaN" not in out
+    rep = json.loads(out)
+    assert rep["condition_1b"]["holds"] is True and rep["condition_1b"]["margin"] > 0
+    assert rep["margin_lcb"] > 0 and 0 < rep["perm_pvalue"] <= 1
+    assert rep["invariance"]["df"] == 3 and rep["alpha"] == 0.05
+
+
+def test_diagnose_json_without_resampling_has_nulls(capsys, csv):
+    code, out, _ = run(capsys, "diagnose", csv, "--env", "env", "--n-boot", 0, "--n-perm", 0,
+                       "--json")
+    assert code == 0
+    rep = json.loads(out)
+    assert rep["margin_lcb"] is None and rep["perm_pvalue"] is None
+
+
+# ------------------------------------------------------------------------ design
+def test_design_json_plan_names_the_child_to_intervene_on(capsys, tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(PLAN))
+    code, out, err = run(capsys, "design", path)
+    assert code == 0
+    assert "Design check" in out and "Condition 4 (limited interventions) fails" in out
+    assert "Advice for Condition 4: Add one environment that intervenes on ['X3']" in out
+    assert "searching" in err
+
+
+def test_design_toml_plan_as_json(capsys, tmp_path):
+    path = tmp_path / "plan.toml"
+    path.write_text(PLAN_TOML)
+    code, out, _ = run(capsys, "design", path, "--json")
+    assert code == 0
+    rep = json.loads(out)
+    assert rep["identified"] is False and rep["D"] == ["X3"] and rep["S_L"] == ["X1", "X2"]
+    assert rep["conditions"]["4"]["holds"] is False
+    assert set(rep["conditions"]["4"]["weights"]) == {"observational", "shifted"}
+    assert rep["advice"]["4"]["covariates"] == ["X3"]
+
+
+def test_design_identified_needs_no_advice(capsys, tmp_path):
+    plan = dict(PLAN, interventions=[{}, {"X1": 1.0, "X2": 1.0, "X3": 1.0}])
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    code, out, err = run(capsys, "design", path)
+    assert code == 0 and "Verdict: beta* is identified" in out
+    assert "Advice" not in out and err == ""
+
+
+# ------------------------------------------------------------------------ errors
+def _write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("case, code, needle", [
+    ("missing file", 3, "no such file"),
+    ("empty file", 3, "is empty"),
+    ("header only", 3, "no data rows"),
+    ("ragged row", 3, "line 4: 8 fields, but the header has 7"),
+    ("ragged first row", 3, "line 2: 8 fields, but the header has 7"),
+    ("wrong --env", 4, "--env 'site' is not a column"),
+    ("wrong --outcome", 4, "--outcome 'y' is not a column"),
+    ("unknown --covariates", 4, "unknown column(s) X9"),
+    ("NaN rows", 4, "NaN"),                    # (the package's wording of these may change)
+    ("blank env cells", 4, "missing"),
+    ("env with a label per row", 4, "rows"),
+    ("text covariate", 4, "site"),
+    ("negative gamma", 4, "gamma"),
+    ("gamma auto", 2, "give a number such as 20"),
+    ("missing --env", 2, "--env"),
+    ("bad --refit", 2, "--refit"),
+    ("--json with --format", 2, "alternatives"),
+])
+def test_errors_are_one_line_with_distinct_codes(capsys, tmp_path, csv, nan_csv, frame,
+                                                 case, code, needle):
+    lines = open(csv).read().splitlines()
+    blank_env = frame.copy().astype({"env": float})
+    blank_env.loc[[5, 9], "env"] = np.nan
+    blank_env.to_csv(tmp_path / "blank.csv", index=False)
+    argv = {
+        "missing file": ["fit", tmp_path / "nope.csv", "--env", "env"],
+        "empty file": ["fit", _write(tmp_path, "e.csv", ""), "--env", "env"],
+        "header only": ["fit", _write(tmp_path, "h.csv", lines[0] + "\n"), "--env", "env"],
+        "ragged row": ["fit", _write(tmp_path, "r.csv", "\n".join(
+            lines[:3] + [lines[3] + ",7"] + lines[4:])), "--env", "env"],
+        "ragged first row": ["fit", _write(tmp_path, "r1.csv", "\n".join(
+            lines[:1] + [lines[1] + ",7"] + lines[2:])), "--env", "env"],
+        "wrong --env": ["fit", csv, "--env", "site"],
+        "wrong --outcome": ["diagnose", csv, "--env", "env", "--outcome", "y"],
+        "unknown --covariates": ["fit", csv, "--env", "env", "--covariates", "X1,X9"],
+        "NaN rows": ["fit", nan_csv, "--env", "env", "--n-boot", 0],
+        "blank env cells": ["fit", tmp_path / "blank.csv", "--env", "env"],
+        "env with a label per row": ["fit", csv, "--env", "X1"],
+        "text covariate": ["fit", _write(tmp_path, "t.csv", "\n".join(
+            [lines[0] + ",site"] + [row + ",a" for row in lines[1:]])), "--env", "env"],
+        "negative gamma": ["fit", csv, "--env", "env", "--gamma", -1],
+        "gamma auto": ["fit", csv, "--env", "env", "--gamma", "auto"],
+        "missing --env": ["fit", csv],
+        "bad --refit": ["fit", csv, "--env", "env", "--refit", "ols"],
+        "--json with --format": ["fit", csv, "--env", "env", "--json", "--format", "latex"],
+    }[case]
+    got, out, err = run(capsys, *argv)
+    assert got == code
+    assert_one_line_error(err, out)
+    assert needle in err
+    assert len(err) < 600                      # long lists (2000 env labels) are shortened
+
+
+@pytest.mark.parametrize("name, text, code, needle", [
+    ("typo.json", json.dumps({**PLAN, "intervention": []}), 4,
+     "unknown key 'intervention'. Did you mean 'interventions'?"),
+    ("short.json", json.dumps({"equations": PLAN["equations"]}), 4, "needs 'interventions'"),
+    ("value.json", json.dumps({**PLAN, "interventions": [{}, {"X1": "big"}]}), 4,
+     "interventions[1]['X1'] must be a variance or [mean, variance]"),
+    ("outcome.json", json.dumps({**PLAN, "interventions": [{}, {"Y": 1.0}]}), 4,
+     "'Y'"),
+    ("cycle.json", json.dumps({**PLAN, "equations": {"Y": {"X1": 1}, "X1": {"Y": 1}},
+                               "covariates": ["X1"], "interventions": [{}]}), 4, "cycle"),
+    ("broken.json", '{"equations": {}, }', 3, "not valid JSON"),
+    ("broken.toml", "equations = {X2 = {X1 = 1.0}\n", 3, "not valid TOML"),
+    ("typo.toml", PLAN_TOML.replace("envs", "env_labels"), 4, "unknown key 'env_labels'"),
+    ("plan.yaml", "equations: {}", 3, "a plan must be a .json or .toml file"),
+])
+def test_plan_errors(capsys, tmp_path, name, text, code, needle):
+    got, out, err = run(capsys, "design", _write(tmp_path, name, text))
+    assert got == code
+    assert_one_line_error(err, out)
+    assert needle in err
+
+
+def test_numerical_failure_exits_5(capsys, csv, monkeypatch):
+    def fail(self, **kwargs):
+        raise SolverError("The identification SDP failed with CLARABEL and SCS.")
+
+    monkeypatch.setattr(cli.NegDRO, "fit", fail)
+    code, out, err = run(capsys, "fit", csv, "--env", "env")
+    assert code == 5
+    assert_one_line_error(err, out)
+    assert "numerical failure" in err
+
+
+def test_help_lists_the_exit_codes(capsys):
+    code, out, _ = run(capsys, "--help")
+    assert code == 0
+    assert "Exit status:" in out and "numerical failure" in out
+
+
+def test_main_restores_the_warning_format(capsys, csv):
+    before = warnings.formatwarning
+    run(capsys, "fit", csv, "--env", "env", "--n-boot", 0)
+    run(capsys, "fit", csv, "--env", "site")
+    assert warnings.formatwarning is before
+
+
+def test_module_entry_point_prints_one_line_warnings(nan_csv):
+    """``python -m negdro_stats``: a package warning is one line ``negdro: warning: ...``."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "negdro_stats", "fit", nan_csv, "--env", "env", "--n-boot", "0",
+         "--missing", "drop"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("negdro: warning: ") and "2" in lines[0]
+    assert "Dep. Variable:" in proc.stdout
