@@ -21,6 +21,8 @@ from .exceptions import (
     DataError,
     DataWarning,
     IdentificationWarning,
+    SelectionWarning,
+    SolverError,
 )
 from .inference import BootstrapResult
 from .model import NegDRO, diagnose
@@ -57,5 +59,7 @@ __all__ = [
     "DataWarning",
     "ConvergenceWarning",
     "IdentificationWarning",
+    "SelectionWarning",
+    "SolverError",
 ]
 __version__ = "0.1.0"

@@ -211,7 +211,7 @@ class MultiEnvData:
         mom = acc.finish(envs=tuple(labels.tolist()), names=covariates, outcome=outcome)
         if not all(np.isfinite(a).all() for a in (mom.Sigma, mom.sxy, mom.syy)):
             bad = int((~_finite_rows(block, n)).sum())       # only on the error path
-            raise DataError(f"data has {bad} rows with NaN or infinite values. Clean them, "
+            raise DataError(f"data has {bad} row(s) with NaN or infinite values. Clean them, "
                             "or pass missing='drop'.")
         if fit_intercept:
             if INTERCEPT_NAME in covariates:
@@ -420,6 +420,12 @@ class _Rows:
         return X, y, self.codes
 
 
+def _few(items: list, k: int = 5) -> str:
+    """A list for a message: at most ``k`` items, then how many there are in all."""
+    shown = ", ".join(repr(x) for x in items[:k])
+    return shown if len(items) <= k else f"{shown}, ... ({len(items)} in all)"
+
+
 def _finite_rows(block: _FrameBlock | _ArrayBlock, n: int) -> np.ndarray:
     """Which of the ``n`` rows hold only finite values (one chunked pass)."""
     finite = np.ones(n, dtype=bool)
@@ -467,10 +473,13 @@ def _check_moments(mom: Moments) -> None:
                         f"({list(mom.envs)}). Invariance cannot be learnt from one.")
     small = [e for e, n in zip(mom.envs, mom.n, strict=True) if n < 2]
     if small:
-        raise DataError(f"Environments {small} have fewer than 2 rows; drop or merge them.")
+        hint = (" Is env the column of environment labels?" if len(small) > mom.n_envs / 2
+                else "")
+        raise DataError(f"{len(small)} environment(s) have fewer than 2 rows "
+                        f"({_few(small)}); drop or merge them.{hint}")
     thin = [e for e, n in zip(mom.envs, mom.n, strict=True) if n < mom.p]
     if thin:
-        warn_user(f"Environments {thin} have fewer rows than the {mom.p} covariates; "
+        warn_user(f"Environments {_few(thin)} have fewer rows than the {mom.p} covariates; "
                   "their second moments are singular and estimates will be noisy.",
                   DataWarning)
     # Variation below a few ulps of the raw second moment cannot be told from rounding

@@ -14,6 +14,7 @@ __all__ = [
     "ConvergenceWarning",
     "DataWarning",
     "IdentificationWarning",
+    "SelectionWarning",
     "SolverError",
 ]
 
@@ -47,6 +48,11 @@ class DataWarning(UserWarning):
 class IdentificationWarning(UserWarning):
     """Fires when the environments look too similar for the causal model to be identified
     (identifiability margin at or below the tolerance)."""
+
+
+class SelectionWarning(UserWarning):
+    """Fires when the fit selected no covariate (every coefficient 0), e.g. after a hard
+    threshold above the standardised effects; silence with ``warnings.simplefilter``."""
 
 
 class BootstrapFailureWarning(UserWarning):

@@ -5,9 +5,10 @@
 - Condition 1b/1a on the sample moments (:func:`~negdro_stats.diagnostics.check_condition_1b`);
 - a bootstrap lower confidence bound for the relative margin (rows resampled within each
   environment, so every n_e is kept);
-- a permutation test of "no heterogeneity": under H0 the environment labels are
-  exchangeable, so permuting them across rows gives the null distribution of the
-  relative margin;
+- a permutation test of the margin: under H0 the environment labels are exchangeable,
+  so permuting them across rows gives the null distribution of the relative margin (a
+  small p says the margin is larger than label noise alone would give; environments
+  that differ hugely in ways that do not make A(w) positive definite give a large p);
 - a model-rejection signal: a test of equal environment risks at the NegDRO estimate
   (the analogue of ICP's "no set accepted"), see :class:`RiskInvarianceTest`.
 """
@@ -68,7 +69,8 @@ class IdentificationReport:
     boot_margins : ndarray
         The bootstrap relative margins.
     perm_pvalue : float
-        Permutation p-value of "no heterogeneity" (NaN when ``n_perm = 0``).
+        Permutation p-value of the relative margin under exchangeable environment labels
+        (NaN when ``n_perm = 0``).
     invariance : RiskInvarianceTest or None
         The model-rejection signal at the NegDRO estimate.
     alpha : float
@@ -115,7 +117,8 @@ class IdentificationReport:
                          f"environments): {level} lower confidence bound of the relative "
                          f"margin = {self.margin_lcb:.4g}.")
         if self.n_perm:
-            lines.append(f"  Permutation test of 'no heterogeneity' ({self.n_perm} label "
+            lines.append(f"  Permutation test of the margin against exchangeable labels "
+                         f"({self.n_perm} label "
                          f"permutations): p = {self.perm_pvalue:.3g}.")
         if c.certificate is not None:
             lines.append(f"  Condition 1a certificate: {c.certificate}.")

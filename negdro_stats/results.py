@@ -37,8 +37,19 @@ def _latex_escape(text: str) -> str:
 
 
 class NegDROSummary(Summary):
-    """A statsmodels ``Summary`` whose notes are LaTeX-escaped in :meth:`as_latex`
-    (statsmodels escapes table stubs but not ``extra_txt``: "50%" would start a comment)."""
+    """A statsmodels ``Summary`` with a one-line ``verdict`` above the tables when the
+    reader must not miss it, and notes LaTeX-escaped in :meth:`as_latex` (statsmodels
+    escapes table stubs but not ``extra_txt``: "50%" would start a comment)."""
+
+    verdict: str | None = None
+
+    def as_text(self) -> str:
+        text = super().as_text()
+        return text if self.verdict is None else f"{self.verdict}\n{text}"
+
+    def as_html(self) -> str:
+        html = super().as_html()
+        return html if self.verdict is None else f"<p><b>{self.verdict}</b></p>\n{html}"
 
     def as_latex(self) -> str:
         notes, self.extra_txt = self.extra_txt, None
@@ -48,6 +59,8 @@ class NegDROSummary(Summary):
             self.extra_txt = notes
         if notes:
             latex += "\n\n" + _latex_escape(notes).replace("\n", "\n\n")
+        if self.verdict is not None:
+            latex = "\\textbf{" + _latex_escape(self.verdict) + "}\n\n" + latex
         return latex
 
 
@@ -63,6 +76,8 @@ class NegDROResults:
         The outcome's name.
     fit_intercept : bool
         Whether the last coefficient is an intercept (``const``).
+    has_rows : bool
+        False for a model built from moments (no bootstrap, no ``diagnose()``).
     params : pandas.Series
         Estimated coefficients, named by covariate; 0 outside the support.
     support : pandas.Series of bool
@@ -101,6 +116,7 @@ class NegDROResults:
 
     def __init__(self, *, model: Any, moments: Moments, solver: SolverOutput,
                  fit_intercept: bool = False,
+                 has_rows: bool = True,
                  identification: IdentificationResult | Callable[[], IdentificationResult]
                  | None = None,
                  invariance: RiskInvarianceTest | None = None,
@@ -111,6 +127,7 @@ class NegDROResults:
         self.model = model
         self.endog_name = moments.outcome
         self.fit_intercept = bool(fit_intercept)
+        self.has_rows = bool(has_rows)
         self.population = moments.source == "population"
         self.solver = solver
         self._identification = identification
@@ -269,6 +286,42 @@ def _is_intercept(res: NegDROResults, j: int) -> bool:
     return res.fit_intercept and j == len(res.params) - 1
 
 
+def _num(x: float) -> str:
+    """A table number formatted by magnitude (as statsmodels' ``forg``): fixed with four
+    decimals between 1e-4 and 1e4, else scientific; exact zeros as 0."""
+    if x == 0:
+        return "0"
+    if not np.isfinite(x) or 1e-4 <= abs(x) < 1e4:
+        return f"{x:.4f}"
+    return f"{x:.4e}"
+
+
+def identification_advice(has_rows: bool) -> str:
+    """Where to go when Condition 1b fails: never to something that cannot run."""
+    if has_rows:
+        return ("NegDRO.diagnose() gives a confidence bound for the margin and what to do.")
+    return ("diagnose() needs rows, but if these are the moments of a planned LinearSEM, its "
+            "check_identification() also checks Conditions 4 and 6, under which NegDRO still "
+            "identifies beta* with limited interventions.")
+
+
+def _verdict(res: NegDROResults) -> str | None:
+    """One line above the tables when identification fails or invariance is rejected."""
+    problems = []
+    ident = res.identification
+    if ident is not None and not ident.holds:
+        problems.append(f"Condition 1b fails (relative margin {ident.relative_margin:.3g}): "
+                        "the environments may not identify the causal model")
+    if res.selection is not None and res.selection.rejected:
+        problems.append("the J test rejects invariance on every support tried")
+    if res.invariance is not None and res.invariance.pvalue < 0.05:
+        problems.append(f"the environment risks differ at the estimate "
+                        f"(p = {res.invariance.pvalue:.2g})")
+    if not problems:
+        return None
+    return "WARNING: " + "; ".join(problems) + " -- see the notes below."
+
+
 def _format_test(test: tuple) -> str:
     stat, df, pvalue = test
     return f"chi2({df}) = {stat:.3g}, p = {pvalue:.3g}"
@@ -317,22 +370,23 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
         ["boot se", lo_lab, hi_lab, "sel. freq"] if has_boot else [])
     coef_rows = []
     for j in rows:
-        row = [f"{res.params.iloc[j]:.4f}", f"{res.std_params.iloc[j]:.4f}",
+        row = [_num(res.params.iloc[j]), _num(res.std_params.iloc[j]),
                "always" if _is_intercept(res, j) else "yes" if res.support.iloc[j] else "-"]
         if has_boot:
-            row += [f"{res.bse.iloc[j]:.4f}", f"{ci['lower'].iloc[j]:.4f}",
-                    f"{ci['upper'].iloc[j]:.4f}", f"{freq.iloc[j]:.2f}"]
+            row += [_num(res.bse.iloc[j]), _num(ci["lower"].iloc[j]),
+                    _num(ci["upper"].iloc[j]), f"{freq.iloc[j]:.2f}"]
         coef_rows.append(row)
     coefs = SimpleTable(coef_rows or [["-"] * len(headers)], headers=headers,
                         stubs=[str(res.params.index[j]) for j in rows] or ["(none)"],
                         txt_fmt={"data_fmts": ["%s"]})
-    env_rows = [[f"{n:g}", f"{w:.3f}", f"{r:.4f}"]
+    env_rows = [[f"{n:g}", f"{w:.3f}", _num(r)]
                 for n, w, r in zip(res.nobs_env, res.weights, res.risks, strict=True)]
     envs = SimpleTable(env_rows, headers=["n_e", "weight w_e", "risk R_e(b)"],
                        stubs=[str(e) for e in res.weights.index],
                        txt_fmt={"data_fmts": ["%s"]})
     smry = NegDROSummary()
     smry.tables = [top, coefs, envs]
+    smry.verdict = _verdict(res)
     sel = res.selection
     if sel is not None and sel.route == "invariance":
         notes = [
@@ -383,8 +437,9 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
                      "environments' second moments differ too little there); the Phi_mu "
                      "fit is reported.")
     if ident is not None and not ident.holds:
-        notes.append("Condition 1b fails (margin <= 0): the environments may not identify "
-                     "the causal model; run model.diagnose() for advice.")
+        notes.append(f"Condition 1b fails (relative margin {ident.relative_margin:.3g} <= "
+                     f"{ident.tol:g}): the environments may not identify the causal model; "
+                     + identification_advice(res.has_rows))
     if not res.converged:
         notes.append(f"The solver did not reach tol = {s['tol']:g}: treat the estimate "
                      "with care, or raise max_iter.")

@@ -79,7 +79,7 @@ def test_sources_agree(frame):
 def test_missing_policy_in_one_place(frame):
     bad = frame.copy()
     bad.iloc[3, bad.columns.get_loc("X2")] = np.nan
-    with pytest.raises(DataError, match="1 rows with NaN"):
+    with pytest.raises(DataError, match=r"1 row\(s\) with NaN"):
         MultiEnvData.from_frame(bad, "env", outcome="Y")
     with pytest.warns(match="Dropped 1 of"):
         data = MultiEnvData.from_frame(bad, "env", outcome="Y", missing="drop")

@@ -68,10 +68,13 @@ def test_selection_frequency_eq33_n20000():
     assert "sel. freq" in text and "boot se" in text and "[0.025" in text
 
 
-def test_one_replicate_and_no_bootstrap(model):
-    res = model.fit(n_boot=1, rng=0)
-    assert res.bse.isna().all() and res.bootstrap.n_boot == 1
-    assert res.conf_int().notna().all().all()               # one draw: degenerate interval
+def test_one_replicate_is_refused_and_none_is_explicit(model):
+    """One replicate has no spread: refused (it used to give NaN errors and a degenerate
+    interval without a word)."""
+    with pytest.raises(ValueError, match="'n_boot' parameter of NegDRO.fit must be 0"):
+        model.fit(n_boot=1, rng=0)
+    with pytest.raises(ValueError, match="'n_boot' parameter of NegDRO.diagnose"):
+        model.diagnose(n_boot=1, n_perm=0)
     none = model.fit(n_boot=0)
     assert none.bootstrap is None and none.bse.isna().all() and none.conf_int().isna().all().all()
     assert "No bootstrap" in str(none.summary())

@@ -1,0 +1,105 @@
+"""Regression tests of the hardening issue: labels that match their numbers, messages that
+point at something that runs, silent defaults made loud."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from negdro_stats import (
+    DataError,
+    IdentificationWarning,
+    LinearSEM,
+    NegDRO,
+    SelectionWarning,
+    simulate,
+)
+from negdro_stats.results import _num
+
+
+@pytest.fixture(scope="module")
+def df():
+    return simulate.eq33(p=5).sample(1000, rng=3)
+
+
+def test_numbers_are_formatted_by_magnitude():
+    assert _num(5e-6) == "5.0000e-06" and _num(0.0) == "0" and _num(-0.5) == "-0.5000"
+    assert _num(1.234e150) == "1.2340e+150" and _num(np.nan) == "nan"
+
+
+def test_summary_prints_tiny_and_huge_coefficients_readably(df):
+    scaled = df.assign(X1=df.X1 * 1e-7, X3=df.X3 * 1e9)
+    text = str(NegDRO(scaled, env="env", outcome="Y").fit(n_boot=10, rng=0).summary())
+    assert "e+06" in text and "e-10" in text              # 0.5e7 and -0.5e-9: not 0.0000
+    numbers = [tok for tok in text.split() if tok.strip("=-")]
+    assert max(len(tok) for tok in numbers) < 40           # no 150-digit interval bounds
+
+
+def test_verdict_line_on_top_when_identification_fails():
+    sem = simulate.example3("limited")                     # Condition 1b fails, 4 holds
+    data = sem.sample(2000, rng=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentificationWarning)
+        res = NegDRO(data, env="env", outcome="Y").fit(n_boot=0)
+    assert not res.identification.holds
+    first = str(res.summary()).splitlines()[0]
+    assert first.startswith("WARNING: Condition 1b fails")
+    assert res.summary().as_html().startswith("<p><b>WARNING")
+    ok = NegDRO(simulate.eq33(p=5).sample(2000, rng=0), env="env", outcome="Y").fit(n_boot=0)
+    assert not str(ok.summary()).startswith("WARNING")
+
+
+def test_moment_models_are_not_sent_to_diagnose():
+    sem = simulate.example3("limited")
+    with pytest.warns(IdentificationWarning, match="check_identification") as record:
+        res = NegDRO.from_moments(sem.moments()).fit()
+    assert not any("NegDRO.diagnose()" in str(w.message) for w in record)
+    assert "check_identification" in str(res.summary())
+
+
+def test_empty_support_is_said(df):
+    with pytest.warns(SelectionWarning, match="threshold c0 = 5"):
+        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0, threshold=5.0, refit="negdro")
+    assert (res.params == 0).all()
+
+
+def test_wrong_env_column_gives_a_short_message(df):
+    with pytest.raises(DataError) as err:
+        NegDRO(df.drop(columns="env"), env=np.arange(len(df)), outcome="Y")
+    assert len(str(err.value)) < 300 and "Is env the column" in str(err.value)
+
+
+def test_string_fit_intercept_is_refused(df):
+    with pytest.raises(TypeError, match="'fit_intercept' parameter of NegDRO"):
+        NegDRO(df, env="env", outcome="Y", fit_intercept="no")
+
+
+def test_misspelt_intervention_is_refused():
+    with pytest.raises(DataError, match="Did you mean 'PKC'"):
+        LinearSEM.from_equations({"Y": {"PKC": 1.0}}, interventions=[{}, {"PKc": 2.0}])
+    sem = LinearSEM.from_equations({"Y": {"X1": 1.0}}, interventions=[{}, {"X1": 2.0}])
+    with pytest.raises(DataError, match="env_column='Y'"):
+        sem.sample(10, rng=0, env_column="Y")
+
+
+def test_complex_columns_are_refused(df):
+    with pytest.raises(DataError, match="not numeric"):
+        NegDRO(df.assign(X2=df.X2 + 1j), env="env", outcome="Y")
+
+
+def test_csv_defects_are_errors(tmp_path):
+    from negdro_stats import Moments
+
+    path = tmp_path / "d.csv"
+    path.write_text("Y,X1,env\n1,2,a\n2,3,\n3,1,b\n4,2,b\n")
+    with pytest.raises(DataError, match="blank 'env' cell"):
+        Moments.from_csv(str(path), env="env")
+    path.write_text("Y,X1,env\n1,2,a\n2,3,a,7\n3,1,b\n4,2,b\n")
+    with pytest.raises(DataError, match="could not be parsed"):
+        Moments.from_csv(str(path), env="env")
+    path.write_text("Y,X1,env\n1,2,a\n2,3,a\n3,1,b\n4,2,b\n")
+    with pytest.raises(DataError, match="include the outcome"):
+        Moments.from_csv(str(path), env="env", outcome="Y", covariates=["X1", "Y"])
+    assert Moments.from_csv(str(path), env="env").n.tolist() == [2, 2]
+    assert isinstance(pd.read_csv(path), pd.DataFrame)
