@@ -107,7 +107,8 @@ def _drig(mom: Moments, gamma: float = 10.0, reference: int = 0,
     M = S0 + gamma * np.tensordot(w, mom.Sigma[others] - S0, 1)          # Hessian/2 of (32)
     v = s0 + gamma * w @ (mom.sxy[others] - s0)
     if np.linalg.eigvalsh(M)[0] <= 0:
-        raise DataError("DRIG's objective (32) is not convex here: the reference environment "
+        raise DataError("DRIG's objective (the paper's eq. (32)) is not convex here: the "
+                        "reference environment "
                         f"{mom.envs[reference]!r} is not dominated; choose another or a "
                         "smaller gamma.")
     return np.linalg.solve(M, v), {"gamma": gamma, "reference": mom.envs[reference]}

@@ -140,7 +140,10 @@ class MultiEnvData:
 
         if not isinstance(frame, pd.DataFrame):
             raise DataError("from_formula needs a pandas DataFrame as data.")
-        env_values = (frame[env].to_numpy() if isinstance(env, str) and env in frame
+        if isinstance(env, str) and env not in frame:
+            raise DataError(f"env={env!r} is not a column of data; columns are "
+                            f"{[str(c) for c in frame.columns]}.")
+        env_values = (frame[env].to_numpy() if isinstance(env, str)
                       else _env_labels(env, frame.index))
         if not isinstance(formula, str) or not formula.split("~")[0].strip():
             raise DataError(f"formula must be a string 'outcome ~ covariates' (e.g. "

@@ -432,9 +432,10 @@ def check_condition_6(
     if not psd:
         failing.append("no weighting makes Delta(w) positive semidefinite")
     if not in_range:
-        failing.append("h is not in the span of Delta(w0)'s positive eigenvectors (57)")
+        failing.append("h is not in the span of Delta(w0)'s positive eigenvectors (the "
+                       "paper's eq. (57))")
     if lam_H <= tol * scale:
-        failing.append("H + sum_e w_e E[delta delta^T] is singular (56)")
+        failing.append("H + sum_e w_e E[delta delta^T] is singular (the paper's eq. (56))")
     t_rel = min(vals[0] / scale if hn == 0 else _range_margin(Dw, h) / scale, lam_H / scale)
     if not failing and t_rel <= tol:
         failing.append("the margin is not above the tolerance")

@@ -278,7 +278,7 @@ class NegDROResults:
 
 
 _REFIT_LABELS = {"ols": "pooled OLS", "gmm": "invariance GMM", "negdro": "Phi_mu (paper)",
-                 "invariant": "gradient inv. (31)"}
+                 "invariant": "gradient inv., eq. (31)"}
 
 
 def _is_intercept(res: NegDROResults, j: int) -> bool:

@@ -121,7 +121,10 @@ class SolverOptions:
         :math:`\Phi_\mu` (19) on the support.  ``"algorithm1"``: gradient
         descent-maximisation on :math:`\Phi_\mu`, eqs. (22)-(24), as printed (no
         thresholding).  ``"algorithm2"``: subgradient descent-maximisation on :math:`\Phi`
-        (50) with the proximal output rule (52).
+        (50) with the proximal output rule (52).  Cost: Algorithms 1 and 2 take thousands
+        of iterations (Algorithm 2 about 1-2 s per fit at p = 10-100, and it rarely meets
+        ``tol``: ``benchmarks/results/core_speed.txt``), so with the bootstrap multiply by
+        ``n_boot``; use them to reproduce the paper, Algorithm 3 otherwise.
     inner : {"sqp", "gdm"}
         Inner solver of Algorithm 3: SQP on the max of quadratics (default; about 10
         steps, each one p x p Cholesky) or Algorithm 1 as printed.

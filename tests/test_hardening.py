@@ -103,3 +103,15 @@ def test_csv_defects_are_errors(tmp_path):
         Moments.from_csv(str(path), env="env", outcome="Y", covariates=["X1", "Y"])
     assert Moments.from_csv(str(path), env="env").n.tolist() == [2, 2]
     assert isinstance(pd.read_csv(path), pd.DataFrame)
+
+
+def test_path_and_diagnose_arguments(df):
+    model = NegDRO(df, env="env", outcome="Y")
+    assert len(model.fit_path(5.0).gammas) == 1                # a scalar is a one-point grid
+    with pytest.raises(DataError, match="gammas must be numbers"):
+        model.fit_path("a")
+    other = NegDRO(df[["Y", "X1", "X2", "env"]], env="env").fit(n_boot=0)
+    with pytest.raises(DataError, match="this model's fit"):
+        model.diagnose(results=other, n_boot=0, n_perm=0)
+    with pytest.raises(DataError, match="env='nope' is not a column"):
+        NegDRO.from_formula("Y ~ X1", df, "nope")
