@@ -115,3 +115,17 @@ def test_path_and_diagnose_arguments(df):
         model.diagnose(results=other, n_boot=0, n_perm=0)
     with pytest.raises(DataError, match="env='nope' is not a column"):
         NegDRO.from_formula("Y ~ X1", df, "nope")
+
+
+def test_simplex_projection_of_huge_and_infinite_risks():
+    from negdro_stats.objective import project_simplex
+
+    np.testing.assert_allclose(project_simplex(np.array([1e17, 0.0, -3.0])), [1, 0, 0])
+    np.testing.assert_allclose(project_simplex(np.array([np.inf, 1.0, np.inf])), [0.5, 0, 0.5])
+    assert np.isnan(project_simplex(np.array([np.nan, 1.0]))).all()
+
+
+def test_permutation_test_is_named_for_the_margin(df):
+    report = NegDRO(df, env="env", outcome="Y").diagnose(n_boot=0, n_perm=9, rng=0)
+    assert "Permutation test of the margin" in str(report)
+    assert "no heterogeneity" not in str(report)
