@@ -12,6 +12,8 @@ bootstrap bound and the permutation test all use.  Everything here pickles.
 
 from __future__ import annotations
 
+import glob
+import os
 from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
@@ -20,9 +22,16 @@ import numpy as np
 import pandas as pd
 
 from ._typing import ArrayLike, FloatArray
-from ._validation import check_bool, check_option, warn_user
+from ._validation import check_bool, check_int, check_option, warn_user
 from .exceptions import DataError, DataWarning
-from .moments import DEFAULT_CHUNK_ROWS, MomentAccumulator, Moments
+from .moments import (
+    DEFAULT_BLOCKS,
+    DEFAULT_CHUNK_ROWS,
+    BlockAccumulator,
+    BlockMoments,
+    MomentAccumulator,
+    Moments,
+)
 
 __all__ = ["MultiEnvData", "MISSING"]
 
@@ -43,25 +52,34 @@ class MultiEnvData:
         when ``fit_intercept``).
     fit_intercept : bool
         Whether a constant column was appended.
-    has_rows : bool
-        False for data built from moments: then nothing that resamples rows is available.
+    blocks : BlockMoments or None
+        Moments of K random blocks per environment; when present, the resamplers, the
+        equal-risk test and the score covariances use them instead of rows (Parquet and
+        Dask sources always have them and no rows; in memory, ``blocks=K`` asks for them).
+    has_rows, can_resample : bool
+        Whether the rows are kept (for prediction), and whether rows or blocks are (for
+        everything that resamples).
     """
 
     def __init__(self, moments: Moments, *, fit_intercept: bool = False,
-                 rows: _Rows | None = None) -> None:
+                 rows: _Rows | None = None, blocks: BlockMoments | None = None) -> None:
         self.moments = moments
         self.fit_intercept = bool(fit_intercept)
         self._rows = rows
+        self.blocks = blocks
 
     # ------------------------------------------------------------------ sources
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, env: str | ArrayLike, *,
-                   outcome: str | None = None, missing: str = "raise",
-                   fit_intercept: bool = False) -> MultiEnvData:
+                   outcome: str | None = None, covariates: Sequence[str] | None = None,
+                   missing: str = "raise", fit_intercept: bool = False,
+                   blocks: int | None = None) -> MultiEnvData:
         """A DataFrame with the outcome, the covariates and (optionally) the env column.
 
         ``env`` is a column name, a pandas Series (aligned by index) or labels by
-        position; ``outcome`` defaults to the first column other than ``env``.
+        position; ``outcome`` defaults to the first column other than ``env``;
+        ``covariates`` to every other column.  ``blocks=K`` also keeps the moments of K
+        random blocks per environment and resamples those instead of rows.
         """
         if not isinstance(frame, pd.DataFrame):
             raise DataError(f"data must be a pandas DataFrame; got {type(frame).__name__}.")
@@ -90,9 +108,7 @@ class MultiEnvData:
         elif outcome not in columns:
             raise DataError(f"outcome={outcome!r} is not a column of data; columns are "
                             f"{columns}.")
-        covariates = [c for c in columns if c != outcome]
-        if not covariates:
-            raise DataError("data has no covariate columns besides the outcome.")
+        covariates = _covariates(covariates, columns, outcome)
         sub = frame.loc[:, [outcome, *covariates]]
         non_numeric = [c for c in sub.columns if not pd.api.types.is_numeric_dtype(sub[c])
                        or pd.api.types.is_bool_dtype(sub[c])
@@ -101,12 +117,13 @@ class MultiEnvData:
             raise DataError(f"Columns {non_numeric} are not numeric. Encode them first (e.g. "
                             "pandas.get_dummies) or use NegDRO.from_formula.")
         return cls._from_block(_FrameBlock(sub), env_values, covariates, outcome, missing,
-                               fit_intercept)
+                               fit_intercept, blocks)
 
     @classmethod
     def from_arrays(cls, y: ArrayLike, X: ArrayLike, env: ArrayLike, *,
                     names: Sequence[str] | None = None, outcome: str = "y",
-                    missing: str = "raise", fit_intercept: bool = False) -> MultiEnvData:
+                    missing: str = "raise", fit_intercept: bool = False,
+                    blocks: int | None = None) -> MultiEnvData:
         """An outcome vector, a covariate matrix (n, p) and ``n`` environment labels."""
         X, y = np.asarray(X), np.asarray(y)
         if X.ndim != 2 or X.shape[1] == 0:
@@ -128,12 +145,12 @@ class MultiEnvData:
                     and not np.issubdtype(arr.dtype, np.complexfloating)):
                 raise DataError(f"{name} must be real numbers; got dtype {arr.dtype}.")
         return cls._from_block(_ArrayBlock(y, X), _env_labels(env, pd.RangeIndex(len(y))),
-                               names, outcome, missing, fit_intercept)
+                               names, outcome, missing, fit_intercept, blocks)
 
     @classmethod
     def from_formula(cls, formula: str, frame: pd.DataFrame, env: str | ArrayLike, *,
-                     missing: str = "raise", fit_intercept: bool | None = None
-                     ) -> MultiEnvData:
+                     missing: str = "raise", fit_intercept: bool | None = None,
+                     blocks: int | None = None) -> MultiEnvData:
         """A formula such as ``"y ~ 0 + x1 + np.log(x2)"`` evaluated on ``frame`` (formulaic);
         an intercept in the formula means ``fit_intercept=True``."""
         from formulaic import model_matrix
@@ -158,7 +175,8 @@ class MultiEnvData:
         X = X.drop(columns=["Intercept"]) if has_const else X
         built = pd.concat([pd.DataFrame(y), pd.DataFrame(X)], axis=1)
         return cls.from_frame(built, env_values, outcome=str(y.columns[0]), missing=missing,
-                              fit_intercept=has_const if fit_intercept is None else fit_intercept)
+                              fit_intercept=has_const if fit_intercept is None else fit_intercept,
+                              blocks=blocks)
 
     @classmethod
     def from_moments(cls, moments: Moments) -> MultiEnvData:
@@ -171,12 +189,105 @@ class MultiEnvData:
         return cls(moments)
 
     @classmethod
+    def from_parquet(cls, path: str | Sequence[str], env: str, *, outcome: str | None = None,
+                     covariates: Sequence[str] | None = None, missing: str = "raise",
+                     fit_intercept: bool = False, blocks: int = DEFAULT_BLOCKS,
+                     batch_rows: int = 1 << 20, verbose: bool | None = None) -> MultiEnvData:
+        """Parquet files (a path, a directory, a glob or a list; pyarrow datasets), read
+        batch by batch and only the needed columns, in one pass: the moments and the
+        moments of ``blocks`` random blocks per environment (memory independent of n)."""
+        try:
+            import pyarrow.dataset as ds
+        except ImportError as exc:
+            raise ImportError("Parquet sources need pyarrow: pip install "
+                              "'negdro-stats[scale]'.") from exc
+
+        paths = sorted(glob.glob(path)) if isinstance(path, str) and glob.has_magic(path) \
+            else path
+        if not paths:
+            raise DataError(f"No Parquet files match {path!r}.")
+        try:
+            dataset = ds.dataset(paths, format="parquet")
+        except (OSError, ValueError) as exc:
+            raise DataError(f"Could not open {path!r} as Parquet: {exc}") from exc
+        columns = [str(c) for c in dataset.schema.names]
+        outcome, covariates = _split_columns(columns, env, outcome, covariates)
+        acc = BlockAccumulator(p=len(covariates), n_blocks=blocks)
+        dropped = 0
+        batches = dataset.to_batches(columns=[env, outcome, *covariates], batch_size=batch_rows)
+        for batch in _progress(batches, verbose, "parquet"):
+            dropped += _add_frame(acc, batch.to_pandas(), env, outcome, covariates, missing)
+        return cls._from_block_moments(acc, covariates, outcome, fit_intercept, dropped)
+
+    @classmethod
+    def from_dask(cls, frame: Any, env: str, *, outcome: str | None = None,
+                  covariates: Sequence[str] | None = None, missing: str = "raise",
+                  fit_intercept: bool = False, blocks: int = DEFAULT_BLOCKS) -> MultiEnvData:
+        """A Dask DataFrame (any Dask source: Parquet on object storage, CSV globs, ...):
+        block moments per partition, tree-reduced; runs on the active
+        ``dask.distributed`` client if there is one."""
+        try:
+            import dask
+        except ImportError as exc:
+            raise ImportError("Dask sources need dask: pip install 'negdro-stats[scale]'.") \
+                from exc
+
+        columns = [str(c) for c in frame.columns]
+        outcome, covariates = _split_columns(columns, env, outcome, covariates)
+        p = len(covariates)
+
+        def partial(part: pd.DataFrame) -> tuple[BlockAccumulator, int]:
+            acc = BlockAccumulator(p=p, n_blocks=blocks)
+            return acc, _add_frame(acc, part, env, outcome, covariates, missing)
+
+        def merge(a: tuple, b: tuple) -> tuple[BlockAccumulator, int]:
+            return a[0].merge(b[0]), a[1] + b[1]
+
+        parts = [dask.delayed(partial)(d) for d in frame[[env, outcome, *covariates]]
+                 .to_delayed()]
+        while len(parts) > 1:                                # tree reduction
+            parts = [dask.delayed(merge)(*parts[i:i + 2]) if i + 1 < len(parts) else parts[i]
+                     for i in range(0, len(parts), 2)]
+        acc, dropped = dask.compute(parts[0])[0]
+        return cls._from_block_moments(acc, covariates, outcome, fit_intercept, dropped)
+
+    @classmethod
+    def _from_block_moments(cls, acc: BlockAccumulator, covariates: list[str], outcome: str,
+                            fit_intercept: bool, dropped: int) -> MultiEnvData:
+        fit_intercept = check_bool(fit_intercept, "fit_intercept", "NegDRO")
+        if not acc.cells:
+            raise DataError("The data have no rows.")
+        if dropped:
+            warn_user(f"Dropped {dropped} rows with NaN or infinite values (missing='drop').",
+                      DataWarning)
+        blocks = acc.finish(names=covariates, outcome=outcome)
+        mom = blocks.moments()
+        if fit_intercept:
+            mom = mom.add_constant(INTERCEPT_NAME)
+        _check_moments(mom)
+        return cls(mom, fit_intercept=fit_intercept, blocks=blocks)
+
+    @classmethod
     def from_any(cls, data: Any, env: Any, *, outcome: str | None = None,
-                 missing: str = "raise", fit_intercept: bool = False) -> MultiEnvData:
-        """A DataFrame (:meth:`from_frame`) or a 2-d array with the outcome in column 0."""
+                 covariates: Sequence[str] | None = None, missing: str = "raise",
+                 fit_intercept: bool = False, blocks: int | None = None) -> MultiEnvData:
+        """A DataFrame (:meth:`from_frame`), a Dask DataFrame (:meth:`from_dask`), a
+        Parquet path (:meth:`from_parquet`) or a 2-d array with the outcome in column 0."""
         if isinstance(data, pd.DataFrame):
-            return cls.from_frame(data, env, outcome=outcome, missing=missing,
-                                  fit_intercept=fit_intercept)
+            return cls.from_frame(data, env, outcome=outcome, covariates=covariates,
+                                  missing=missing, fit_intercept=fit_intercept, blocks=blocks)
+        if type(data).__module__.startswith("dask"):
+            return cls.from_dask(data, env, outcome=outcome, covariates=covariates,
+                                 missing=missing, fit_intercept=fit_intercept,
+                                 blocks=blocks or DEFAULT_BLOCKS)
+        if isinstance(data, (str, os.PathLike)):
+            if not str(data).endswith((".parquet", ".pq")) and not os.path.isdir(data):
+                raise DataError(f"data={str(data)!r}: only Parquet files (.parquet) or "
+                                "directories of them are read by path; read a CSV with "
+                                "pandas.read_csv, or use Moments.from_csv for a large one.")
+            return cls.from_parquet(str(data), env, outcome=outcome, covariates=covariates,
+                                    missing=missing, fit_intercept=fit_intercept,
+                                    blocks=blocks or DEFAULT_BLOCKS)
         arr = np.asarray(data)
         if arr.ndim != 2 or arr.shape[1] < 2:
             raise DataError("data must be a DataFrame or a 2-d array with the outcome in "
@@ -188,7 +299,7 @@ class MultiEnvData:
     @classmethod
     def _from_block(cls, block: _FrameBlock | _ArrayBlock, env_values: np.ndarray,
                     covariates: list[str], outcome: str, missing: str,
-                    fit_intercept: bool) -> MultiEnvData:
+                    fit_intercept: bool, blocks: int | None = None) -> MultiEnvData:
         """The NaN policy, the environment codes and the moments, in one chunked pass."""
         missing = check_option(missing, "missing", "NegDRO", MISSING)
         fit_intercept = check_bool(fit_intercept, "fit_intercept", "NegDRO")
@@ -209,8 +320,12 @@ class MultiEnvData:
                                      sort=True)
         rows = _Rows(block, kept, codes)
         acc = MomentAccumulator(p=len(covariates), n_envs=len(labels))
+        bacc = None if blocks is None else BlockAccumulator(
+            p=len(covariates), n_blocks=check_int(blocks, "blocks", "NegDRO", min_val=2))
         for X, y, chunk_codes in rows.chunks():
             acc.add(X, y, chunk_codes)
+            if bacc is not None:
+                bacc.add(X, y, np.asarray(labels)[chunk_codes])
         mom = acc.finish(envs=tuple(labels.tolist()), names=covariates, outcome=outcome)
         if not all(np.isfinite(a).all() for a in (mom.Sigma, mom.sxy, mom.syy)):
             bad = int((~_finite_rows(block, n)).sum())       # only on the error path
@@ -222,7 +337,8 @@ class MultiEnvData:
                                 "data already has one; rename it or drop it.")
             mom = mom.add_constant(INTERCEPT_NAME)
         _check_moments(mom)
-        return cls(mom, fit_intercept=fit_intercept, rows=rows)
+        return cls(mom, fit_intercept=fit_intercept, rows=rows, blocks=None if bacc is None
+                   else bacc.finish(names=covariates, outcome=outcome))
 
     # ------------------------------------------------------------------ names
     @property
@@ -238,6 +354,10 @@ class MultiEnvData:
     @property
     def has_rows(self) -> bool:
         return self._rows is not None
+
+    @property
+    def can_resample(self) -> bool:
+        return self._rows is not None or self.blocks is not None
 
     def exog(self) -> pd.DataFrame | np.ndarray | None:
         """The covariates of every row given (dropped rows included), for prediction;
@@ -289,26 +409,52 @@ class MultiEnvData:
             raise DataError(f"{what} needs the rows; this model was built from moments.")
         return self._rows
 
-    def residual_sums(self, b: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-        """Per environment: rows, sum of ``r^2`` and of ``r^4`` for ``r = y - b^T x``
-        (``b`` in model order, the intercept included), one chunk at a time."""
-        slope, intercept = self._split(b)
+    def risk_variances(self, b: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Per environment the risk ``R_e(b)`` (mean of ``r^2``, ``r = y - b^T x``, ``b`` in
+        model order with the intercept) and the variance of its estimate: from rows
+        ``Var_e(r^2) / n_e`` (one chunked pass); from blocks, the between-block variance
+        of the block risks (ratio-estimator form, ``K / (K - 1)`` corrected)."""
         E = self.moments.n_envs
+        if self.blocks is not None:
+            cells = self._with_constant(self.blocks.cells())
+            K = self.blocks.n_blocks
+            n = cells.n.reshape(E, K)
+            with np.errstate(invalid="ignore"):
+                Rk = np.nan_to_num(cells.syy - 2 * cells.sxy @ b
+                                   + np.einsum("i,kij,j->k", b, cells.Sigma, b)).reshape(E, K)
+            R = (n * Rk).sum(axis=1) / n.sum(axis=1)
+            k_e = (n > 0).sum(axis=1)
+            var = (n**2 * (Rk - R[:, None]) ** 2).sum(axis=1) / n.sum(axis=1) ** 2
+            return R, var * k_e / np.maximum(k_e - 1, 1)
+        slope, intercept = self._split(b)
         n, s2, s4 = (np.zeros(E) for _ in range(3))
         for X, y, codes in self._need_rows("The equal-risk test").chunks():
             r2 = (y - X @ slope - intercept) ** 2
             n += np.bincount(codes, minlength=E)
             s2 += np.bincount(codes, weights=r2, minlength=E)
             s4 += np.bincount(codes, weights=r2**2, minlength=E)
-        return n, s2, s4
+        R = s2 / n
+        return R, (s4 / n - R**2) / n
 
     def score_cov(self, b: FloatArray, cols: ArrayLike | None = None) -> FloatArray:
         """Per environment ``Var_e(x_cols r)``, ``r = y - b^T x``, for the columns ``cols``
         of the model's covariates (the constant included; all by default), one chunk at a
-        time: ``(E, |cols|, |cols|)``."""
-        slope, intercept = self._split(b)
+        time: ``(E, |cols|, |cols|)``.  From blocks: ``n_k`` times the between-block
+        covariance of the block means of ``x_cols r`` (the per-row variance that makes
+        block means vary so)."""
         cols = np.arange(self.moments.p) if cols is None else np.asarray(cols)
         E, q = self.moments.n_envs, len(cols)
+        if self.blocks is not None:
+            cells = self._with_constant(self.blocks.cells())
+            K = self.blocks.n_blocks
+            n = cells.n.reshape(E, K)
+            with np.errstate(invalid="ignore"):
+                g = np.nan_to_num(cells.sxy - cells.Sigma @ b)[:, cols].reshape(E, K, q)
+            mean = np.einsum("ek,ekq->eq", n, g) / n.sum(axis=1)[:, None]
+            d = g - mean[:, None, :]
+            k_e = (n > 0).sum(axis=1)
+            return np.einsum("ek,ekq,ekr->eqr", n, d, d) / np.maximum(k_e - 1, 1)[:, None, None]
+        slope, intercept = self._split(b)
         is_x = cols < len(slope)
         n, s1, s2 = np.zeros(E), np.zeros((E, q)), np.zeros((E, q, q))
         for X, y, codes in self._need_rows("The score covariance").chunks():
@@ -336,7 +482,10 @@ class MultiEnvData:
     def resample(self, rng: np.random.Generator) -> Moments:
         """Moments of one stratified bootstrap sample: in every environment ``n_e`` rows
         drawn with replacement from its rows (multinomial counts ``c``, so
-        ``Sigma*_e = sum_i c_i x_i x_i^T / n_e``).  In model order (constant included)."""
+        ``Sigma*_e = sum_i c_i x_i x_i^T / n_e``), or, with blocks, its K blocks drawn with
+        replacement.  In model order (constant included)."""
+        if self.blocks is not None:
+            return self._with_constant(self.blocks.resample(rng))
         weighted = []
         for Z in self._groups:
             c = np.bincount(rng.integers(0, len(Z), size=len(Z)), minlength=len(Z))
@@ -345,7 +494,10 @@ class MultiEnvData:
 
     def permute(self, rng: np.random.Generator) -> Moments:
         """Moments after a random permutation of the environment labels across all rows
-        (each environment keeps its size): the null of no heterogeneity."""
+        (each environment keeps its size), or of the blocks' labels: the null of no
+        heterogeneity."""
+        if self.blocks is not None:
+            return self._with_constant(self.blocks.permute(rng))
         Z = np.concatenate(self._groups)
         order = rng.permutation(len(Z))
         bounds = np.cumsum([0, *(len(g) for g in self._groups)])
@@ -421,6 +573,74 @@ class _Rows:
         """``(X, y, codes)`` of all used rows (one copy)."""
         X, y = self.block(slice(None) if self.kept is None else self.kept)
         return X, y, self.codes
+
+
+def _covariates(covariates: Sequence[str] | None, columns: list[str], outcome: str
+                ) -> list[str]:
+    """The covariate columns: given (checked), or every column other than the outcome."""
+    if covariates is None:
+        covariates = [c for c in columns if c != outcome]
+    else:
+        covariates = [str(c) for c in covariates]
+        unknown = [c for c in covariates if c not in columns]
+        if unknown:
+            raise DataError(f"covariates {unknown} are not columns of data; columns are "
+                            f"{_few(columns, 20)}.")
+        if outcome in covariates or len(set(covariates)) != len(covariates):
+            raise DataError(f"covariates {covariates} repeat a column or include the "
+                            f"outcome {outcome!r}.")
+    if not covariates:
+        raise DataError("data has no covariate columns besides the outcome.")
+    return covariates
+
+
+def _split_columns(columns: list[str], env: str, outcome: str | None,
+                   covariates: Sequence[str] | None) -> tuple[str, list[str]]:
+    """Outcome and covariates of a columnar source (Parquet, Dask) by name."""
+    if not isinstance(env, str) or env not in columns:
+        raise DataError(f"env={env!r} is not a column of data; columns are "
+                        f"{_few(columns, 20)}.")
+    rest = [c for c in columns if c != env]
+    outcome = rest[0] if outcome is None and rest else outcome
+    if outcome not in rest:
+        raise DataError(f"outcome={outcome!r} is not a column of data; columns are "
+                        f"{_few(columns, 20)}.")
+    return outcome, _covariates(covariates, rest, outcome)
+
+
+def _add_frame(acc: BlockAccumulator, part: pd.DataFrame, env: str, outcome: str,
+               covariates: list[str], missing: str) -> int:
+    """Add a batch or partition to ``acc`` with the NaN policy; returns rows dropped."""
+    missing = check_option(missing, "missing", "NegDRO", MISSING)
+    labels = part[env].to_numpy()
+    if pd.isna(labels).any():
+        raise DataError(f"env has {int(pd.isna(labels).sum())} missing labels; drop those rows.")
+    sub = part[[outcome, *covariates]]
+    text = [c for c in sub.columns if not pd.api.types.is_numeric_dtype(sub[c])
+            or pd.api.types.is_bool_dtype(sub[c]) or pd.api.types.is_complex_dtype(sub[c])]
+    if text:
+        raise DataError(f"Columns {text} are not numeric; encode them first.")
+    Z = sub.to_numpy(dtype=np.float64)
+    finite = np.isfinite(Z).all(axis=1)
+    if not finite.all() and missing == "raise":
+        raise DataError(f"data has row(s) with NaN or infinite values "
+                        f"({int((~finite).sum())} in one batch). Clean them, or pass "
+                        "missing='drop'.")
+    acc.add(Z[finite, 1:], Z[finite, 0], labels[finite])
+    return int((~finite).sum())
+
+
+def _progress(items, verbose: bool | None, desc: str):
+    """tqdm over ``items`` when asked for (or stderr is a terminal), else ``items``."""
+    import sys
+
+    if verbose is False or (verbose is None and not sys.stderr.isatty()):
+        return items
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return items
+    return tqdm(items, desc=desc, unit="batch")
 
 
 def _few(items: list, k: int = 5) -> str:

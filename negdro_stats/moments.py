@@ -340,3 +340,166 @@ class MomentAccumulator:
             outcome=outcome,
             source="sample",
         )
+
+
+# ------------------------------------------------------------------------- block moments
+DEFAULT_BLOCKS = 50
+_GOLDEN, _MIX = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9
+
+
+def block_of(Z: FloatArray, n_blocks: int, seed: int = 0) -> np.ndarray:
+    """The block of every row of ``Z``: a hash of the row's values, so that any split of
+    the same rows into chunks, batches or partitions puts every row in the same block."""
+    u = np.ascontiguousarray(Z, dtype=np.float64).view(np.uint64)
+    h = np.full(len(u), np.uint64((seed * _GOLDEN + 1) % 2**64), dtype=np.uint64)
+    for j in range(u.shape[1]):
+        h ^= u[:, j]
+        h *= np.uint64(_MIX)                             # wraps modulo 2^64
+        h ^= h >> np.uint64(31)
+    return (h % np.uint64(n_blocks)).astype(np.intp)
+
+
+class BlockAccumulator:
+    """Moments of ``K`` blocks per environment, accumulated chunk by chunk and mergeable
+    (per partition, then a tree reduction): every row goes to the block :func:`block_of`
+    gives it; within a block, centred cross-products are merged exactly (Chan et al.).
+
+    Environments are keyed by label as they appear, so partitions need not agree on them.
+    """
+
+    def __init__(self, *, p: int, n_blocks: int = DEFAULT_BLOCKS, seed: int = 0) -> None:
+        self.p, self.n_blocks, self.seed = p, n_blocks, seed
+        self.cells: dict = {}                 # label -> [n (K,), mean (K, q), m2 (K, q, q)]
+
+    def add(self, X: ArrayLike, y: ArrayLike, labels: ArrayLike) -> None:
+        """Add rows ``(X, y)`` with their environment labels."""
+        Z = np.column_stack([np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)])
+        labels = np.asarray(labels)
+        blocks = block_of(Z, self.n_blocks, self.seed)
+        q = self.p + 1
+        for label in pd.unique(labels):
+            rows = labels == label
+            key = label.item() if hasattr(label, "item") else label
+            cell = self.cells.setdefault(key, [np.zeros(self.n_blocks), np.zeros(
+                (self.n_blocks, q)), np.zeros((self.n_blocks, q, q))])
+            Ze, be = Z[rows], blocks[rows]
+            for k in np.unique(be):
+                W = Ze[be == k]
+                mean = W.mean(axis=0)
+                W = W - mean
+                _chan_merge(cell, k, len(W), mean, W.T @ W)
+
+    def merge(self, other: BlockAccumulator) -> BlockAccumulator:
+        """Fold ``other`` (same p, blocks and seed) into this accumulator; returns self."""
+        for key, (n, mean, m2) in other.cells.items():
+            q = self.p + 1
+            cell = self.cells.setdefault(key, [np.zeros(self.n_blocks), np.zeros(
+                (self.n_blocks, q)), np.zeros((self.n_blocks, q, q))])
+            for k in np.flatnonzero(n):
+                _chan_merge(cell, k, n[k], mean[k], m2[k])
+        return self
+
+    def finish(self, *, names: Sequence[str], outcome: str = "y") -> BlockMoments:
+        """The blocks of every environment, environments in sorted label order."""
+        labels = sorted(self.cells, key=lambda v: (type(v).__name__, v))
+        n, mean, m2 = (np.stack([self.cells[k][i] for k in labels]) for i in range(3))
+        return BlockMoments(n=n, mean=mean, m2=m2, envs=tuple(labels), names=tuple(names),
+                            outcome=outcome)
+
+
+def _chan_merge(cell: list, k: int, m: float, mean: FloatArray, m2: FloatArray) -> None:
+    n = cell[0][k]
+    delta = mean - cell[1][k]
+    cell[0][k] = n + m
+    cell[1][k] += delta * (m / (n + m))
+    cell[2][k] += m2 + np.outer(delta, delta) * (n * m / (n + m))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class BlockMoments:
+    """Per environment, the moments of ``K`` random blocks of its rows: the currency of
+    resampling without the rows (the bootstrap draws blocks, the permutation test permutes
+    their environment labels).
+
+    Attributes
+    ----------
+    n : ndarray (E, K)
+        Rows per block.
+    mean : ndarray (E, K, p + 1)
+        Block means of ``Z = [X, y]``.
+    m2 : ndarray (E, K, p + 1, p + 1)
+        Centred cross-products ``sum (Z - mean)(Z - mean)^T`` of each block.
+    """
+
+    n: FloatArray
+    mean: FloatArray
+    m2: FloatArray
+    envs: tuple
+    names: tuple
+    outcome: str
+
+    @property
+    def n_blocks(self) -> int:
+        return self.n.shape[1]
+
+    def moments(self) -> Moments:
+        """The environments' moments: the blocks merged exactly."""
+        n_e = self.n.sum(axis=1)
+        mean = np.einsum("ek,ekq->eq", self.n, self.mean) / n_e[:, None]
+        d = self.mean - mean[:, None, :]
+        m2 = self.m2.sum(axis=1) + np.einsum("ek,ekq,ekr->eqr", self.n, d, d)
+        return self._from_sums(n_e, mean, m2 / n_e[:, None, None]
+                               + np.einsum("eq,er->eqr", mean, mean))
+
+    def _from_sums(self, n: FloatArray, mean: FloatArray, gram: FloatArray) -> Moments:
+        p = len(self.names)
+        return Moments(n=n, mean_x=mean[:, :p], mean_y=mean[:, p], Sigma=gram[:, :p, :p],
+                       sxy=gram[:, :p, p], syy=gram[:, p, p], envs=self.envs,
+                       names=self.names, outcome=self.outcome, source="sample")
+
+    def _raw(self) -> tuple[FloatArray, FloatArray]:
+        """Block sums of ``Z`` and of ``Z Z^T``."""
+        S = self.n[..., None] * self.mean
+        G = self.m2 + np.einsum("ek,ekq,ekr->ekqr", self.n, self.mean, self.mean)
+        return S, G
+
+    def _combine(self, weights: FloatArray) -> Moments:
+        """Moments of the environments made of the blocks with multiplicities ``weights``
+        (E, E * K): row e counts every block of every environment ``weights[e]`` times."""
+        S, G = self._raw()
+        E, K = self.n.shape
+        n = weights @ self.n.reshape(E * K)
+        mean = weights @ S.reshape(E * K, -1) / n[:, None]
+        gram = np.tensordot(weights, G.reshape(E * K, *G.shape[2:]), axes=1) / n[:, None, None]
+        return self._from_sums(n, mean, gram)
+
+    def resample(self, rng: np.random.Generator) -> Moments:
+        """A block bootstrap: in every environment, K blocks drawn with replacement."""
+        E, K = self.n.shape
+        weights = np.zeros((E, E * K))
+        for e in range(E):
+            weights[e, e * K:(e + 1) * K] = rng.multinomial(K, np.full(K, 1.0 / K))
+        return self._combine(weights)
+
+    def permute(self, rng: np.random.Generator) -> Moments:
+        """The blocks' environment labels permuted (every environment keeps K blocks)."""
+        E, K = self.n.shape
+        order = rng.permutation(E * K)
+        weights = np.zeros((E, E * K))
+        weights[np.repeat(np.arange(E), K), order] = 1.0
+        return self._combine(weights)
+
+    def cells(self) -> Moments:
+        """Every block as its own 'environment' (E * K of them; empty blocks have n = 0
+        and NaN moments)."""
+        S, G = self._raw()
+        E, K = self.n.shape
+        n = self.n.reshape(E * K)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = S.reshape(E * K, -1) / n[:, None]
+            gram = G.reshape(E * K, *G.shape[2:]) / n[:, None, None]
+        p = len(self.names)
+        return Moments(n=n, mean_x=mean[:, :p], mean_y=mean[:, p], Sigma=gram[:, :p, :p],
+                       sxy=gram[:, :p, p], syy=gram[:, p, p],
+                       envs=tuple((e, k) for e in self.envs for k in range(K)),
+                       names=self.names, outcome=self.outcome, source="sample")

@@ -34,7 +34,8 @@ class RiskInvarianceTest:
     """Test of H0: ``R_e(b) = R_f(b)`` for all environments, at a given ``b``.
 
     Welch-type heteroscedastic statistic on the per-environment mean squared residuals,
-    ``T = sum_e W_e (R_e - R_W)^2`` with ``W_e = n_e / Var_e(r^2)`` and ``R_W`` the
+    ``T = sum_e W_e (R_e - R_W)^2`` with ``W_e = 1 / Var(R_e)`` (``n_e / Var_e(r^2)`` from
+    rows; from block moments, the between-block variance of the block risks) and ``R_W`` the
     W-weighted mean, referred to chi-square with ``|E| - 1`` degrees of freedom.  ``b`` is
     treated as fixed; since NegDRO chooses ``b`` to make the risks equal, the test is
     conservative at the NegDRO estimate: a small p-value is strong evidence that no
@@ -144,14 +145,13 @@ class IdentificationReport:
         return self.summary()
 
 
-def risk_invariance_test(n: FloatArray, sum_r2: FloatArray, sum_r4: FloatArray,
+def risk_invariance_test(risks: FloatArray, variances: FloatArray,
                          envs: tuple) -> RiskInvarianceTest:
-    """See :class:`RiskInvarianceTest`; inputs are per-environment row counts and sums of
-    squared and fourth-power residuals ``y - X b``."""
+    """See :class:`RiskInvarianceTest`; inputs are per-environment risks ``R_e(b)`` and the
+    variances of their estimates (``Var_e(r^2) / n_e`` from rows, or between blocks)."""
     E = len(envs)
-    R = sum_r2 / n
-    var = sum_r4 / n - R**2
-    W = n / np.maximum(var, 1e-300)
+    R = np.asarray(risks, dtype=np.float64)
+    W = 1.0 / np.maximum(variances, 1e-300)
     RW = (W @ R) / W.sum()
     T = float(W @ (R - RW) ** 2)
     return RiskInvarianceTest(statistic=T, df=E - 1, pvalue=float(stats.chi2.sf(T, E - 1)),

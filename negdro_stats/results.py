@@ -76,8 +76,9 @@ class NegDROResults:
         The outcome's name.
     fit_intercept : bool
         Whether the last coefficient is an intercept (``const``).
-    has_rows : bool
-        False for a model built from moments (no bootstrap, no ``diagnose()``).
+    can_resample : bool
+        False for a model built from moments alone (no rows or blocks: no bootstrap, no
+        ``diagnose()``).
     params : pandas.Series
         Estimated coefficients, named by covariate; 0 outside the support.
     support : pandas.Series of bool
@@ -116,7 +117,7 @@ class NegDROResults:
 
     def __init__(self, *, model: Any, moments: Moments, solver: SolverOutput,
                  fit_intercept: bool = False,
-                 has_rows: bool = True,
+                 can_resample: bool = True,
                  identification: IdentificationResult | Callable[[], IdentificationResult]
                  | None = None,
                  invariance: RiskInvarianceTest | None = None,
@@ -127,7 +128,7 @@ class NegDROResults:
         self.model = model
         self.endog_name = moments.outcome
         self.fit_intercept = bool(fit_intercept)
-        self.has_rows = bool(has_rows)
+        self.can_resample = bool(can_resample)
         self.population = moments.source == "population"
         self.solver = solver
         self._identification = identification
@@ -296,9 +297,9 @@ def _num(x: float) -> str:
     return f"{x:.4e}"
 
 
-def identification_advice(has_rows: bool) -> str:
+def identification_advice(can_resample: bool) -> str:
     """Where to go when Condition 1b fails: never to something that cannot run."""
-    if has_rows:
+    if can_resample:
         return ("NegDRO.diagnose() gives a confidence bound for the margin and what to do.")
     return ("diagnose() needs rows, but if these are the moments of a planned LinearSEM, its "
             "check_identification() also checks Conditions 4 and 6, under which NegDRO still "
@@ -439,7 +440,7 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
     if ident is not None and not ident.holds:
         notes.append(f"Condition 1b fails (relative margin {ident.relative_margin:.3g} <= "
                      f"{ident.tol:g}): the environments may not identify the causal model; "
-                     + identification_advice(res.has_rows))
+                     + identification_advice(res.can_resample))
     if not res.converged:
         notes.append(f"The solver did not reach tol = {s['tol']:g}: treat the estimate "
                      "with care, or raise max_iter.")

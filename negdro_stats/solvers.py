@@ -132,9 +132,9 @@ class SolverOptions:
         Ridge penalty on the weights in (19), in units of the outcome's mean square
         (counted once, as in (19), not once per environment as in (22)).  Small values keep
         the estimator close to (17); 1e-3 smooths risk differences of about a thousandth of
-        E[Y^2], well below sampling noise.  Must be > 0 for the gradient methods.
+        E[Y^2], well below sampling noise.  Must be > 0 for the gradient methods; at most 1e6.
     tau : float, default 0.1
-        Initial adjustment tau0 of (124); halved at every stage.
+        Initial adjustment tau0 of (124); halved at every stage; at most 1e6.
     threshold : float, default 0.15
         Hard threshold c0 on standardised coefficients :math:`|b_j| d_j / s_y`, with
         :math:`d_j, s_y` the root mean squares of :math:`X_j` and :math:`Y` averaged over
@@ -196,13 +196,14 @@ class SolverOptions:
             "method": check_option(self.method, "method", owner, METHODS),
             "inner": check_option(self.inner, "inner", owner, INNER_SOLVERS),
             "refit": check_option(self.refit, "refit", owner, REFITS),
-            "mu": check_scalar(self.mu, "mu", owner, min_val=0,
-                               closed="neither" if gradient_method else "left"),
+            "mu": check_scalar(self.mu, "mu", owner, min_val=0, max_val=1e6,
+                               closed="right" if gradient_method else "both"),
+            "tau": check_scalar(self.tau, "tau", owner, min_val=0, max_val=1e6),
             "alpha": check_scalar(self.alpha, "alpha", owner, min_val=0, max_val=1,
                                   closed="neither"),
             "fixed": tuple(int(j) for j in self.fixed),
         }
-        for name in ("gamma", "tau", "threshold"):
+        for name in ("gamma", "threshold"):
             valid[name] = check_scalar(getattr(self, name), name, owner, min_val=0)
         for name in ("step_size", "tol", "upsilon"):
             if getattr(self, name) is not None:

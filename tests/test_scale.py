@@ -1,0 +1,135 @@
+"""Parquet and Dask sources, and resampling from block moments (no rows needed)."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose
+
+from negdro_stats import NegDRO, simulate
+from negdro_stats.data import MultiEnvData
+
+pytest.importorskip("pyarrow")
+
+FIELDS = ("n", "mean_x", "mean_y", "Sigma", "sxy", "syy")
+
+
+@pytest.fixture(scope="module")
+def frame():
+    df = simulate.eq33(p=6).sample(3000, rng=11)
+    return df.sample(frac=1.0, random_state=0).reset_index(drop=True)   # envs interleaved
+
+
+@pytest.fixture(scope="module")
+def parquet_dir(frame, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("pq")
+    bounds = np.linspace(0, len(frame), 4).astype(int)
+    for k in range(3):                                           # three files
+        frame.iloc[bounds[k]:bounds[k + 1]].to_parquet(folder / f"part{k}.parquet",
+                                                       row_group_size=1000)
+    return folder
+
+
+def _same_moments(a, b, rtol=1e-10):
+    assert a.envs == b.envs and a.names == b.names
+    for f in FIELDS:
+        assert_allclose(getattr(a, f), getattr(b, f), rtol=rtol, atol=1e-12)
+
+
+def test_parquet_moments_equal_in_memory(frame, parquet_dir):
+    memory = MultiEnvData.from_frame(frame, "env", outcome="Y", blocks=50)
+    for source in (str(parquet_dir), str(parquet_dir / "*.parquet")):
+        pq = MultiEnvData.from_parquet(source, "env", outcome="Y", batch_rows=700)
+        _same_moments(pq.moments, memory.moments)
+        assert_allclose(pq.blocks.n, memory.blocks.n)                # the same blocks
+        assert_allclose(pq.blocks.m2, memory.blocks.m2, rtol=1e-8, atol=1e-8)
+
+
+def test_fits_intervals_and_diagnostics_agree_across_sources(frame, parquet_dir):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = NegDRO(frame, env="env", outcome="Y", blocks=50)
+        b = NegDRO.from_parquet(str(parquet_dir), "env", outcome="Y")
+        ra, rb = (m.fit(n_boot=30, rng=1, n_jobs=1) for m in (a, b))
+    assert_allclose(rb.params, ra.params, rtol=1e-8, atol=1e-10)
+    assert_allclose(rb.conf_int(), ra.conf_int(), rtol=1e-6, atol=1e-8)
+    da, db = (m.diagnose(n_boot=9, n_perm=9, rng=2, results=r)
+              for m, r in ((a, ra), (b, rb)))
+    assert_allclose(db.margin_lcb, da.margin_lcb, rtol=1e-6)
+    assert db.perm_pvalue == da.perm_pvalue
+    assert_allclose(db.invariance.statistic, da.invariance.statistic, rtol=1e-6)
+
+
+def test_block_bootstrap_is_a_bootstrap(frame):
+    """Block intervals cover beta* on eq. (33) and have the width of row intervals."""
+    sem = simulate.eq33(p=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows = NegDRO(frame, env="env", outcome="Y").fit(n_boot=100, rng=0, n_jobs=1)
+        blocks = NegDRO(frame, env="env", outcome="Y", blocks=50).fit(n_boot=100, rng=0,
+                                                                      n_jobs=1)
+    ci = blocks.conf_int()
+    causes = sem.beta_star != 0
+    assert ((ci["lower"] <= sem.beta_star + 1e-9) & (sem.beta_star - 1e-9 <= ci["upper"]))[
+        causes].all()
+    ratio = blocks.bse[causes] / rows.bse[causes]
+    assert ((0.6 < ratio) & (ratio < 1.6)).all()
+
+
+def test_dask_on_a_local_cluster_equals_in_memory(frame):
+    dd = pytest.importorskip("dask.dataframe")
+    distributed = pytest.importorskip("distributed")
+    memory = MultiEnvData.from_frame(frame, "env", outcome="Y", blocks=50)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster):
+        ddf = dd.from_pandas(frame, npartitions=5)
+        data = MultiEnvData.from_dask(ddf, "env", outcome="Y")
+        model = NegDRO.from_dask(ddf, "env", outcome="Y")
+    _same_moments(data.moments, memory.moments)
+    assert_allclose(data.blocks.m2, memory.blocks.m2, rtol=1e-8, atol=1e-8)
+    assert model.data.can_resample and not model.data.has_rows
+
+
+def test_offsets_of_1e9_keep_moments_accurate(tmp_path):
+    """Raw moments of a column 1e9 + N(0, 1) to 1e-8 relative, accumulated in chunks and
+    blocks; such a column cannot be fitted on raw moments (its variation is below the
+    rounding of E[X^2]), and a Parquet fit says so instead of calling it anything else."""
+    from negdro_stats import DataError
+    from negdro_stats.moments import BlockAccumulator
+
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"Y": rng.normal(size=4000), "X1": 1e9 + rng.normal(size=4000),
+                       "X2": rng.normal(size=4000), "env": np.repeat([0, 1], 2000)})
+    acc = BlockAccumulator(p=2, n_blocks=20)
+    for start in range(0, 4000, 333):
+        part = df.iloc[start:start + 333]
+        acc.add(part[["X1", "X2"]], part["Y"], part["env"])
+    mom = acc.finish(names=["X1", "X2"]).moments()
+    x = df.X1.to_numpy()
+    for e in (0, 1):
+        xe = x[df.env.to_numpy() == e]
+        exact = 1e18 + 2e9 * (xe - 1e9).mean() + ((xe - 1e9) ** 2).mean()
+        assert_allclose(mom.Sigma[e, 0, 0], exact, rtol=1e-8)
+        assert_allclose(mom.mean_x[e, 0] - 1e9, (xe - 1e9).mean(), atol=1e-6)
+    df.to_parquet(tmp_path / "d.parquet", row_group_size=333)
+    with pytest.raises(DataError, match="subtract a large offset"):
+        MultiEnvData.from_parquet(str(tmp_path / "d.parquet"), "env", batch_rows=250)
+
+
+def test_parquet_errors(tmp_path, frame):
+    from negdro_stats import DataError
+
+    with pytest.raises(DataError, match="No Parquet files"):
+        MultiEnvData.from_parquet(str(tmp_path / "none*.parquet"), "env")
+    frame.to_parquet(tmp_path / "d.parquet")
+    with pytest.raises(DataError, match="env='site' is not a column"):
+        NegDRO.from_parquet(str(tmp_path / "d.parquet"), "site")
+    bad = frame.copy()
+    bad.loc[5, "X2"] = np.nan
+    bad.to_parquet(tmp_path / "bad.parquet")
+    with pytest.raises(DataError, match="NaN"):
+        NegDRO.from_parquet(str(tmp_path / "bad.parquet"), "env")
+    with pytest.warns(match="Dropped 1 rows"):
+        NegDRO.from_parquet(str(tmp_path / "bad.parquet"), "env", missing="drop")
