@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import csv
 import difflib
+import glob
 import json
 import math
 import os
@@ -212,8 +213,22 @@ def _select_columns(frame: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.D
     return frame.loc[:, [outcome, *names, env]], outcome
 
 
+def _is_parquet(path: str) -> bool:
+    return path.endswith((".parquet", ".pq")) or glob.has_magic(path) or os.path.isdir(path)
+
+
 def _model(args: argparse.Namespace, gamma: float = 20.0) -> NegDRO:
-    """NegDRO on the CSV of ``args`` with the shared data options."""
+    """NegDRO on the CSV or Parquet data of ``args`` with the shared data options
+    (Parquet files, directories and globs are read batch by batch, with block moments)."""
+    if _is_parquet(args.path):
+        if not glob.glob(args.path):
+            raise CLIError(f"{args.path}: no such file.", EXIT_INPUT)
+        covariates = None if args.covariates is None else [
+            c.strip() for c in args.covariates.split(",") if c.strip()]
+        with _package_errors():
+            return NegDRO.from_parquet(args.path, args.env, outcome=args.outcome,
+                                       covariates=covariates, gamma=gamma,
+                                       fit_intercept=args.intercept, missing=args.missing)
     frame, outcome = _select_columns(_read_csv(args.path), args)
     with _package_errors():
         return NegDRO(frame, env=args.env, outcome=outcome, gamma=gamma,
@@ -498,7 +513,9 @@ def _gamma(text: str) -> float:
 
 def _add_data_options(parser: argparse.ArgumentParser) -> None:
     """The data options shared by ``fit`` and ``diagnose``."""
-    parser.add_argument("path", metavar="DATA.csv", help="CSV file with a header row")
+    parser.add_argument("path", metavar="DATA", help="a CSV file with a header row, or "
+                        "Parquet data: a .parquet file, a directory or a glob such as "
+                        "'cells/*.parquet' (read batch by batch)")
     group = parser.add_argument_group("data")
     group.add_argument("--env", required=True, metavar="COL",
                        help="column holding the environment labels")
@@ -533,7 +550,7 @@ def _parser() -> argparse.ArgumentParser:
                       help="bootstrap replicates (0: none)")
     demo.set_defaults(func=_demo)
 
-    fit = sub.add_parser("fit", help="fit NegDRO to a CSV file")
+    fit = sub.add_parser("fit", help="fit NegDRO to a CSV or Parquet file")
     _add_data_options(fit)
     fit.add_argument("--gamma", type=_gamma, default=20.0,
                      help="invariance strength of eq. (9) (default: 20, the paper's)")

@@ -299,3 +299,15 @@ def test_module_entry_point_prints_one_line_warnings(nan_csv):
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("negdro: warning: ") and "2" in lines[0]
     assert "Dep. Variable:" in proc.stdout
+
+
+def test_fit_reads_parquet_globs(tmp_path, capsys):
+    pytest.importorskip("pyarrow")
+    df = simulate.eq33(p=5).sample(500, rng=0)
+    df.iloc[:1000].to_parquet(tmp_path / "a.parquet")
+    df.iloc[1000:].to_parquet(tmp_path / "b.parquet")
+    code = main(["fit", str(tmp_path / "*.parquet"), "--env", "env", "--outcome", "Y",
+                 "--n-boot", "5", "--seed", "0", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and set(out["params"]) == {f"X{j}" for j in range(1, 6)}
+    assert main(["fit", str(tmp_path / "none*.parquet"), "--env", "env"]) == 3
