@@ -214,9 +214,12 @@ class MultiEnvData:
         outcome, covariates = _split_columns(columns, env, outcome, covariates)
         acc = BlockAccumulator(p=len(covariates), n_blocks=blocks)
         dropped = 0
-        batches = dataset.to_batches(columns=[env, outcome, *covariates], batch_size=batch_rows)
+        batches = dataset.to_batches(columns=[env, outcome, *covariates], batch_size=batch_rows,
+                                     batch_readahead=2, fragment_readahead=1)  # bounded memory
         for batch in _progress(batches, verbose, "parquet"):
-            dropped += _add_frame(acc, batch.to_pandas(), env, outcome, covariates, missing)
+            columns = {name: batch.column(name).to_numpy(zero_copy_only=False)
+                       for name in batch.schema.names}
+            dropped += _add_columns(acc, columns, env, outcome, covariates, missing)
         return cls._from_block_moments(acc, covariates, outcome, fit_intercept, dropped)
 
     @classmethod
@@ -610,24 +613,33 @@ def _split_columns(columns: list[str], env: str, outcome: str | None,
 
 def _add_frame(acc: BlockAccumulator, part: pd.DataFrame, env: str, outcome: str,
                covariates: list[str], missing: str) -> int:
-    """Add a batch or partition to ``acc`` with the NaN policy; returns rows dropped."""
+    """Add a pandas partition to ``acc`` (see :func:`_add_columns`)."""
+    return _add_columns(acc, {c: part[c].to_numpy() for c in [env, outcome, *covariates]},
+                        env, outcome, covariates, missing)
+
+
+def _add_columns(acc: BlockAccumulator, columns: dict, env: str, outcome: str,
+                 covariates: list[str], missing: str) -> int:
+    """Add a batch or partition, given as 1-d arrays by column name, to ``acc`` with the
+    NaN policy; returns the rows dropped."""
     missing = check_option(missing, "missing", "NegDRO", MISSING)
-    labels = part[env].to_numpy()
+    labels = columns[env]
     if pd.isna(labels).any():
         raise DataError(f"env has {int(pd.isna(labels).sum())} missing labels; drop those rows.")
-    sub = part[[outcome, *covariates]]
-    text = [c for c in sub.columns if not pd.api.types.is_numeric_dtype(sub[c])
-            or pd.api.types.is_bool_dtype(sub[c]) or pd.api.types.is_complex_dtype(sub[c])]
+    names = [*covariates, outcome]
+    text = [c for c in names if columns[c].dtype.kind not in "fiu"]
     if text:
         raise DataError(f"Columns {text} are not numeric; encode them first.")
-    Z = sub.to_numpy(dtype=np.float64)
-    finite = np.isfinite(Z).all(axis=1)
-    if not finite.all() and missing == "raise":
-        raise DataError(f"data has row(s) with NaN or infinite values "
-                        f"({int((~finite).sum())} in one batch). Clean them, or pass "
-                        "missing='drop'.")
-    acc.add(Z[finite, 1:], Z[finite, 0], labels[finite])
-    return int((~finite).sum())
+    values = [np.asarray(columns[c], dtype=np.float64) for c in names]
+    finite = np.logical_and.reduce([np.isfinite(v) for v in values])
+    dropped = int(len(finite) - np.count_nonzero(finite))
+    if dropped and missing == "raise":
+        raise DataError(f"data has row(s) with NaN or infinite values ({dropped} in one "
+                        "batch). Clean them, or pass missing='drop'.")
+    if dropped:
+        values, labels = [v[finite] for v in values], labels[finite]
+    acc.add_rows(values, labels)
+    return dropped
 
 
 def _progress(items, verbose: bool | None, desc: str):

@@ -347,15 +347,21 @@ DEFAULT_BLOCKS = 50
 _GOLDEN, _MIX = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9
 
 
-def block_of(Z: FloatArray, n_blocks: int, seed: int = 0) -> np.ndarray:
-    """The block of every row of ``Z``: a hash of the row's values, so that any split of
-    the same rows into chunks, batches or partitions puts every row in the same block."""
-    u = np.ascontiguousarray(Z, dtype=np.float64).view(np.uint64)
-    h = np.full(len(u), np.uint64((seed * _GOLDEN + 1) % 2**64), dtype=np.uint64)
-    for j in range(u.shape[1]):
-        h ^= u[:, j]
-        h *= np.uint64(_MIX)                             # wraps modulo 2^64
-        h ^= h >> np.uint64(31)
+def block_of(columns: FloatArray | Sequence[FloatArray], n_blocks: int, seed: int = 0
+             ) -> np.ndarray:
+    """The block of every row: a hash of the row's values (the columns of a 2-d array, or
+    a sequence of 1-d columns), so that any split of the same rows into chunks, batches or
+    partitions puts every row in the same block.  Rotate-and-xor over the columns' bits
+    (vectorised shifts), then splitmix64's finaliser."""
+    if isinstance(columns, np.ndarray):
+        columns = [columns[:, j] for j in range(columns.shape[1])]
+    h = np.full(len(columns[0]), np.uint64((seed * _GOLDEN) % 2**64), dtype=np.uint64)
+    for col in columns:
+        bits = np.asarray(col, dtype=np.float64).view(np.uint64)
+        h = ((h << np.uint64(7)) | (h >> np.uint64(57))) ^ bits
+    h ^= h >> np.uint64(31)
+    h *= np.uint64(_MIX)                                     # wraps modulo 2^64
+    h ^= h >> np.uint64(29)
     return (h % np.uint64(n_blocks)).astype(np.intp)
 
 
@@ -373,21 +379,33 @@ class BlockAccumulator:
 
     def add(self, X: ArrayLike, y: ArrayLike, labels: ArrayLike) -> None:
         """Add rows ``(X, y)`` with their environment labels."""
-        Z = np.column_stack([np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64)])
-        labels = np.asarray(labels)
-        blocks = block_of(Z, self.n_blocks, self.seed)
+        X = np.asarray(X, dtype=np.float64)
+        Z = np.empty((X.shape[0], self.p + 1))
+        Z[:, : self.p], Z[:, self.p] = X, np.asarray(y, dtype=np.float64)
+        self.add_rows(Z, labels)
+
+    def add_rows(self, Z: FloatArray | Sequence[FloatArray], labels: ArrayLike) -> None:
+        """Add rows ``Z = [X, y]`` (a float64 array, or its columns as 1-d arrays, e.g.
+        straight from Arrow) with their labels: one sort by (environment, block), then one
+        centred product per non-empty block."""
+        K = self.n_blocks
+        codes, keys = pd.factorize(np.asarray(labels))
+        cell = codes * K + block_of(Z, K, self.seed)
+        order = np.argsort(cell, kind="stable")
+        Zs = Z[order] if isinstance(Z, np.ndarray) else np.stack(
+            [np.asarray(c, dtype=np.float64)[order] for c in Z], axis=1)
+        counts = np.bincount(cell, minlength=len(keys) * K)
+        starts = np.concatenate([[0], np.cumsum(counts)])
         q = self.p + 1
-        for label in pd.unique(labels):
-            rows = labels == label
-            key = label.item() if hasattr(label, "item") else label
-            cell = self.cells.setdefault(key, [np.zeros(self.n_blocks), np.zeros(
-                (self.n_blocks, q)), np.zeros((self.n_blocks, q, q))])
-            Ze, be = Z[rows], blocks[rows]
-            for k in np.unique(be):
-                W = Ze[be == k]
-                mean = W.mean(axis=0)
-                W = W - mean
-                _chan_merge(cell, k, len(W), mean, W.T @ W)
+        for c in np.flatnonzero(counts):
+            key = keys[c // K]
+            key = key.item() if hasattr(key, "item") else key
+            state = self.cells.setdefault(key, [np.zeros(K), np.zeros((K, q)),
+                                                np.zeros((K, q, q))])
+            W = Zs[starts[c]:starts[c + 1]]
+            mean = W.mean(axis=0)
+            W -= mean
+            _chan_merge(state, c % K, len(W), mean, W.T @ W)
 
     def merge(self, other: BlockAccumulator) -> BlockAccumulator:
         """Fold ``other`` (same p, blocks and seed) into this accumulator; returns self."""
