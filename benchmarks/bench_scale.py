@@ -10,7 +10,11 @@ Usage:  python benchmarks/bench_scale.py [--only pass|boot|mc|all] [--rows 10_00
    columns (the I/O reference), medians of 3 runs each.
 2. ``boot``: n = 20,000 per environment, p = 100: fit(n_boot=200) with row resampling
    against block resampling (blocks=50), wall time, same data and run.
-3. ``mc``: ``--reps`` samples of eq. (33) (p = 6, n = 2,000 per environment): coverage of
+3. ``e2e``: ``--e2e-rows`` rows (default 2e6; the row-level path holds three copies of
+   the data), p = 100, 4 environments, in Parquet: fit(n_boot=200) + diagnose(199 + 199)
+   from Parquet (block moments) against the same from the rows in memory
+   (pandas.read_parquet + the row bootstrap), wall time.
+4. ``mc``: ``--reps`` samples of eq. (33) (p = 6, n = 2,000 per environment): coverage of
    95% percentile intervals for the causal coordinates from rows and from blocks (B = 100),
    and the size of the permutation test of the margin (99 permutations, level 5%) and of
    the equal-risk test at beta* when the environments are identical (H0).
@@ -97,6 +101,39 @@ def bench_boot(n: int = 20_000, p: int = 100, B: int = 200) -> dict:
     return out
 
 
+def bench_e2e(rows: int, folder: Path, p: int = 100) -> dict:
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sem = simulate.eq33(p=p)
+    folder.mkdir(parents=True, exist_ok=True)
+    if not list(folder.glob("*.parquet")):
+        for k in range(max(rows // 500_000, 1)):
+            df = sem.sample(min(rows, 500_000) // 4, rng=100 + k)
+            pq.write_table(pa.Table.from_pandas(df, preserve_index=False),
+                           folder / f"part{k:04d}.parquet", row_group_size=125_000)
+    out = {"rows": rows, "p": p}
+
+    def run(build):
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = build()
+            res = model.fit(n_boot=200, rng=0)
+            model.diagnose(n_boot=199, n_perm=199, rng=0, results=res, verbose=False)
+        return time.perf_counter() - t0, res
+
+    out["parquet_blocks_s"], a = run(lambda: NegDRO.from_parquet(str(folder), "env",
+                                                                 outcome="Y", verbose=False))
+    out["memory_rows_s"], b = run(lambda: NegDRO(pd.read_parquet(folder), env="env",
+                                                 outcome="Y"))
+    out["ratio"] = out["memory_rows_s"] / out["parquet_blocks_s"]
+    out["max_abs_coef_diff"] = float(np.abs(a.params - b.params).max())
+    print(out, flush=True)
+    return out
+
+
 def bench_mc(reps: int) -> dict:
     sem = simulate.eq33(p=6)
     causes = np.flatnonzero(sem.beta_star)
@@ -133,7 +170,8 @@ def bench_mc(reps: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=["pass", "boot", "mc", "all"], default="all")
+    ap.add_argument("--only", choices=["pass", "boot", "e2e", "mc", "all"], default="all")
+    ap.add_argument("--e2e-rows", type=int, default=2_000_000)
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--reps", type=int, default=100)
     ap.add_argument("--data", type=Path, default=Path("/tmp/negdro_scale"))
@@ -145,6 +183,8 @@ def main() -> None:
         result["pass"] = bench_pass(args.rows, args.data)
     if args.only in ("boot", "all"):
         result["boot"] = bench_boot()
+    if args.only in ("e2e", "all"):
+        result["e2e"] = bench_e2e(args.e2e_rows, args.data.with_name(args.data.name + "_e2e"))
     if args.only in ("mc", "all"):
         result["mc"] = bench_mc(args.reps)
     args.out.write_text(json.dumps(result, indent=1))

@@ -392,20 +392,22 @@ class BlockAccumulator:
         codes, keys = pd.factorize(np.asarray(labels))
         cell = codes * K + block_of(Z, K, self.seed)
         order = np.argsort(cell, kind="stable")
-        Zs = Z[order] if isinstance(Z, np.ndarray) else np.stack(
-            [np.asarray(c, dtype=np.float64)[order] for c in Z], axis=1)
+        q = self.p + 1
+        Zt = np.empty((q, len(order)))                 # sorted rows, one variable per row
+        for j in range(q):                             # (contiguous gathers)
+            np.take(Z[:, j] if isinstance(Z, np.ndarray) else np.asarray(Z[j], np.float64),
+                    order, out=Zt[j])
         counts = np.bincount(cell, minlength=len(keys) * K)
         starts = np.concatenate([[0], np.cumsum(counts)])
-        q = self.p + 1
         for c in np.flatnonzero(counts):
             key = keys[c // K]
             key = key.item() if hasattr(key, "item") else key
             state = self.cells.setdefault(key, [np.zeros(K), np.zeros((K, q)),
                                                 np.zeros((K, q, q))])
-            W = Zs[starts[c]:starts[c + 1]]
-            mean = W.mean(axis=0)
-            W -= mean
-            _chan_merge(state, c % K, len(W), mean, W.T @ W)
+            W = Zt[:, starts[c]:starts[c + 1]]
+            mean = W.mean(axis=1)
+            W -= mean[:, None]
+            _chan_merge(state, c % K, W.shape[1], mean, W @ W.T)
 
     def merge(self, other: BlockAccumulator) -> BlockAccumulator:
         """Fold ``other`` (same p, blocks and seed) into this accumulator; returns self."""
