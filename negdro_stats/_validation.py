@@ -26,6 +26,18 @@ def warn_user(message: str, category: type[Warning]) -> None:
     warnings.warn(message, category, stacklevel=level)
 
 
+def progress(items, verbose: bool | None, desc: str, total: int | None = None):
+    """``items`` wrapped in a tqdm bar when asked for (``verbose=True``), or by default when
+    stderr is a terminal; ``items`` unchanged otherwise (or without tqdm)."""
+    if verbose is False or (verbose is None and not sys.stderr.isatty()) or total == 0:
+        return items
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return items
+    return tqdm(items, total=total, desc=desc)
+
+
 def _range_text(min_val: float | None, max_val: float | None, closed: str) -> str:
     lo = "-inf" if min_val is None else f"{min_val:g}"
     hi = "inf" if max_val is None else f"{max_val:g}"

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ._typing import ArrayLike, FloatArray
-from ._validation import check_bool, check_int, check_option, warn_user
+from ._validation import check_bool, check_int, check_option, progress, warn_user
 from .exceptions import DataError, DataWarning
 from .moments import (
     DEFAULT_BLOCKS,
@@ -216,7 +216,7 @@ class MultiEnvData:
         dropped = 0
         batches = dataset.to_batches(columns=[env, outcome, *covariates], batch_size=batch_rows,
                                      batch_readahead=2, fragment_readahead=1)  # bounded memory
-        for batch in _progress(batches, verbose, "parquet"):
+        for batch in progress(batches, verbose, "parquet"):
             columns = {name: batch.column(name).to_numpy(zero_copy_only=False)
                        for name in batch.schema.names}
             dropped += _add_columns(acc, columns, env, outcome, covariates, missing)
@@ -640,19 +640,6 @@ def _add_columns(acc: BlockAccumulator, columns: dict, env: str, outcome: str,
         values, labels = [v[finite] for v in values], labels[finite]
     acc.add_rows(values, labels)
     return dropped
-
-
-def _progress(items, verbose: bool | None, desc: str):
-    """tqdm over ``items`` when asked for (or stderr is a terminal), else ``items``."""
-    import sys
-
-    if verbose is False or (verbose is None and not sys.stderr.isatty()):
-        return items
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return items
-    return tqdm(items, desc=desc, unit="batch")
 
 
 def _few(items: list, k: int = 5) -> str:
