@@ -192,10 +192,12 @@ class MultiEnvData:
     def from_parquet(cls, path: str | Sequence[str], env: str, *, outcome: str | None = None,
                      covariates: Sequence[str] | None = None, missing: str = "raise",
                      fit_intercept: bool = False, blocks: int = DEFAULT_BLOCKS,
-                     batch_rows: int = 1 << 20, verbose: bool | None = None) -> MultiEnvData:
+                     batch_rows: int = 1 << 17, verbose: bool | None = None) -> MultiEnvData:
         """Parquet files (a path, a directory, a glob or a list; pyarrow datasets), read
         batch by batch and only the needed columns, in one pass: the moments and the
-        moments of ``blocks`` random blocks per environment (memory independent of n)."""
+        moments of ``blocks`` random blocks per environment (memory independent of n).
+        ``batch_rows`` of 2^17 keeps each batch's column gathers in cache (measured: 10^7
+        rows, p = 20: 2.0 s against 2.4-3.1 s with 2^20)."""
         try:
             import pyarrow.dataset as ds
         except ImportError as exc:
