@@ -270,7 +270,7 @@ class MultiEnvData:
         if fit_intercept:
             mom = mom.add_constant(INTERCEPT_NAME)
         _check_moments(mom)
-        return cls(mom, fit_intercept=fit_intercept, blocks=blocks)
+        return cls(mom, fit_intercept=fit_intercept, blocks=_check_blocks(blocks))
 
     @classmethod
     def from_any(cls, data: Any, env: Any, *, outcome: str | None = None,
@@ -343,7 +343,7 @@ class MultiEnvData:
             mom = mom.add_constant(INTERCEPT_NAME)
         _check_moments(mom)
         return cls(mom, fit_intercept=fit_intercept, rows=rows, blocks=None if bacc is None
-                   else bacc.finish(names=covariates, outcome=outcome))
+                   else _check_blocks(bacc.finish(names=covariates, outcome=outcome)))
 
     # ------------------------------------------------------------------ names
     @property
@@ -675,6 +675,15 @@ def _env_labels(env: Any, index: pd.Index) -> np.ndarray:
         raise DataError(f"env has {values.size} labels in shape {values.shape} but data has "
                         f"{len(index)} rows; pass one label per row.")
     return values
+
+
+def _check_blocks(blocks: BlockMoments) -> BlockMoments:
+    """Every environment needs two non-empty blocks for the block bootstrap to vary."""
+    few = [e for e, k in zip(blocks.envs, (blocks.n > 0).sum(axis=1), strict=True) if k < 2]
+    if few:
+        raise DataError(f"Environments {_few(few)} have fewer than 2 non-empty blocks (of "
+                        f"{blocks.n_blocks}): too few rows to resample by blocks.")
+    return blocks
 
 
 def _check_moments(mom: Moments) -> None:

@@ -494,19 +494,24 @@ class BlockMoments:
         return self._from_sums(n, mean, gram)
 
     def resample(self, rng: np.random.Generator) -> Moments:
-        """A block bootstrap: in every environment, K blocks drawn with replacement."""
+        """A block bootstrap: in every environment, its non-empty blocks drawn with
+        replacement (as many draws as there are of them)."""
         E, K = self.n.shape
         weights = np.zeros((E, E * K))
         for e in range(E):
-            weights[e, e * K:(e + 1) * K] = rng.multinomial(K, np.full(K, 1.0 / K))
+            full = np.flatnonzero(self.n[e] > 0)
+            weights[e, e * K + full] = rng.multinomial(len(full), np.full(len(full),
+                                                                         1.0 / len(full)))
         return self._combine(weights)
 
     def permute(self, rng: np.random.Generator) -> Moments:
-        """The blocks' environment labels permuted (every environment keeps K blocks)."""
+        """The non-empty blocks' environment labels permuted (every environment keeps its
+        number of them)."""
         E, K = self.n.shape
-        order = rng.permutation(E * K)
+        full = np.flatnonzero(self.n.reshape(E * K) > 0)
+        counts = (self.n > 0).sum(axis=1)
         weights = np.zeros((E, E * K))
-        weights[np.repeat(np.arange(E), K), order] = 1.0
+        weights[np.repeat(np.arange(E), counts), rng.permutation(full)] = 1.0
         return self._combine(weights)
 
     def cells(self) -> Moments:

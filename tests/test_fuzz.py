@@ -361,3 +361,24 @@ def test_the_classifier_catches_foreign_errors():
         _classify(lambda: np.linalg.cholesky(-np.eye(2)) and None or np.zeros(2)[5])
     buf = io.StringIO()
     assert _classify(lambda: buf.write("x")) == 1
+
+
+@_fuzz(150)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_fuzz_parquet(tmp_path_factory, seed):
+    """The same defective frames, written to Parquet and read back by the block path."""
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(seed)
+    df, defect = _frame(rng)
+    path = tmp_path_factory.mktemp("pq") / "d.parquet"
+    try:
+        df.to_parquet(path)
+    except Exception:                     # pyarrow cannot store it (complex, MultiIndex, ...)
+        return
+    options = _options(rng)
+    res = _classify(lambda: NegDRO.from_parquet(
+        str(path), "env", outcome=_pick(rng, [None, "Y"], ["missing"]),
+        missing=_pick(rng, ["raise", "drop"], ["ignore"])).fit(n_boot=2, rng=0, n_jobs=1,
+                                                               **options))
+    if res is not None:
+        assert np.isfinite(res.params.to_numpy()).all(), f"NaN coefficients ({defect})"

@@ -133,3 +133,21 @@ def test_parquet_errors(tmp_path, frame):
         NegDRO.from_parquet(str(tmp_path / "bad.parquet"), "env")
     with pytest.warns(match="Dropped 1 rows"):
         NegDRO.from_parquet(str(tmp_path / "bad.parquet"), "env", missing="drop")
+
+
+def test_small_environments_resample_their_non_empty_blocks(frame):
+    """An environment with fewer rows than blocks leaves blocks empty: replicates draw
+    among the non-empty ones (no 0/0 moments); fewer than two non-empty blocks is refused."""
+    small = pd.concat([frame[frame.env != 4], frame[frame.env == 4].head(6)])
+    data = MultiEnvData.from_frame(small, "env", outcome="Y", blocks=50)
+    assert (data.blocks.n[-1] > 0).sum() <= 6
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        for mom in (data.resample(rng), data.permute(rng)):
+            assert np.isfinite(mom.Sigma).all() and (mom.n > 0).all()
+    twins = pd.concat([frame[frame.env != 4], frame[frame.env == 4].head(1)] * 1)
+    twins = pd.concat([twins, frame[frame.env == 4].head(1)])       # two identical rows
+    from negdro_stats import DataError
+
+    with pytest.raises(DataError, match="fewer than 2 non-empty blocks"):
+        MultiEnvData.from_frame(twins, "env", outcome="Y", blocks=50)
