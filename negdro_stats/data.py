@@ -227,10 +227,12 @@ class MultiEnvData:
     @classmethod
     def from_dask(cls, frame: Any, env: str, *, outcome: str | None = None,
                   covariates: Sequence[str] | None = None, missing: str = "raise",
-                  fit_intercept: bool = False, blocks: int = DEFAULT_BLOCKS) -> MultiEnvData:
+                  fit_intercept: bool = False, blocks: int = DEFAULT_BLOCKS,
+                  verbose: bool | None = None) -> MultiEnvData:
         """A Dask DataFrame (any Dask source: Parquet on object storage, CSV globs, ...):
         block moments per partition, tree-reduced; runs on the active
-        ``dask.distributed`` client if there is one."""
+        ``dask.distributed`` client if there is one (with its progress bar when
+        ``verbose``, or by default when stderr is a terminal)."""
         try:
             import dask
         except ImportError as exc:
@@ -253,7 +255,7 @@ class MultiEnvData:
         while len(parts) > 1:                                # tree reduction
             parts = [dask.delayed(merge)(*parts[i:i + 2]) if i + 1 < len(parts) else parts[i]
                      for i in range(0, len(parts), 2)]
-        acc, dropped = dask.compute(parts[0])[0]
+        acc, dropped = _dask_compute(parts[0], verbose)
         return cls._from_block_moments(acc, covariates, outcome, fit_intercept, dropped)
 
     @classmethod
@@ -526,7 +528,8 @@ class MultiEnvData:
     def __repr__(self) -> str:
         m = self.moments
         return (f"<MultiEnvData: outcome={m.outcome!r}, p={m.p}, envs={m.n_envs}, "
-                f"nobs={m.nobs:g}, rows={'yes' if self.has_rows else 'no'}>")
+                f"nobs={m.nobs:g}, rows={'yes' if self.has_rows else 'no'}, blocks="
+                f"{'no' if self.blocks is None else self.blocks.n_blocks}>")
 
 
 # ----------------------------------------------------------------------- row access
@@ -578,6 +581,34 @@ class _Rows:
         """``(X, y, codes)`` of all used rows (one copy)."""
         X, y = self.block(slice(None) if self.kept is None else self.kept)
         return X, y, self.codes
+
+
+def _dask_compute(obj: Any, verbose: bool | None) -> Any:
+    """Compute a Dask object on the active distributed client if any, else locally; with
+    Dask's own progress bar when asked for (or stderr is a terminal)."""
+    import sys
+
+    import dask
+
+    show = verbose is True or (verbose is None and sys.stderr.isatty())
+    try:
+        from distributed import get_client
+        from distributed import progress as distributed_progress
+
+        client = get_client()
+    except (ImportError, ValueError):                 # no distributed, or no client
+        client = None
+    if client is not None:
+        future = client.compute(obj)
+        if show:
+            distributed_progress(future)
+        return future.result()
+    if show:
+        from dask.diagnostics import ProgressBar
+
+        with ProgressBar():
+            return dask.compute(obj)[0]
+    return dask.compute(obj)[0]
 
 
 def _covariates(covariates: Sequence[str] | None, columns: list[str], outcome: str
