@@ -446,21 +446,12 @@ class MultiEnvData:
     def score_cov(self, b: FloatArray, cols: ArrayLike | None = None) -> FloatArray:
         """Per environment ``Var_e(x_cols r)``, ``r = y - b^T x``, for the columns ``cols``
         of the model's covariates (the constant included; all by default), one chunk at a
-        time: ``(E, |cols|, |cols|)``.  From blocks: ``n_k`` times the between-block
-        covariance of the block means of ``x_cols r`` (the per-row variance that makes
-        block means vary so)."""
+        time: ``(E, |cols|, |cols|)``.  Needs the rows: without them (moments, blocks) the
+        selection uses the Gaussian form of this covariance (no fourth-cumulant term; a
+        between-block estimate, with K - 1 degrees of freedom for up to 30 columns, moved
+        the J tests far more than the term it estimates)."""
         cols = np.arange(self.moments.p) if cols is None else np.asarray(cols)
         E, q = self.moments.n_envs, len(cols)
-        if self.blocks is not None:
-            cells = self._with_constant(self.blocks.cells())
-            K = self.blocks.n_blocks
-            n = cells.n.reshape(E, K)
-            with np.errstate(invalid="ignore"):
-                g = np.nan_to_num(cells.sxy - cells.Sigma @ b)[:, cols].reshape(E, K, q)
-            mean = np.einsum("ek,ekq->eq", n, g) / n.sum(axis=1)[:, None]
-            d = g - mean[:, None, :]
-            k_e = (n > 0).sum(axis=1)
-            return np.einsum("ek,ekq,ekr->eqr", n, d, d) / np.maximum(k_e - 1, 1)[:, None, None]
         slope, intercept = self._split(b)
         is_x = cols < len(slope)
         n, s1, s2 = np.zeros(E), np.zeros((E, q)), np.zeros((E, q, q))
