@@ -223,16 +223,25 @@ def _model(args: argparse.Namespace, gamma: float = 20.0) -> NegDRO:
     if _is_parquet(args.path):
         if not glob.glob(args.path):
             raise CLIError(f"{args.path}: no such file.", EXIT_INPUT)
+        if os.path.isdir(args.path) and not glob.glob(os.path.join(args.path, "**",
+                                                                  "*.parquet"), recursive=True):
+            raise CLIError(f"{args.path} is a directory without .parquet files; give a CSV "
+                           "file or Parquet data.", EXIT_INPUT)
         covariates = None if args.covariates is None else [
             c.strip() for c in args.covariates.split(",") if c.strip()]
         with _package_errors():
-            return NegDRO.from_parquet(args.path, args.env, outcome=args.outcome,
-                                       covariates=covariates, gamma=gamma,
-                                       fit_intercept=args.intercept, missing=args.missing)
-    frame, outcome = _select_columns(_read_csv(args.path), args)
-    with _package_errors():
-        return NegDRO(frame, env=args.env, outcome=outcome, gamma=gamma,
-                      fit_intercept=args.intercept, missing=args.missing)
+            model = NegDRO.from_parquet(args.path, args.env, outcome=args.outcome,
+                                        covariates=covariates, gamma=gamma,
+                                        fit_intercept=args.intercept, missing=args.missing)
+    else:
+        frame, outcome = _select_columns(_read_csv(args.path), args)
+        with _package_errors():
+            model = NegDRO(frame, env=args.env, outcome=outcome, gamma=gamma,
+                           fit_intercept=args.intercept, missing=args.missing)
+    if args.outcome is None:                      # said once the data are known to be usable
+        print(f"negdro: note: no --outcome given; the outcome is {model.endog_name!r}, the "
+              "first column other than --env.", file=sys.stderr)
+    return model
 
 
 # ---------------------------------------------------------------------------- JSON

@@ -315,7 +315,9 @@ class MultiEnvData:
             raise DataError("data has no rows.")
         env_missing = pd.isna(env_values)
         if env_missing.any():
-            raise DataError(f"env has {int(env_missing.sum())} missing labels; drop those rows.")
+            raise DataError(f"env has {int(env_missing.sum())} missing labels; give those rows "
+                            "an environment or drop them (missing='drop' covers the outcome "
+                            "and covariates only).")
         kept = None
         if missing == "drop":                 # a pass to find them; "raise" needs none
             finite = _finite_rows(block, n)
@@ -649,7 +651,9 @@ def _add_columns(acc: BlockAccumulator, columns: dict, env: str, outcome: str,
     missing = check_option(missing, "missing", "NegDRO", MISSING)
     labels = columns[env]
     if pd.isna(labels).any():
-        raise DataError(f"env has {int(pd.isna(labels).sum())} missing labels; drop those rows.")
+        raise DataError(f"env has {int(pd.isna(labels).sum())} missing labels; give those rows "
+                        "an environment or drop them (missing='drop' covers the outcome and "
+                        "covariates only).")
     names = [*covariates, outcome]
     text = [c for c in names if columns[c].dtype.kind not in "fiu"]
     if text:

@@ -68,7 +68,7 @@ def assert_one_line_error(err, out=""):
 
 # ------------------------------------------------------------------------ fit
 def test_fit_text_has_the_coefficient_table(capsys, csv):
-    code, out, err = run(capsys, "fit", csv, "--env", "env", "--n-boot", 0)
+    code, out, err = run(capsys, "fit", csv, "--env", "env", "--outcome", "Y", "--n-boot", 0)
     assert code == 0 and err == ""
     assert "Dep. Variable:" in out and "coef" in out and "selected" in out
     assert all(f"\n{x} " in out for x in COVARIATES)
@@ -271,7 +271,7 @@ def test_numerical_failure_exits_5(capsys, csv, monkeypatch):
         raise SolverError("The identification SDP failed with CLARABEL and SCS.")
 
     monkeypatch.setattr(cli.NegDRO, "fit", fail)
-    code, out, err = run(capsys, "fit", csv, "--env", "env")
+    code, out, err = run(capsys, "fit", csv, "--env", "env", "--outcome", "Y")
     assert code == 5
     assert_one_line_error(err, out)
     assert "numerical failure" in err
@@ -293,7 +293,8 @@ def test_main_restores_the_warning_format(capsys, csv):
 def test_module_entry_point_prints_one_line_warnings(nan_csv):
     """``python -m negdro_stats``: a package warning is one line ``negdro: warning: ...``."""
     proc = subprocess.run(
-        [sys.executable, "-m", "negdro_stats", "fit", nan_csv, "--env", "env", "--n-boot", "0",
+        [sys.executable, "-m", "negdro_stats", "fit", nan_csv, "--env", "env", "--outcome", "Y",
+         "--n-boot", "0",
          "--missing", "drop"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
@@ -311,3 +312,21 @@ def test_fit_reads_parquet_globs(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and set(out["params"]) == {f"X{j}" for j in range(1, 6)}
     assert main(["fit", str(tmp_path / "none*.parquet"), "--env", "env"]) == 3
+
+
+def test_default_outcome_is_announced_and_odd_inputs_are_named(tmp_path, capsys):
+    df = simulate.eq33(p=5).sample(200, rng=0)
+    path = tmp_path / "ylast.csv"
+    df[["X1", "X2", "X3", "Y", "env"]].to_csv(path, index=False)
+    assert main(["fit", str(path), "--env", "env", "--n-boot", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "no --outcome given" in err and "'X1'" in err
+    empty = tmp_path / "notparquet"
+    empty.mkdir()
+    (empty / "readme.txt").write_text("hello")
+    assert main(["fit", str(empty), "--env", "env"]) == 3
+    assert "without .parquet files" in capsys.readouterr().err
+    blank = tmp_path / "blank.csv"
+    df.assign(env=df.env.astype(object).where(df.index != 3, None)).to_csv(blank, index=False)
+    assert main(["fit", str(blank), "--env", "env", "--missing", "drop"]) == 4
+    assert "covers the outcome and covariates only" in capsys.readouterr().err
