@@ -98,6 +98,8 @@ def _cli_spelling(message: str) -> str:
     ``--missing drop``), and long lists (say, 2000 labels of a wrong --env) shortened."""
     for python, option in _PYTHON_TO_OPTION.items():
         message = message.replace(python, option)
+    message = re.sub(r"The '(\w+)' parameter of NegDRO(?:\.\w+)?",
+                     lambda m: f"--{m.group(1).replace('_', '-')}", message)
     return re.sub(r"\[([^\[\]]*)\]", _shorten_list, message)
 
 
