@@ -727,6 +727,11 @@ def _check_moments(mom: Moments) -> None:
            if not np.isfinite(getattr(mom, k)).all()]
     if bad or np.isnan(mom.n).any():
         raise DataError(f"The moments hold NaN or infinite values in {bad or ['n']}.")
+    scale = np.concatenate([np.einsum("ejj->ej", mom.Sigma).ravel(), mom.syy])
+    if scale.max() > 1e200 or scale[scale > 0].min(initial=1.0) < 1e-200:
+        raise DataError("Some columns have values so large or so small (mean squares beyond "
+                        "1e200 or below 1e-200) that products of moments overflow or "
+                        "underflow; rescale them (e.g. divide by a power of 10).")
     if mom.n_envs < 2:
         raise DataError(f"NegDRO needs at least 2 environments; got {mom.n_envs} "
                         f"({list(mom.envs)}). Invariance cannot be learnt from one.")

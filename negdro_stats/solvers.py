@@ -764,6 +764,9 @@ def solve(
             if chosen is not None:
                 S, b_std = chosen
                 used_refit = report.estimator
+    if not np.isfinite(b_std).all():
+        raise SolverError("The refit produced non-finite coefficients; check the scale of "
+                          "the data, or use refit='negdro'.")
     support = np.zeros(p, dtype=bool)
     support[S] = True
     risks = env_risks(b_std, Sigma, sxy, syy)

@@ -129,3 +129,11 @@ def test_permutation_test_is_named_for_the_margin(df):
     report = NegDRO(df, env="env", outcome="Y").diagnose(n_boot=0, n_perm=9, rng=0)
     assert "Permutation test of the margin" in str(report)
     assert "no heterogeneity" not in str(report)
+
+
+def test_extreme_scales_are_refused_not_nan(df):
+    """Found by the 20,000-input fuzz run: a column times 1e150 with an intercept gave a NaN
+    intercept without an error (its second moments overflow in products)."""
+    for factor in (1e150, 1e-150):
+        with pytest.raises(DataError, match="rescale"):
+            NegDRO(df.assign(X2=df.X2 * factor), env="env", outcome="Y", fit_intercept=True)
