@@ -15,6 +15,7 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import cached_property
 from typing import Any
 
@@ -328,14 +329,17 @@ class MultiEnvData:
         codes, labels = pd.factorize(env_values if kept is None else env_values[kept],
                                      sort=True)
         rows = _Rows(block, kept, codes)
-        acc = MomentAccumulator(p=len(covariates), n_envs=len(labels))
-        bacc = None if blocks is None else BlockAccumulator(
-            p=len(covariates), n_blocks=check_int(blocks, "blocks", "NegDRO", min_val=2))
+        envs = tuple(labels.tolist())
+        # with blocks, one accumulator: the environments' moments are the blocks merged
+        acc = MomentAccumulator(p=len(covariates), n_envs=len(labels)) if blocks is None \
+            else BlockAccumulator(p=len(covariates),
+                                  n_blocks=check_int(blocks, "blocks", "NegDRO", min_val=2))
         for X, y, chunk_codes in rows.chunks():
-            acc.add(X, y, chunk_codes)
-            if bacc is not None:
-                bacc.add(X, y, np.asarray(labels)[chunk_codes])
-        mom = acc.finish(envs=tuple(labels.tolist()), names=covariates, outcome=outcome)
+            acc.add(X, y, chunk_codes)                   # codes 0..E-1: sorted like envs
+        block_moments = None if blocks is None else replace(
+            acc.finish(names=covariates, outcome=outcome), envs=envs)
+        mom = (acc.finish(envs=envs, names=covariates, outcome=outcome) if blocks is None
+               else block_moments.moments())
         if not all(np.isfinite(a).all() for a in (mom.Sigma, mom.sxy, mom.syy)):
             bad = int((~_finite_rows(block, n)).sum())       # only on the error path
             raise DataError(f"data has {bad} row(s) with NaN or infinite values. Clean them, "
@@ -346,8 +350,8 @@ class MultiEnvData:
                                 "data already has one; rename it or drop it.")
             mom = mom.add_constant(INTERCEPT_NAME)
         _check_moments(mom)
-        return cls(mom, fit_intercept=fit_intercept, rows=rows, blocks=None if bacc is None
-                   else _check_blocks(bacc.finish(names=covariates, outcome=outcome)))
+        return cls(mom, fit_intercept=fit_intercept, rows=rows, blocks=None
+                   if block_moments is None else _check_blocks(block_moments))
 
     # ------------------------------------------------------------------ names
     @property
@@ -752,7 +756,8 @@ def _check_moments(mom: Moments) -> None:
     tiny = 16 * np.finfo(np.float64).eps
     Z = np.zeros((E, p + 1, p + 1))           # per-environment [X, Y] second moments
     Z[:, :p, :p], Z[:, :p, p], Z[:, p, :p], Z[:, p, p] = mom.Sigma, mom.sxy, mom.sxy, mom.syy
-    low = np.linalg.eigvalsh(Z)[:, 0] / np.maximum(np.abs(np.linalg.eigvalsh(Z)[:, -1]), 1e-300)
+    eig = np.linalg.eigvalsh(Z)
+    low = eig[:, 0] / np.maximum(np.abs(eig[:, -1]), 1e-300)
     if (low < -1e-8).any():
         raise DataError(f"The second moments of environments "
                         f"{[e for e, x in zip(mom.envs, low, strict=True) if x < -1e-8]} are "
