@@ -32,6 +32,7 @@ from .moments import (
     BlockMoments,
     MomentAccumulator,
     Moments,
+    one_blas_thread,
 )
 
 __all__ = ["MultiEnvData", "MISSING"]
@@ -197,8 +198,8 @@ class MultiEnvData:
         """Parquet files (a path, a directory, a glob or a list; pyarrow datasets), read
         batch by batch and only the needed columns, in one pass: the moments and the
         moments of ``blocks`` random blocks per environment (memory independent of n).
-        ``batch_rows`` of 2^17 keeps each batch's column gathers in cache (measured: 10^7
-        rows, p = 20: 2.0 s against 2.4-3.1 s with 2^20)."""
+        The pass is compute-bound: pyarrow's decoding already keeps the cores busy, so
+        more threads do not help (measured; see ``benchmarks/bench_scale.py``)."""
         try:
             import pyarrow.dataset as ds
         except ImportError as exc:
@@ -215,14 +216,15 @@ class MultiEnvData:
             raise DataError(f"Could not open {path!r} as Parquet: {exc}") from exc
         columns = [str(c) for c in dataset.schema.names]
         outcome, covariates = _split_columns(columns, env, outcome, covariates)
-        acc = BlockAccumulator(p=len(covariates), n_blocks=blocks)
-        dropped = 0
         batches = dataset.to_batches(columns=[env, outcome, *covariates], batch_size=batch_rows,
                                      batch_readahead=2, fragment_readahead=1)  # bounded memory
-        for batch in progress(batches, verbose, "parquet"):
-            columns = {name: batch.column(name).to_numpy(zero_copy_only=False)
-                       for name in batch.schema.names}
-            dropped += _add_columns(acc, columns, env, outcome, covariates, missing)
+
+        acc, dropped = BlockAccumulator(p=len(covariates), n_blocks=blocks), 0
+        with one_blas_thread():
+            for batch in progress(batches, verbose, "parquet"):
+                columns = {name: batch.column(name).to_numpy(zero_copy_only=False)
+                           for name in batch.schema.names}
+                dropped += _add_columns(acc, columns, env, outcome, covariates, missing)
         return cls._from_block_moments(acc, covariates, outcome, fit_intercept, dropped)
 
     @classmethod
@@ -334,8 +336,9 @@ class MultiEnvData:
         acc = MomentAccumulator(p=len(covariates), n_envs=len(labels)) if blocks is None \
             else BlockAccumulator(p=len(covariates),
                                   n_blocks=check_int(blocks, "blocks", "NegDRO", min_val=2))
-        for X, y, chunk_codes in rows.chunks():
-            acc.add(X, y, chunk_codes)                   # codes 0..E-1: sorted like envs
+        with one_blas_thread():
+            for X, y, chunk_codes in rows.chunks():
+                acc.add(X, y, chunk_codes)               # codes 0..E-1: sorted like envs
         block_moments = None if blocks is None else replace(
             acc.finish(names=covariates, outcome=outcome), envs=envs)
         mom = (acc.finish(envs=envs, names=covariates, outcome=outcome) if blocks is None
