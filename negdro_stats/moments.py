@@ -430,7 +430,7 @@ class BlockAccumulator:
         starts = np.cumsum(m) - m
         mean = np.add.reduceat(Zt, starts, axis=1) / m            # (q, cells)
         m2 = np.empty((len(full), q, q))
-        for i, (a, b) in enumerate(zip(starts, starts + m)):
+        for i, (a, b) in enumerate(zip(starts, starts + m, strict=True)):
             W = Zt[:, a:b]
             W -= mean[:, i, None]
             np.matmul(W, W.T, out=m2[i])
