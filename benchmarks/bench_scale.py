@@ -7,7 +7,8 @@ Usage:  python benchmarks/bench_scale.py [--only pass|boot|mc|all] [--rows 10_00
    groups of 1e6; wall time and peak memory (max RSS of a fresh process) of
    ``MultiEnvData.from_parquet`` (moments + 50 blocks per environment), of
    ``from_dask`` on a 2-worker LocalCluster, and of the pure pyarrow read of the same
-   columns (the I/O reference), medians of 3 runs each.
+   columns (the I/O reference), medians of 3 runs each; imports and the cluster's start
+   are not timed (they are the same at any n).
 2. ``boot``: n = 20,000 per environment, p = 100: fit(n_boot=200) with row resampling
    against block resampling (blocks=50), wall time, same data and run.
 3. ``e2e``: ``--e2e-rows`` rows (default 2e6; the row-level path holds three copies of
@@ -38,9 +39,10 @@ from negdro_stats import NegDRO, simulate
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _run_measured(code: str) -> tuple[float, float]:
-    """Run ``code`` in a fresh Python; its wall time (as it prints it) and max RSS in MB."""
-    wrapper = ("import resource, time, sys\nt0 = time.perf_counter()\n" + code +
+def _run_measured(setup: str, code: str) -> tuple[float, float]:
+    """Run ``setup`` (imports, a cluster: not timed), then ``code`` in a fresh Python; the
+    wall time of ``code`` and the process's max RSS in MB."""
+    wrapper = (setup + "\nimport resource, time\nt0 = time.perf_counter()\n" + code +
                "\nprint(time.perf_counter() - t0, "
                "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
     out = subprocess.run([sys.executable, "-c", wrapper], capture_output=True, text=True,
@@ -65,19 +67,21 @@ def bench_pass(rows: int, folder: Path) -> dict:
             pq.write_table(pa.Table.from_pandas(df, preserve_index=False),
                            folder / f"part{k:04d}.parquet", row_group_size=250_000)
     cols = ["env", "Y", *[f"X{j}" for j in range(1, p + 1)]]
-    read = (f"import pyarrow.dataset as ds\nd = ds.dataset('{folder}', format='parquet')\n"
+    read = ("import pyarrow.dataset as ds",
+            f"d = ds.dataset('{folder}', format='parquet')\n"
             f"n = 0\nfor b in d.to_batches(columns={cols!r}, batch_size=1 << 20):\n"
             "    n += b.num_rows\n")
-    ours = ("from negdro_stats.data import MultiEnvData\n"
+    ours = ("from negdro_stats.data import MultiEnvData",
             f"MultiEnvData.from_parquet('{folder}', 'env', outcome='Y', verbose=False)\n")
     dask = ("import dask.dataframe as dd, distributed\n"
             "from negdro_stats.data import MultiEnvData\n"
-            "with distributed.LocalCluster(n_workers=2, threads_per_worker=1, "
-            "dashboard_address=None) as c, distributed.Client(c):\n"
-            f"    MultiEnvData.from_dask(dd.read_parquet('{folder}'), 'env', outcome='Y')\n")
+            "cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, "
+            "dashboard_address=None)\nclient = distributed.Client(cluster)",
+            f"MultiEnvData.from_dask(dd.read_parquet('{folder}'), 'env', outcome='Y')\n")
     out = {"rows": rows, "p": p, "envs": E}
-    for name, code in (("pyarrow read", read), ("from_parquet", ours), ("from_dask", dask)):
-        runs = [_run_measured(code) for _ in range(3)]
+    for name, (setup, code) in (("pyarrow read", read), ("from_parquet", ours),
+                                ("from_dask", dask)):
+        runs = [_run_measured(setup, code) for _ in range(3)]
         out[name] = {"seconds": float(np.median([r[0] for r in runs])),
                      "peak_mb": float(np.median([r[1] for r in runs]))}
         print(f"{name:>14}: {out[name]['seconds']:.2f} s, peak {out[name]['peak_mb']:.0f} MB",
