@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from functools import cached_property
 from typing import Any
@@ -21,11 +22,12 @@ from .solvers import SolverOutput
 
 __all__ = ["NegDROResults", "NegDROSummary"]
 
+WIDTH = 78                     # of the summary's tables and notes (as statsmodels)
 _METHOD_LABELS = {
-    ("algorithm3", "sqp"): "NegDRO, Alg. 3 (SQP)",
-    ("algorithm3", "gdm"): "NegDRO, Alg. 3 (GDM)",
-    ("algorithm1", "algorithm1"): "NegDRO, Alg. 1",
-    ("algorithm2", "algorithm2"): "NegDRO, Alg. 2",
+    ("algorithm3", "sqp"): "NegDRO Alg. 3 (SQP)",
+    ("algorithm3", "gdm"): "NegDRO Alg. 3 (GDM)",
+    ("algorithm1", "algorithm1"): "NegDRO Alg. 1",
+    ("algorithm2", "algorithm2"): "NegDRO Alg. 2",
 }
 
 
@@ -332,8 +334,6 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
                    ) -> NegDROSummary:
     s = res.settings
     method = _METHOD_LABELS[(res.solver.method, res.solver.inner)]
-    method += {"invariant": " + inv. refit", "ols": " + invariance selection",
-               "gmm": " + invariance selection"}.get(res.solver.refit, "")
     left = [
         ("Dep. Variable:", res.endog_name),
         ("Method:", method),
@@ -345,7 +345,7 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
     ]
     ident = res.identification
     right = [
-        ("Cond. 1b (rel. margin):", "n/a" if ident is None else
+        ("Cond. 1b, rel. margin:", "n/a" if ident is None else
          f"{ident.relative_margin:.3g} ({'holds' if ident.holds else 'FAILS'})"),
         ("Selected:", f"{int(res.support.sum())} of {len(res.params)}"),
         ("Selection:", "J test + BIC" if res.selection is not None
@@ -356,10 +356,10 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
         ("Stationarity:", f"{res.grad_norm:.2e}"),
         ("Objective Phi_mu:", f"{res.objective:.4g}"),
     ]
-    top = SimpleTable(
-        [[a, b, c, d] for (a, b), (c, d) in zip(left, right, strict=True)],
-        txt_fmt={"data_fmts": ["%s"], "empty_cell": "", "colsep": "   "},
-    )
+    top = SimpleTable([[a, b, c, d] for (a, b), (c, d) in zip(left, right, strict=True)],
+                      txt_fmt={"data_fmts": ["%s"], "empty_cell": "", "colsep": "  ",
+                               "data_aligns": "lrlr",
+                               "colwidths": _widths([left, right], WIDTH, sep=2)})
     ci = res.conf_int(alpha, ci_method)
     freq = res.support_freq
     rows = np.arange(len(res.params))
@@ -377,14 +377,12 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
             row += [_num(res.bse.iloc[j]), _num(ci["lower"].iloc[j]),
                     _num(ci["upper"].iloc[j]), f"{freq.iloc[j]:.2f}"]
         coef_rows.append(row)
-    coefs = SimpleTable(coef_rows or [["-"] * len(headers)], headers=headers,
-                        stubs=[str(res.params.index[j]) for j in rows] or ["(none)"],
-                        txt_fmt={"data_fmts": ["%s"]})
+    coefs = _table(coef_rows or [["-"] * len(headers)], headers,
+                   [str(res.params.index[j]) for j in rows] or ["(none)"], "")
     env_rows = [[f"{n:g}", f"{w:.3f}", _num(r)]
                 for n, w, r in zip(res.nobs_env, res.weights, res.risks, strict=True)]
-    envs = SimpleTable(env_rows, headers=["n_e", "weight w_e", "risk R_e(b)"],
-                       stubs=[str(e) for e in res.weights.index],
-                       txt_fmt={"data_fmts": ["%s"]})
+    envs = _table(env_rows, ["n_e", "weight w_e", "risk R_e(b)"],
+                  [str(e) for e in res.weights.index], "environment")
     smry = NegDROSummary()
     smry.tables = [top, coefs, envs]
     smry.verdict = _verdict(res)
@@ -451,8 +449,33 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
                      "on.")
     if res.population:
         notes.append("Fitted on population moments: No. Observations is infinite.")
-    smry.add_extra_txt([f"[{k}] {t}" for k, t in enumerate(notes, start=1)])
+    smry.add_extra_txt([textwrap.fill(f"[{k}] {t}", WIDTH, subsequent_indent="    ")
+                        for k, t in enumerate(notes, start=1)])
     return smry
+
+
+def _widths(columns: list[list[tuple[str, str]]], width: int, sep: int) -> list[int]:
+    """Column widths for (label, value) pairs that fill ``width``: labels as wide as the
+    longest, values share what is left (at least as wide as the longest)."""
+    labels = [max(len(a) for a, _ in col) for col in columns]
+    values = [max(len(b) for _, b in col) for col in columns]
+    spare = max(width - sum(labels) - sum(values) - sep * (2 * len(columns) - 1), 0)
+    values = [v + spare // len(columns) for v in values]
+    return [w for pair in zip(labels, values, strict=True) for w in pair]
+
+
+def _table(rows: list[list[str]], headers: list[str], stubs: list[str], stub_header: str
+           ) -> SimpleTable:
+    """A table of ``rows`` as wide as the header table (``WIDTH``): data columns as wide
+    as their longest entry (at least 8) plus a space, the stub column, left-aligned, takes the rest."""
+    cols = [max(8, *(len(c) for c in column)) + 1 for column in zip(headers, *rows,
+                                                               strict=True)]
+    stub = max(len(stub_header), *(len(t) for t in stubs), WIDTH - sum(cols) - len(cols))
+    table = SimpleTable(rows, headers=headers, stubs=stubs,
+                        txt_fmt={"data_fmts": ["%s"], "header_align": "r",
+                                 "colwidths": [stub, *cols]})
+    table[0][0].data, table[0][0].datatype = stub_header, "stub"   # the header row's stub
+    return table
 
 
 class PathResult:

@@ -48,6 +48,10 @@ def test_results_contents(df):
     for word in ("Dep. Variable:", "Y", "gamma:", "Selected:", "weight w_e", "X3"):
         assert word in text
     assert "<table" in res._repr_html_()
+    lines = text.splitlines()
+    rules = {len(line) for line in lines if set(line) <= set("=-") and line}
+    assert rules == {78} and max(map(len, lines)) == 78      # one width for tables and notes
+    assert any(line.startswith("environment") and "risk R_e(b)" in line for line in lines)
     latex = res.summary().as_latex()
     assert r"\begin{tabular}" in latex and "Phi\\_mu" in latex
     assert repr(res).startswith("<NegDROResults: p=6")
@@ -134,7 +138,7 @@ def test_cli_demo(capsys):
         warnings.simplefilter("error")
         assert main(["demo", "--p", "6", "--n", "2000"]) == 0
     out = capsys.readouterr().out
-    assert "NegDRO, Alg. 3" in out and "||b_hat - beta*||_2" in out
+    assert "NegDRO Alg. 3" in out and "||b_hat - beta*||_2" in out
 
 
 def test_identification_and_invariance_in_results(df):
@@ -142,7 +146,7 @@ def test_identification_and_invariance_in_results(df):
     assert res.identification.condition == "1b" and res.ident_margin > 0
     assert res.invariance.df == 3 and 0 <= res.invariance.pvalue <= 1
     text = str(res.summary())
-    assert "Cond. 1b (rel. margin)" in text and "Equal environment risks" in text
+    assert "Cond. 1b, rel. margin" in text and "Equal environment risks" in text
     off = NegDRO(df, env="env", outcome="Y").fit(check_identification=False, n_boot=0)
     assert off.identification is None and np.isnan(off.ident_margin)
     # With an intercept the margin leaves the constant out (it is never intervened on).
