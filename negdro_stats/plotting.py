@@ -86,18 +86,22 @@ def plot_path(path: Any, *, beta_star: ArrayLike | None = None, max_lines: int =
     gamma, like the paper's Figures 5 and 7."""
     plt = _pyplot()
     n_panels = 3 if beta_star is not None else 2
-    fig, axes = plt.subplots(1, n_panels, figsize=(4.2 * n_panels, 3.6))
+    fig, axes = plt.subplots(1, n_panels, figsize=(4.2 * n_panels, 4.4),
+                             layout="constrained")
     g = path.gammas
     coefs = path.params
     shown = coefs.abs().max().sort_values(ascending=False).index[:max_lines]
-    for name in shown:
-        axes[0].plot(g, coefs[name], marker=".", label=str(name))
+    for k, name in enumerate(shown):
+        axes[0].plot(g, coefs[name], label=str(name), **_line_style(k, len(shown)))
     axes[0].set_ylabel("coefficient")
-    axes[0].legend(fontsize=7, ncol=2)
-    for e in path.risks.columns:
-        axes[1].plot(g, path.risks[e], marker=".", label=f"env {e}")
+    for k, e in enumerate(path.risks.columns):
+        axes[1].plot(g, path.risks[e], label=f"env {e}",
+                     **_line_style(k, len(path.risks.columns)))
     axes[1].set_ylabel("risk R_e(b)")
-    axes[1].legend(fontsize=7)
+    for ax in axes[:2]:                        # below the panel: never over the curves
+        longest = max(len(label) for label in ax.get_legend_handles_labels()[1])
+        ax.legend(fontsize=7, ncol=3 if longest <= 12 else 2, loc="upper center",
+                  bbox_to_anchor=(0.5, -0.18), frameon=False)
     if beta_star is not None:
         err = np.linalg.norm(coefs.to_numpy() - np.asarray(beta_star, dtype=float), axis=1)
         axes[2].plot(g, err, marker=".", color="k")
@@ -106,22 +110,33 @@ def plot_path(path: Any, *, beta_star: ArrayLike | None = None, max_lines: int =
         ax.set_xscale("symlog", linthresh=0.1)
         ax.set_xlabel("gamma")
     fig.suptitle("NegDRO along gamma", fontsize=10)
-    fig.tight_layout()
     return fig
+
+
+def _line_style(k: int, n: int) -> dict:
+    """Distinct colours for up to 20 lines (tab10, then tab20), then markers tell apart
+    the lines that share a colour."""
+    plt = _pyplot()
+    cmap = plt.get_cmap("tab10" if n <= 10 else "tab20")
+    return {"color": cmap(k % cmap.N), "marker": ".os^vD"[(k // cmap.N) % 6],
+            "markersize": 3 if k < cmap.N else 4}
 
 
 def plot_risks(res: Any):
     """Environment risks at the estimate, with the worst-case weights w_e annotated."""
     plt = _pyplot()
     risks, w = res.risks, res.weights
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.6 * len(risks) + 2), 3.4))
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.6 * len(risks) + 2), 3.8))
     x = np.arange(len(risks))
     ax.bar(x, risks.to_numpy(), color="C0")
     for xi, (r, wi) in enumerate(zip(risks, w, strict=True)):
         ax.annotate(f"w={wi:.2f}", (xi, r), ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(x, [str(e) for e in risks.index])
+    labels = [str(e) for e in risks.index]
+    crowded = sum(map(len, labels)) > 6 * len(labels) or len(labels) > 12
+    ax.set_xticks(x, labels, rotation=40 if crowded else 0, ha="right" if crowded else "center",
+                  fontsize=8)
     ax.set_xlabel("environment")
-    ax.set_ylabel("risk R_e(b) = mean squared error")
+    ax.set_ylabel("risk R_e(b) (mean sq. error)")
     ax.set_ylim(0, risks.max() * 1.15)
     title = "Environment risks at the estimate"
     if res.invariance is not None:
