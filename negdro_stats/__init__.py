@@ -28,12 +28,14 @@ from .inference import BootstrapResult
 from .model import NegDRO, diagnose
 from .moments import MomentAccumulator, Moments
 from .report import IdentificationReport, RiskInvarianceTest
-from .results import NegDROResults
+from .results import NegDROResults, PathResult, load
 from .solvers import SolverOptions
 
 __all__ = [
     "NegDRO",
     "NegDROResults",
+    "PathResult",
+    "load",
     "MultiEnvData",
     "SolverOptions",
     "diagnose",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import os
+import pickle
 import textwrap
 from collections.abc import Callable
 from functools import cached_property
@@ -13,14 +16,15 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
 from ._typing import ArrayLike, FloatArray
-from ._validation import check_option, check_scalar
+from ._validation import check_option, check_scalar, warn_user
 from .diagnostics import IdentificationResult
+from .exceptions import DataError, DataWarning
 from .inference import CI_METHODS, BootstrapResult
 from .moments import Moments
 from .report import RiskInvarianceTest
 from .solvers import SolverOutput
 
-__all__ = ["NegDROResults", "NegDROSummary"]
+__all__ = ["NegDROResults", "NegDROSummary", "PathResult", "load"]
 
 WIDTH = 78                     # of the summary's tables and notes (as statsmodels)
 _METHOD_LABELS = {
@@ -66,7 +70,57 @@ class NegDROSummary(Summary):
         return latex
 
 
-class NegDROResults:
+class _Saveable:
+    """``save(path)`` and ``load(path)`` by pickle, as statsmodels' results: the model
+    and its data are saved with them (so ``predict`` works after loading).  Unpickling
+    runs code: load only files you trust."""
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Save to ``path`` (a pickle with the package version); see :meth:`load`."""
+        try:
+            with open(path, "wb") as f:
+                pickle.dump({"negdro_stats": _version(), "results": self}, f,
+                            protocol=pickle.HIGHEST_PROTOCOL)
+        except OSError as exc:
+            raise DataError(f"Could not save to path={str(path)!r}: {exc}") from exc
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Any:
+        """Results saved by :meth:`save`; a file of another kind is a DataError, one saved
+        by another version of negdro_stats a DataWarning."""
+        return load(path, cls)
+
+
+def load(path: str | os.PathLike, kind: type | None = None) -> Any:
+    """Results saved by ``save(path)`` (:class:`NegDROResults` or :class:`PathResult`; of
+    class ``kind`` when given).  Unpickling runs code: load only files you trust."""
+    try:
+        with open(path, "rb") as f:
+            payload = pickle.load(f)
+    except OSError as exc:
+        raise DataError(f"Could not read path={str(path)!r}: {exc}") from exc
+    except Exception as exc:           # pickle raises many kinds on a foreign file
+        raise DataError(f"path={str(path)!r} is not a file saved by negdro_stats' "
+                        f"save() ({type(exc).__name__}: {exc}).") from exc
+    kind = kind or _Saveable
+    if not (isinstance(payload, dict) and isinstance(payload.get("results"), kind)):
+        raise DataError(f"path={str(path)!r} does not hold {kind.__name__.lstrip('_')} "
+                        "saved by negdro_stats' save().")
+    if payload.get("negdro_stats") != _version():
+        warn_user(f"{str(path)!r} was saved by negdro_stats {payload.get('negdro_stats')}; "
+                  f"this is {_version()}: check the results before relying on them.",
+                  DataWarning)
+    return payload["results"]
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("negdro-stats")
+    except importlib.metadata.PackageNotFoundError:          # run from a source tree
+        return "unknown"
+
+
+class NegDROResults(_Saveable):
     """Results of :meth:`NegDRO.fit`; not constructed by users.
 
     Attributes
@@ -467,7 +521,8 @@ def _widths(columns: list[list[tuple[str, str]]], width: int, sep: int) -> list[
 def _table(rows: list[list[str]], headers: list[str], stubs: list[str], stub_header: str
            ) -> SimpleTable:
     """A table of ``rows`` as wide as the header table (``WIDTH``): data columns as wide
-    as their longest entry (at least 8) plus a space, the stub column, left-aligned, takes the rest."""
+    as their longest entry (at least 8) plus a space; the stub column, left-aligned,
+    takes the rest."""
     cols = [max(8, *(len(c) for c in column)) + 1 for column in zip(headers, *rows,
                                                                strict=True)]
     stub = max(len(stub_header), *(len(t) for t in stubs), WIDTH - sum(cols) - len(cols))
@@ -478,7 +533,7 @@ def _table(rows: list[list[str]], headers: list[str], stubs: list[str], stub_hea
     return table
 
 
-class PathResult:
+class PathResult(_Saveable):
     """NegDRO along a grid of gamma (like the paper's Figures 5 and 7).
 
     Attributes

@@ -206,3 +206,33 @@ def test_env_series_is_aligned_by_index(df):
     assert_allclose(b.params, a.params)
     with pytest.raises(DataError, match="does not cover"):
         NegDRO(data, env=env.iloc[:-5], outcome="Y")
+
+
+def test_save_and_load(df, tmp_path):
+    """Results and paths survive save/load (predict, summary, intervals); a foreign or
+    wrong-kind file is a DataError, a file from another version a DataWarning."""
+    import pickle
+
+    from negdro_stats import NegDROResults, PathResult, load
+
+    model = NegDRO(df, env="env", outcome="Y")
+    res = model.fit(n_boot=5, rng=0)
+    res.save(tmp_path / "fit.pkl")
+    back = NegDROResults.load(tmp_path / "fit.pkl")
+    assert back is not res and str(back.summary()) == str(res.summary())
+    pd.testing.assert_series_equal(back.predict(df.head(7)), res.predict(df.head(7)))
+    pd.testing.assert_frame_equal(back.conf_int(), res.conf_int())
+    path = model.fit_path([0.0, 5.0])
+    path.save(str(tmp_path / "path.pkl"))
+    pd.testing.assert_frame_equal(load(tmp_path / "path.pkl").params, path.params)
+    with pytest.raises(DataError, match="does not hold NegDROResults"):
+        NegDROResults.load(tmp_path / "path.pkl")
+    (tmp_path / "junk.pkl").write_bytes(b"not a pickle")
+    with pytest.raises(DataError, match="not a file saved by negdro_stats"):
+        load(tmp_path / "junk.pkl")
+    with pytest.raises(DataError, match="Could not read"):
+        PathResult.load(tmp_path / "missing.pkl")
+    with open(tmp_path / "old.pkl", "wb") as f:
+        pickle.dump({"negdro_stats": "0.0.1", "results": res}, f)
+    with pytest.warns(DataWarning, match="saved by negdro_stats 0.0.1"):
+        load(tmp_path / "old.pkl")
