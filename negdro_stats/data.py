@@ -19,6 +19,7 @@ from dataclasses import replace
 from functools import cached_property
 from typing import Any
 
+import narwhals.stable.v1 as nw
 import numpy as np
 import pandas as pd
 
@@ -157,8 +158,10 @@ class MultiEnvData:
         an intercept in the formula means ``fit_intercept=True``."""
         from formulaic import model_matrix
 
+        frame = _as_pandas(frame)
         if not isinstance(frame, pd.DataFrame):
-            raise DataError("from_formula needs a pandas DataFrame as data.")
+            raise DataError("from_formula needs a DataFrame as data (pandas, polars, pyarrow, "
+                            f"...); got {type(frame).__name__}.")
         if isinstance(env, str) and env not in frame:
             raise DataError(f"env={env!r} is not a column of data; columns are "
                             f"{[str(c) for c in frame.columns]}.")
@@ -281,15 +284,17 @@ class MultiEnvData:
     def from_any(cls, data: Any, env: Any, *, outcome: str | None = None,
                  covariates: Sequence[str] | None = None, missing: str = "raise",
                  fit_intercept: bool = False, blocks: int | None = None) -> MultiEnvData:
-        """A DataFrame (:meth:`from_frame`), a Dask DataFrame (:meth:`from_dask`), a
-        Parquet path (:meth:`from_parquet`) or a 2-d array with the outcome in column 0."""
-        if isinstance(data, pd.DataFrame):
-            return cls.from_frame(data, env, outcome=outcome, covariates=covariates,
-                                  missing=missing, fit_intercept=fit_intercept, blocks=blocks)
+        """A DataFrame (:meth:`from_frame`; pandas, or polars, pyarrow and others through
+        narwhals), a Dask DataFrame (:meth:`from_dask`), a Parquet path
+        (:meth:`from_parquet`) or a 2-d array with the outcome in column 0."""
         if type(data).__module__.startswith("dask"):
             return cls.from_dask(data, env, outcome=outcome, covariates=covariates,
                                  missing=missing, fit_intercept=fit_intercept,
                                  blocks=blocks or DEFAULT_BLOCKS)
+        data = _as_pandas(data)
+        if isinstance(data, pd.DataFrame):
+            return cls.from_frame(data, env, outcome=outcome, covariates=covariates,
+                                  missing=missing, fit_intercept=fit_intercept, blocks=blocks)
         if isinstance(data, (str, os.PathLike)):
             if not str(data).endswith((".parquet", ".pq")) and not os.path.isdir(data):
                 raise DataError(f"data={str(data)!r}: only Parquet files (.parquet) or "
@@ -390,6 +395,7 @@ class MultiEnvData:
             exog = self.exog()
             if exog is None:
                 raise DataError("This model was built from moments; pass exog to predict.")
+        exog = _as_pandas(exog)
         if isinstance(exog, pd.DataFrame):
             missing = [n for n in names if n not in exog.columns]
             if missing:
@@ -675,6 +681,19 @@ def _add_columns(acc: BlockAccumulator, columns: dict, env: str, outcome: str,
         values, labels = [v[finite] for v in values], labels[finite]
     acc.add_rows(values, labels)
     return dropped
+
+
+def _as_pandas(data: Any) -> Any:
+    """A dataframe of another library (polars, pyarrow, modin, ...: whatever narwhals
+    reads eagerly) as pandas; anything else unchanged.  Lazy frames are refused: the
+    user decides when to collect."""
+    if isinstance(data, pd.DataFrame):
+        return data
+    frame = nw.from_native(data, pass_through=True)
+    if isinstance(frame, nw.LazyFrame):
+        raise DataError(f"data is a lazy {type(data).__name__}; collect it first (e.g. "
+                        "polars' .collect()), or write it to Parquet and pass the path.")
+    return frame.to_pandas() if isinstance(frame, nw.DataFrame) else data
 
 
 def _few(items: list, k: int = 5) -> str:

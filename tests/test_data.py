@@ -154,3 +154,21 @@ def test_predict_goes_through_the_model(frame):
     assert_allclose(pred.to_numpy(), X @ res.params.to_numpy()[:-1] + res.params["const"])
     assert_allclose(model.predict(res.params, X), pred.to_numpy())
     assert isinstance(pd.Series(pred), pd.Series)
+
+
+def test_polars_and_pyarrow_frames_in_pandas_out():
+    """Any eager dataframe narwhals reads gives the pandas fit; lazy frames are refused;
+    predictions from a polars frame come back as pandas."""
+    pl = pytest.importorskip("polars")
+    pa = pytest.importorskip("pyarrow")
+    df = simulate.eq33(p=5).sample(400, rng=4)
+    ref = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    for frame in (pl.from_pandas(df), pa.Table.from_pandas(df, preserve_index=False)):
+        res = NegDRO(frame, env="env", outcome="Y").fit(n_boot=0)
+        pd.testing.assert_series_equal(res.params, ref.params)
+        assert isinstance(res.predict(frame), pd.Series)
+        assert_allclose(np.asarray(res.predict(frame)), ref.predict(df).to_numpy())
+    formula = NegDRO.from_formula("Y ~ 0 + X1 + X2", pl.from_pandas(df), env="env")
+    assert list(formula.fit(n_boot=0).params.index) == ["X1", "X2"]
+    with pytest.raises(DataError, match="lazy"):
+        NegDRO(pl.from_pandas(df).lazy(), env="env", outcome="Y")
