@@ -111,14 +111,15 @@ def _shorten_list(match: re.Match) -> str:
 
 
 # ---------------------------------------------------------------------------- input
-def _read_csv(path: str) -> pd.DataFrame:
-    """The CSV file as a DataFrame; a missing, unreadable, empty or ragged file is an error."""
+def _read_csv(path: str, sep: str = ",") -> pd.DataFrame:
+    """The CSV file as a DataFrame; a missing, unreadable, empty or ragged file is an error,
+    and so is a header of one column that holds another separator (a ';' file)."""
     try:
         with warnings.catch_warnings():
             # index_col=False: a first data row longer than the header is not silently
             # taken as an index column; pandas warns instead, and we make that an error.
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            frame = pd.read_csv(path, on_bad_lines="error", index_col=False)
+            frame = pd.read_csv(path, sep=sep, on_bad_lines="error", index_col=False)
     except FileNotFoundError:
         raise CLIError(f"{path}: no such file.", EXIT_INPUT) from None
     except IsADirectoryError:
@@ -147,6 +148,11 @@ def _read_csv(path: str) -> pd.DataFrame:
         raise CLIError(_ragged_message(path, *long_row), EXIT_INPUT) from None
     if frame.empty:
         raise CLIError(f"{path} has a header but no data rows.", EXIT_INPUT)
+    other = [c for c in (";", "\t", "|", ",") if c != sep and c in str(frame.columns[0])]
+    if frame.shape[1] == 1 and other:
+        shown = "\\t" if other[0] == "\t" else other[0]
+        raise CLIError(f"{path} has one column {str(frame.columns[0])!r}: it looks "
+                       f"{shown!r}-separated; pass --sep '{shown}'.", EXIT_INPUT)
     return frame
 
 
@@ -236,7 +242,7 @@ def _model(args: argparse.Namespace, gamma: float = 20.0) -> NegDRO:
                                         covariates=covariates, gamma=gamma,
                                         fit_intercept=args.intercept, missing=args.missing)
     else:
-        frame, outcome = _select_columns(_read_csv(args.path), args)
+        frame, outcome = _select_columns(_read_csv(args.path, args.sep), args)
         with _package_errors():
             model = NegDRO(frame, env=args.env, outcome=outcome, gamma=gamma,
                            fit_intercept=args.intercept, missing=args.missing)
@@ -522,6 +528,14 @@ def _gamma(text: str) -> float:
             f"expected a number >= 0 such as 20, got {text!r}") from None
 
 
+def _separator(text: str) -> str:
+    """--sep: one character; '\\t' (as typed in a shell) means a tab."""
+    sep = "\t" if text == "\\t" else text
+    if len(sep) != 1:
+        raise argparse.ArgumentTypeError(f"must be one character (or '\\t'); got {text!r}")
+    return sep
+
+
 def _add_data_options(parser: argparse.ArgumentParser) -> None:
     """The data options shared by ``fit`` and ``diagnose``."""
     parser.add_argument("path", metavar="DATA", help="a CSV file with a header row, or "
@@ -536,6 +550,8 @@ def _add_data_options(parser: argparse.ArgumentParser) -> None:
                        help="covariate columns, comma-separated (default: every other column)")
     group.add_argument("--intercept", action="store_true",
                        help="add a constant covariate 'const' (the paper's model has none)")
+    group.add_argument("--sep", default=",", type=_separator, metavar="CHAR",
+                       help="field separator of a CSV file (default ','; '\\t' for tabs)")
     group.add_argument("--missing", choices=["raise", "drop"], default="raise",
                        help="rows with NaN or infinite values: stop with an error, or drop "
                             "them (default: raise)")

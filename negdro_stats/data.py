@@ -350,7 +350,9 @@ class MultiEnvData:
                else block_moments.moments())
         if not all(np.isfinite(a).all() for a in (mom.Sigma, mom.sxy, mom.syy)):
             bad = int((~_finite_rows(block, n)).sum())       # only on the error path
-            raise DataError(f"data has {bad} row(s) with NaN or infinite values. Clean them, "
+            raise DataError(f"data has {bad} row(s) with NaN or infinite values ("
+                            f"{_nonfinite_columns(block, n, [*covariates, outcome])}; a "
+                            "CSV's empty, 'NA' or 'n/a' cells are read as NaN). Clean them, "
                             "or pass missing='drop'.")
         if fit_intercept:
             if INTERCEPT_NAME in covariates:
@@ -700,6 +702,17 @@ def _few(items: list, k: int = 5) -> str:
     """A list for a message: at most ``k`` items, then how many there are in all."""
     shown = ", ".join(repr(x) for x in items[:k])
     return shown if len(items) <= k else f"{shown}, ... ({len(items)} in all)"
+
+
+def _nonfinite_columns(block: _FrameBlock | _ArrayBlock, n: int, names: list[str]) -> str:
+    """How many NaN or infinite values each column holds, for a message."""
+    counts = np.zeros(len(names), dtype=int)
+    for start in range(0, n, DEFAULT_CHUNK_ROWS):
+        X, y = block(slice(start, start + DEFAULT_CHUNK_ROWS))
+        counts += (~np.isfinite(np.column_stack([X, y]))).sum(axis=0)
+    bad = [f"{name}: {count}" for name, count in zip(names, counts, strict=True) if count]
+    return "by column: " + ", ".join(bad[:8]) + (f", ... ({len(bad)} columns)"
+                                                  if len(bad) > 8 else "")
 
 
 def _finite_rows(block: _FrameBlock | _ArrayBlock, n: int) -> np.ndarray:

@@ -514,7 +514,8 @@ def _widths(columns: list[list[tuple[str, str]]], width: int, sep: int) -> list[
     labels = [max(len(a) for a, _ in col) for col in columns]
     values = [max(len(b) for _, b in col) for col in columns]
     spare = max(width - sum(labels) - sum(values) - sep * (2 * len(columns) - 1), 0)
-    values = [v + spare // len(columns) for v in values]
+    values = [v + spare // len(columns) + (k == 0) * (spare % len(columns))
+              for k, v in enumerate(values)]
     return [w for pair in zip(labels, values, strict=True) for w in pair]
 
 

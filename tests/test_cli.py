@@ -330,3 +330,18 @@ def test_default_outcome_is_announced_and_odd_inputs_are_named(tmp_path, capsys)
     df.assign(env=df.env.astype(object).where(df.index != 3, None)).to_csv(blank, index=False)
     assert main(["fit", str(blank), "--env", "env", "--missing", "drop"]) == 4
     assert "covers the outcome and covariates only" in capsys.readouterr().err
+
+
+def test_separator_hint_and_nan_columns(tmp_path, capsys):
+    """A ';' file gets a --sep hint (and reads with --sep ';'); NaN cells are counted by
+    column in the error."""
+    semi = tmp_path / "semi.csv"
+    semi.write_text("Y;X1;env\n1;2;a\n2;3;b\n3;1;a\n4;2;b\n5;3;a\n6;1;b\n")
+    assert main(["fit", str(semi), "--env", "env"]) == 3
+    assert "--sep ';'" in capsys.readouterr().err
+    assert main(["fit", str(semi), "--env", "env", "--sep", ";", "--n-boot", "0"]) == 0
+    capsys.readouterr()
+    na = tmp_path / "na.csv"
+    na.write_text("Y,X1,X2,env\n1,n/a,1,a\n2,3,,b\n3,1,2,a\n4,2,NA,b\n5,1,1,a\n6,2,2,b\n")
+    assert main(["fit", str(na), "--env", "env"]) == 4
+    assert "by column: X1: 1, X2: 2" in capsys.readouterr().err
