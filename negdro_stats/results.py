@@ -577,6 +577,41 @@ class PathResult(_Saveable):
                 index=idx, name="equal-risk p"),
             refit=pd.Series([r.solver.refit for r in fits], index=idx, name="refit"))
 
+    def to_frame(self) -> pd.DataFrame:
+        """One row per gamma: support size, worst and mean environment risk, ``Phi_mu``,
+        the equal-risk p-value and the refit; the coefficients are in ``params``."""
+        return pd.DataFrame({"selected": self.support.sum(axis=1),
+                             "max risk": self.risks.max(axis=1),
+                             "mean risk": self.risks.mean(axis=1),
+                             "Phi_mu": self.objective,
+                             "equal-risk p": self.invariance_pvalue,
+                             "refit": self.refit.map(lambda r: _REFIT_LABELS.get(r, r))})
+
+    def summary(self) -> NegDROSummary:
+        """:meth:`to_frame` as a table (text, HTML, LaTeX), with the support of each gamma
+        and a note on why the estimates may coincide."""
+        frame = self.to_frame()
+        names = self.support.columns
+        rows = [[f"{row['selected']:d}", _num(row["max risk"]), _num(row["mean risk"]),
+                 _num(row["Phi_mu"]), "n/a" if np.isnan(row["equal-risk p"])
+                 else f"{row['equal-risk p']:.3g}", row["refit"]]
+                for _, row in frame.iterrows()]
+        table = _table(rows, ["selected", "max risk", "mean risk", "Phi_mu", "risk p",
+                              "refit"], [f"{g:g}" for g in self.gammas], "gamma")
+        supports = {tuple(names[m]) for m in self.support.to_numpy()}
+        smry = NegDROSummary()
+        smry.tables = [table]
+        notes = ["risk p = p-value of the equal-risk test at the estimate; coefficients: "
+                 ".params, supports: .support."]
+        if len(supports) == 1 and (self.refit != "negdro").all():
+            notes.append("Every gamma selected the same support "
+                         f"({', '.join(map(str, next(iter(supports)))) or 'none'}); with the "
+                         "default refit the coefficients on it do not depend on gamma.  "
+                         "refit='negdro' shows Phi_mu's own path (the paper's Figures 5 and 7).")
+        smry.add_extra_txt([textwrap.fill(f"[{k}] {t}", WIDTH, subsequent_indent="    ")
+                            for k, t in enumerate(notes, start=1)])
+        return smry
+
     def plot(self, beta_star: ArrayLike | None = None):
         """Coefficients and environment risks along gamma; returns the Figure."""
         from .plotting import plot_path

@@ -127,6 +127,12 @@ def test_fit_path():
     default = model.fit_path([0, 5, 60])
     assert (default.refit == "ols").all()
     assert np.ptp(default.params.to_numpy(), axis=0).max() < 1e-12
+    text, own = str(default.summary()), str(path.summary())
+    assert "do not depend on gamma" in text and "do not depend" not in own
+    frame = path.to_frame()
+    assert list(frame.index) == [0, 1, 5, 20, 60] and (frame["selected"] >= 1).all()
+    assert (frame["max risk"] >= frame["mean risk"]).all()
+    assert frame["equal-risk p"].iloc[0] < 0.05 and "Phi_mu (paper)" in own
 
 
 def test_gamma_auto_is_gone():
