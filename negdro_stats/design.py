@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import itertools
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -232,6 +233,7 @@ class LinearSEM:
         outcome: str = "Y",
         covariates: Sequence[str] | None = None,
         noise_var: float | Mapping[str, float] = 1.0,
+        confounders: Mapping[tuple[str, str], float] | None = None,
         envs: Sequence | None = None,
     ) -> LinearSEM:
         """Build a SEM from structural equations by name.
@@ -249,7 +251,39 @@ class LinearSEM:
         covariates : sequence of str, optional
             Covariate order; default: names in order of first appearance.
         noise_var : float or dict
-            Variances of the independent systematic noises ``eta`` (default 1).
+            Variances of the systematic noises ``eta`` (default 1).
+        confounders : dict, optional
+            Hidden confounding as correlated systematic noise: ``{(a, b): rho}`` sets
+            the correlation of ``eta_a`` and ``eta_b`` to ``rho`` in [-1, 1], so
+            ``Omega[a, b] = rho * sqrt(noise_var[a] * noise_var[b])``; pairs not listed
+            are uncorrelated.  A pair with the outcome, e.g. ``("X1", "Y")``, is the
+            confounding of eq. (12) (``E[eta_Y eta_X] != 0``); pairs of covariates are
+            allowed too.  A latent ``U`` of variance 1 entering ``a`` and ``b`` with
+            loadings ``l_a``, ``l_b`` adds ``l_a l_b`` to ``Omega[a, b]`` and ``l_a^2``,
+            ``l_b^2`` to the variances: include those in ``noise_var`` and give the
+            correlation ``l_a l_b / sqrt(noise_var[a] * noise_var[b])``.  Correlations
+            (not covariances), so that ``noise_var`` alone sets the scales and any value
+            in [-1, 1] is valid for one pair; several pairs must together form a
+            positive semidefinite correlation matrix.  ``beta*`` does not change;
+            ``h`` of Lemma 1 does, and with it the bias of pooled least squares.
+
+        Examples
+        --------
+        A parent of ``Y`` that shares a hidden cause with it (``Cov(eta_Y, eta_X1) =
+        0.5 * sqrt(4 * 1) = 1``): pooled least squares is biased, NegDRO is not.
+
+        >>> from negdro_stats import NegDRO, fit_baseline
+        >>> sem = LinearSEM.from_equations(
+        ...     {"Y": {"X1": 1.0}, "X2": {"Y": 0.5}},
+        ...     interventions=[{}, {"X1": 1.0, "X2": 1.0}],
+        ...     noise_var={"Y": 4.0}, confounders={("X1", "Y"): 0.5})
+        >>> sem.Omega[:2, :2]
+        array([[4., 1.],
+               [1., 1.]])
+        >>> fit_baseline("erm", sem.moments()).params.round(3).tolist()
+        [1.071, 0.714]
+        >>> NegDRO.from_moments(sem.moments()).fit(n_boot=0).params.round(6).tolist()
+        [1.0, 0.0]
         """
         if covariates is None:       # the variables of the equations (not of interventions:
             seen: list[str] = []    # a misspelt intervention must not add a variable)
@@ -267,7 +301,7 @@ class LinearSEM:
                 for v in (child, parent):
                     if v not in index:
                         raise DataError(f"Unknown variable {v!r} in the equations; known: "
-                                        f"{list(names)}.")
+                                        f"{list(names)}.{_did_you_mean(v, names)}")
                 B[index[child], index[parent]] = coef
         var = np.array([noise_var.get(v, 1.0) if isinstance(noise_var, Mapping) else noise_var
                         for v in names], dtype=np.float64)
@@ -278,8 +312,7 @@ class LinearSEM:
             mean, cov = np.zeros(p), np.zeros(p)
             for v, spec in iv.items():
                 if v not in index or v == outcome:
-                    close = difflib.get_close_matches(str(v), list(covariates), n=1)
-                    hint = f" Did you mean {close[0]!r}?" if close else (
+                    hint = _did_you_mean(v, covariates) or (
                         " To add a covariate without equations, list it in covariates=.")
                     raise DataError(f"Cannot intervene on {v!r}: interventions act on the "
                                     f"covariates {list(covariates)} only (eq. (12)).{hint}")
@@ -289,7 +322,7 @@ class LinearSEM:
                                     f"variance >= 0; got {spec!r}.")
                 mean[index[v] - 1], cov[index[v] - 1] = m, s2
             ivs.append(Intervention(mean, np.diag(cov)))
-        return cls(B, np.diag(var), ivs, names=names, envs=envs)
+        return cls(B, _noise_covariance(var, confounders, names), ivs, names=names, envs=envs)
 
     # ------------------------------------------------------------------ basic facts
     @property
@@ -490,6 +523,55 @@ class LinearSEM:
     def __repr__(self) -> str:
         return (f"<LinearSEM: p={self.p}, envs={self.n_envs}, "
                 f"support of beta*={[self.names[j + 1] for j in np.flatnonzero(self.B[0, 1:])]}>")
+
+
+def _did_you_mean(name: object, known: Sequence[str]) -> str:
+    """" Did you mean 'X1'?" for the closest of ``known`` to ``name``, or ""."""
+    close = difflib.get_close_matches(str(name), list(known), n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def _noise_covariance(
+    var: FloatArray, confounders: Mapping[tuple[str, str], float] | None,
+    names: Sequence[str],
+) -> FloatArray:
+    """``Omega = diag(sd) R diag(sd)``: the variances ``var`` of ``eta`` and the
+    correlations ``R`` that ``confounders`` declares (``R = I`` without them)."""
+    if confounders is None:
+        confounders = {}
+    if not isinstance(confounders, Mapping):
+        raise DataError("confounders must be a dict {(a, b): correlation}, e.g. "
+                        f"{{('X1', 'Y'): 0.5}}; got {type(confounders).__name__}.")
+    index = {v: i for i, v in enumerate(names)}
+    R, seen = np.eye(len(names)), set()
+    for pair, rho in confounders.items():
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            raise DataError(f"confounders keys must be pairs of variable names such as "
+                            f"('X1', 'Y'); got {pair!r}.")
+        for v in pair:
+            if v not in index:
+                raise DataError(f"confounders: unknown variable {v!r}; the SEM has "
+                                f"{list(names)}.{_did_you_mean(v, names)}")
+        i, j = index[pair[0]], index[pair[1]]
+        if i == j or frozenset(pair) in seen:
+            raise DataError(f"confounders: {pair!r} " + (
+                "pairs a variable with itself; set its variance with noise_var=." if i == j
+                else "is given twice (the pair is unordered); keep one."))
+        if isinstance(rho, bool) or not isinstance(rho, numbers.Real) or not -1 <= rho <= 1:
+            raise DataError(f"confounders: the correlation of {pair!r} must be a number in "
+                            f"[-1, 1]; got {rho!r}.")
+        if rho != 0 and min(var[i], var[j]) == 0:
+            raise DataError(f"confounders: {pair!r} correlates a noise of variance 0 "
+                            "(noise_var); give both variables a positive noise variance.")
+        seen.add(frozenset(pair))
+        R[i, j] = R[j, i] = rho
+    smallest = np.linalg.eigvalsh(R)[0]
+    if smallest < -1e-10:
+        raise DataError(f"confounders: these correlations cannot hold together (their "
+                        f"correlation matrix is not positive semidefinite: smallest "
+                        f"eigenvalue {smallest:.3g}); make them smaller in absolute value.")
+    sd = np.sqrt(var)
+    return R * np.outer(sd, sd)
 
 
 def _topological_order(B: FloatArray) -> list[int] | None:

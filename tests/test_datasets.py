@@ -1,0 +1,71 @@
+"""Bundled data: the 9 main conditions of Sachs et al. (2005)."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose
+
+from negdro_stats import DataError
+from negdro_stats.datasets import load_sachs
+
+PROTEINS = ["Raf", "Mek", "Plcg", "PIP2", "PIP3", "Erk", "Akt", "PKA", "PKC", "P38", "Jnk"]
+SIZES = [853, 902, 911, 723, 810, 799, 848, 913, 707]      # the original files' cell counts
+SHARED = Path(__file__).resolve().parents[2] / "shared/data/sachs2005/sachs_14conditions.csv"
+
+
+@pytest.fixture(scope="module")
+def sachs():
+    return load_sachs()
+
+
+def test_shape_columns_and_sizes(sachs):
+    assert sachs.shape == (7466, 13)
+    assert list(sachs.columns) == ["env", "condition", *PROTEINS]
+    assert sachs.groupby("env").size().tolist() == SIZES
+    assert sachs["env"].is_monotonic_increasing
+    assert sachs.groupby("env")["condition"].nunique().eq(1).all()
+    assert sachs.loc[sachs["env"] == 6, "condition"].iloc[0] == "cd3cd28+u0126"
+    assert (sachs[PROTEINS] > 0).all().all()                    # raw intensities
+
+
+@pytest.mark.skipif(not SHARED.exists(), reason="the shared 14-condition file is absent")
+def test_values_equal_the_shared_file(sachs):
+    """Cut from cdt's unlabelled file, the 9 conditions equal env 1-9 of the SEMgraph copy,
+    value for value and label for label."""
+    shared = pd.read_csv(SHARED)
+    main = shared[shared["env"] <= 9].reset_index(drop=True)
+    pd.testing.assert_frame_equal(sachs, main, check_dtype=False)
+
+
+def test_conditions_by_number_or_name_and_log(sachs):
+    sub = load_sachs(conditions=[9, "pma", 8], log=True)
+    assert sub["env"].tolist() == [8] * 913 + [9] * 707        # file order, no duplicates
+    raw = sachs[sachs["env"].isin([8, 9])]
+    assert_allclose(np.exp(sub[PROTEINS].to_numpy()), raw[PROTEINS].to_numpy(), rtol=1e-12)
+    assert load_sachs(6)["condition"].unique().tolist() == ["cd3cd28+u0126"]
+    assert len(load_sachs(np.int64(2))) == 902
+
+
+def test_each_call_returns_a_fresh_frame():
+    df = load_sachs(1)
+    df.loc[0, "Erk"] = -1.0
+    assert load_sachs(1).loc[0, "Erk"] > 0
+
+
+@pytest.mark.parametrize(("conditions", "match"), [
+    (13, "10-14 of the original study"),
+    ("cd3cd28+u126", "Did you mean 'cd3cd28\\+u0126'"),
+    ([1, 0], "0 is not a bundled"),
+    ([True], "True is not a bundled"),
+    ([], "empty"),
+])
+def test_bad_conditions(conditions, match):
+    with pytest.raises(DataError, match=match):
+        load_sachs(conditions)
+
+
+def test_bad_log():
+    with pytest.raises(TypeError, match="'log' parameter of load_sachs"):
+        load_sachs(log="yes")
