@@ -5,7 +5,7 @@
 >>> NegDRO(df, env="env", outcome="Y").fit().summary()   # doctest: +SKIP
 """
 
-from . import simulate, studies
+from . import datasets, simulate, studies
 from .baselines import BaselineResult, fit_baseline
 from .data import MultiEnvData
 from .design import DesignReport, Intervention, InterventionAdvice, LinearSEM
@@ -53,6 +53,7 @@ __all__ = [
     "check_condition_1b",
     "check_condition_4",
     "check_condition_6",
+    "datasets",
     "simulate",
     "studies",
     "BootstrapFailureWarning",
