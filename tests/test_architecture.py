@@ -16,6 +16,7 @@ RANKING = [
     "inference", "plotting", "report", "results",
     "model",                                   # orchestration
     "studies",                                 # the one place with the model and the peers
+    "estimator",                               # scikit-learn wrapper of the model
     "__init__", "cli", "__main__",
 ]
 
