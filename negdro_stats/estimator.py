@@ -20,9 +20,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.metrics import make_scorer
-from sklearn.utils.validation import check_is_fitted, validate_data
+
+try:
+    from sklearn.base import BaseEstimator, RegressorMixin
+    from sklearn.metrics import make_scorer
+    from sklearn.utils.validation import check_is_fitted, validate_data
+except ImportError as exc:                       # optional dependency
+    raise ImportError("NegDRORegressor needs scikit-learn (>= 1.6): "
+                      "pip install 'negdro-stats[sklearn]'.") from exc
 
 from ._typing import ArrayLike, FloatArray
 from .exceptions import DataError

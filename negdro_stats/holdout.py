@@ -58,19 +58,23 @@ class LOEOResult:
         return self.risks.copy()
 
     def summary(self) -> pd.DataFrame:
-        """Per method the ``worst`` (max) and ``mean`` held-out risk over environments,
-        and the environment where the worst case occurs (``worst_env``)."""
-        risks = self.risks
-        return pd.DataFrame({
-            "worst": risks.max(), "mean": risks.mean(),
-            "worst_env": [risks[m].idxmax() if risks[m].notna().any() else None
-                          for m in risks.columns],
-        }).T
+        """Per method (columns) the ``worst`` (max) and the ``mean`` held-out risk over
+        the environments (rows)."""
+        return pd.DataFrame({"worst": self.risks.max(), "mean": self.risks.mean()}).T
+
+    @property
+    def worst_env(self) -> pd.Series:
+        """Per method, the held-out environment with the largest risk (None where every
+        fit failed)."""
+        return pd.Series({m: risk.idxmax() if risk.notna().any() else None
+                          for m, risk in self.risks.items()}, name="worst_env", dtype=object)
 
     def __str__(self) -> str:
         lines = ["Leave-one-environment-out validation: held-out mean squared error",
                  self.risks.to_string(float_format="{:.4g}".format), "",
-                 self.summary().to_string(float_format="{:.4g}".format)]
+                 self.summary().to_string(float_format="{:.4g}".format),
+                 "worst environment: " + ", ".join(f"{m} {e}" for m, e
+                                                    in self.worst_env.items())]
         lines += [f"[{k}] {note}" for k, note in enumerate(self.notes, start=1)]
         return "\n".join(lines)
 
@@ -110,8 +114,8 @@ def leave_one_environment_out(
     Raises
     ------
     DataError
-        Without rows, with fewer than three environments (each fold must keep two), or
-        with a method named twice.
+        Without rows, with fewer than three environments (each fold must keep two), with
+        a method named twice, or ICP with an intercept column.
     ValueError
         For an unknown method (with the nearest name).
     """
@@ -121,6 +125,10 @@ def leave_one_environment_out(
                         "refitted without one environment and scored on its rows); these "
                         "data are moments only (from moments, Parquet or Dask). Build the "
                         "model from a DataFrame or arrays.")
+    if "icp" in methods and data.fit_intercept:
+        raise DataError("ICP fits its own intercept (its OLS on each subset is centred), so "
+                        "the model's constant column makes its design singular; validate "
+                        "ICP on a model without fit_intercept.")
     envs = data.moments.envs
     if len(envs) < 3:
         raise DataError(f"Leave-one-environment-out validation needs at least 3 environments "

@@ -25,7 +25,7 @@ def test_negdro_worst_held_out_risk_beats_pooled_ols(seed):
                                                             verbose=False)
     worst = loeo.summary().loc["worst"]
     assert worst["negdro"] < worst["erm"]
-    assert loeo.summary().loc["worst_env", "erm"] == 4        # the unseen child shift
+    assert loeo.worst_env["erm"] == 4                         # the unseen child shift
     assert not loeo.notes
 
 
@@ -37,8 +37,10 @@ def test_shapes_labels_and_copies(eq33_frame):
     assert loeo.risks.index.name == "held_out"
     assert loeo.risks.columns.tolist() == list(LOEO_METHODS)
     assert loeo.nobs.tolist() == [300] * 4
-    assert loeo.summary().index.tolist() == ["worst", "mean", "worst_env"]
-    assert_allclose(loeo.summary().loc["worst"].astype(float), loeo.risks.max())
+    assert loeo.summary().index.tolist() == ["worst", "mean"]
+    assert_allclose(loeo.summary().loc["worst"], loeo.risks.max())
+    assert_allclose(loeo.summary().loc["mean"], loeo.risks.mean())
+    assert all(loeo.risks.loc[e, m] == loeo.risks[m].max() for m, e in loeo.worst_env.items())
     frame = loeo.to_frame()
     frame.iloc[0, 0] = -1.0
     assert loeo.risks.iloc[0, 0] != -1.0
@@ -96,8 +98,18 @@ def test_errors(eq33_frame):
         model.validate_loeo(methods=["negdro", "ermm"])
     with pytest.raises(DataError, match="each method once"):
         model.validate_loeo(methods=["erm", "erm"])
+    with pytest.raises(DataError, match="ICP fits its own intercept"):
+        NegDRO(eq33_frame, env="env", outcome="Y", fit_intercept=True).validate_loeo(
+            methods=["negdro", "icp"])
     with pytest.raises(ValueError, match="'max_iter' parameter"):
         model.validate_loeo(max_iter=-1)
+
+
+def test_subset_enumerating_peers_when_named():
+    df = simulate.eq33(p=5).sample(200, rng=2)
+    loeo = NegDRO(df, env="env", outcome="Y").validate_loeo(methods=["icp", "eills"],
+                                                            verbose=False)
+    assert np.isfinite(loeo.risks.to_numpy()).all()
 
 
 def test_string_labels_and_one_method():
