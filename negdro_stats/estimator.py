@@ -141,7 +141,9 @@ class NegDRORegressor(RegressorMixin, BaseEstimator):
                             f"shape {env.shape}.")
         names = (list(self.feature_names_in_) if hasattr(self, "feature_names_in_")
                  else [f"x{j}" for j in range(X.shape[1])])
-        outcome = next(o for o in ("y", "target", "_y") if o not in names)
+        outcome = "y"
+        while outcome in names:                  # a name the covariates do not use
+            outcome = "_" + outcome
         model = NegDRO.from_arrays(y, X, env, names=names, outcome=outcome,
                                    fit_intercept=self.fit_intercept, gamma=self.gamma)
         self.results_: NegDROResults = model.fit(
