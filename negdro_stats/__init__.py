@@ -25,6 +25,7 @@ from .exceptions import (
     SolverError,
 )
 from .inference import BootstrapResult
+from .holdout import LOEOResult
 from .model import NegDRO, diagnose
 from .moments import MomentAccumulator, Moments
 from .report import IdentificationReport, RiskInvarianceTest
@@ -58,6 +59,7 @@ __all__ = [
     "studies",
     "BootstrapFailureWarning",
     "BootstrapResult",
+    "LOEOResult",
     "DataError",
     "DataWarning",
     "ConvergenceWarning",
@@ -66,3 +68,12 @@ __all__ = [
     "SolverError",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``NegDRORegressor`` on first use: scikit-learn stays an optional dependency."""
+    if name == "NegDRORegressor":
+        from .estimator import NegDRORegressor
+
+        return NegDRORegressor
+    raise AttributeError(f"module 'negdro_stats' has no attribute {name!r}")

