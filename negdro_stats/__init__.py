@@ -24,8 +24,8 @@ from .exceptions import (
     SelectionWarning,
     SolverError,
 )
-from .inference import BootstrapResult
 from .holdout import LOEOResult
+from .inference import BootstrapResult
 from .model import NegDRO, diagnose
 from .moments import MomentAccumulator, Moments
 from .report import IdentificationReport, RiskInvarianceTest

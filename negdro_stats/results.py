@@ -503,9 +503,16 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
                      "on.")
     if res.population:
         notes.append("Fitted on population moments: No. Observations is infinite.")
-    smry.add_extra_txt([textwrap.fill(f"[{k}] {t}", WIDTH, subsequent_indent="    ")
+    smry.add_extra_txt([_wrap(f"[{k}] {t}")
                         for k, t in enumerate(notes, start=1)])
     return smry
+
+
+def _wrap(note: str) -> str:
+    """A note in lines of ``WIDTH``, indented under its number; words and hyphenated
+    names ("GMM-BIC") are never split."""
+    return textwrap.fill(note, WIDTH, subsequent_indent="    ", break_on_hyphens=False,
+                         break_long_words=False)
 
 
 def _widths(columns: list[list[tuple[str, str]]], width: int, sep: int) -> list[int]:
@@ -608,7 +615,7 @@ class PathResult(_Saveable):
                          f"({', '.join(map(str, next(iter(supports)))) or 'none'}); with the "
                          "default refit the coefficients on it do not depend on gamma.  "
                          "refit='negdro' shows Phi_mu's own path (the paper's Figures 5 and 7).")
-        smry.add_extra_txt([textwrap.fill(f"[{k}] {t}", WIDTH, subsequent_indent="    ")
+        smry.add_extra_txt([_wrap(f"[{k}] {t}")
                             for k, t in enumerate(notes, start=1)])
         return smry
 

@@ -115,6 +115,22 @@ class GMMFit:
             return np.inf
         return float(1.0 / np.sqrt(np.linalg.eigvalsh(self.info)[0]))
 
+    def worst_se_free(self, fixed: np.ndarray) -> float:
+        """:attr:`worst_se` of the coordinates outside ``fixed`` (an intercept: only mean
+        shifts identify it, so it must not decide whether the environments identify the
+        covariates), the fixed ones profiled out: ``lambda_min`` of the Schur complement
+        ``P_FF - P_FC P_CC^+ P_CF`` (a pseudo-inverse: an unidentified constant has
+        ``P_CC = P_CF = 0`` and leaves ``P_FF``)."""
+        free = ~np.isin(self.support, fixed)
+        if not free.any():
+            return 0.0
+        P = self.info
+        F, C = np.ix_(free, free), np.ix_(~free, ~free)
+        FC = np.ix_(free, ~free)
+        schur = P[F] - P[FC] @ np.linalg.pinv(P[C], hermitian=True) @ P[FC].T
+        smallest = float(np.linalg.eigvalsh(schur)[0])
+        return 1.0 / np.sqrt(smallest) if smallest > 0 else np.inf
+
 
 class InvarianceGMM:
     """GMM of the invariance conditions (M) on any support (module docstring).

@@ -934,7 +934,7 @@ def _select_by_invariance(
         return report("negdro", "too few equations to test invariance on the larger "
                       "supports ((|E| - 1) q must exceed the support size)", "negdro"), None
     fit = sel.fit
-    worst = gmm.fit(np.union1d(fit.support, S3)).worst_se
+    worst = gmm.fit(np.union1d(fit.support, S3)).worst_se_free(fixed)
     if worst > GATE_SE:
         return report("negdro", f"the environment differences identify the support only "
                       f"weakly (worst standardised s.e. {worst:.3g} > {GATE_SE:g})", "negdro",
