@@ -321,3 +321,27 @@ def test_cumulant_block_lookup():
     assert_allclose(out[:, 0, 0], block[:, 2, 2])
     assert_allclose(out[:, 0, 2], block[:, 2, 0])
     assert np.all(out[:, 1, :] == 0) and np.all(out[:, :, 1] == 0)
+
+
+def test_worst_se_profiles_out_fixed_columns():
+    """An unidentified intercept (zero information) leaves the covariates' worst s.e.
+    as without it; a partly identified one is profiled out (Schur complement), never
+    ignored: its correlation with a covariate costs that covariate information."""
+    from negdro_stats.selection import GMMFit
+
+    A = np.array([[4.0, 1.0], [1.0, 2.0]])
+    alone = GMMFit(support=np.array([0, 1]), b=np.zeros(2), info=A, J=0.0, df=1,
+                   pvalue=1.0, identified=True)
+    P = np.zeros((3, 3))
+    P[:2, :2] = A
+    with_const = GMMFit(support=np.array([0, 1, 2]), b=np.zeros(3), info=P, J=0.0, df=1,
+                        pvalue=1.0, identified=False)
+    assert with_const.worst_se == np.inf                      # the constant's direction
+    assert np.isclose(with_const.worst_se_free(np.array([2])), alone.worst_se)
+    P[2, 2], P[0, 2] = P[2, 0] = 1.0, 1.5                     # P_CC = 1, P_FC = (1.5, 0)
+    schur = A - np.outer([1.5, 0.0], [1.5, 0.0])
+    fit = GMMFit(support=np.array([0, 1, 2]), b=np.zeros(3), info=P, J=0.0, df=1,
+                 pvalue=1.0, identified=True)
+    assert np.isclose(fit.worst_se_free(np.array([2])),
+                      1 / np.sqrt(np.linalg.eigvalsh(schur)[0]))
+    assert fit.worst_se_free(np.array([2])) > alone.worst_se
