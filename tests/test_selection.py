@@ -338,7 +338,8 @@ def test_worst_se_profiles_out_fixed_columns():
                         pvalue=1.0, identified=False)
     assert with_const.worst_se == np.inf                      # the constant's direction
     assert np.isclose(with_const.worst_se_free(np.array([2])), alone.worst_se)
-    P[2, 2], P[0, 2] = P[2, 0] = 1.0, 1.5                     # P_CC = 1, P_FC = (1.5, 0)
+    P[2, 2] = 1.0                                             # P_CC = 1, P_FC = (1.5, 0)
+    P[0, 2] = P[2, 0] = 1.5
     schur = A - np.outer([1.5, 0.0], [1.5, 0.0])
     fit = GMMFit(support=np.array([0, 1, 2]), b=np.zeros(3), info=P, J=0.0, df=1,
                  pvalue=1.0, identified=True)
