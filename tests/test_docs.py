@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 import negdro_stats
+from negdro_stats import NegDRO, fit_baseline, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -65,3 +68,17 @@ def test_coming_from_snippets_run():
         str(DOCS / "coming_from.rst"), module_relative=False, report=False,
         optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert attempted > 0 and failed == 0, f"{failed} of {attempted} examples failed"
+
+
+def test_anchor_regression_is_ivmodels_kclass():
+    """What the "coming from" page says: ivmodels' k-class estimator with
+    kappa = (gamma - 1) / gamma, the environment indicators as instruments and no
+    intercept is ``fit_baseline("anchor", gamma=gamma)``."""
+    kclass = pytest.importorskip("ivmodels.models.kclass")
+    df = simulate.eq33(p=5).sample(300, rng=1)
+    X, y = df.drop(columns=["Y", "env"]), df["Y"]
+    Z = pd.get_dummies(df["env"], dtype=float)
+    for gamma in (2.0, 5.0):
+        theirs = kclass.KClass(kappa=(gamma - 1) / gamma, fit_intercept=False).fit(X, y, Z=Z)
+        ours = fit_baseline("anchor", NegDRO(df, env="env", outcome="Y").moments, gamma=gamma)
+        np.testing.assert_allclose(ours.params, theirs.coef_, rtol=1e-8, atol=1e-10)
