@@ -10,7 +10,8 @@ Commands::
 ``python -m negdro_stats`` is the same program.  Errors are one line on stderr,
 ``negdro: error: ...``; warnings are one line each, ``negdro: warning: ...``.
 
-Exit status:
+Exit status::
+
   0    success
   2    usage error (unknown option, missing argument, --gamma auto, ...)
   3    input file missing, unreadable, not CSV/JSON/TOML, empty, or with a ragged row
@@ -563,7 +564,7 @@ def _add_data_options(parser: argparse.ArgumentParser) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="negdro", description=__doc__.split("\n\n", 1)[0],
-                     epilog=__doc__[__doc__.index("Exit status:"):],
+                     epilog=__doc__[__doc__.index("Exit status:"):].replace("::\n", ":", 1),
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

@@ -53,9 +53,6 @@ def study(ps, n_per_env, reps, max_subsets):
 
 
 def plot(table: pd.DataFrame, path: Path):
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     designs = list(dict.fromkeys(table["design"]))
@@ -93,4 +90,4 @@ else:
 
 # %% Error and time against p.
 FIGURES.mkdir(parents=True, exist_ok=True)
-plot(table, FIGURES / ("figure8_quick.png" if QUICK else "figure8.png"))
+fig = plot(table, FIGURES / ("figure8_quick.png" if QUICK else "figure8.png"))
