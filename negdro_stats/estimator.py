@@ -65,7 +65,7 @@ class NegDRORegressor(RegressorMixin, BaseEstimator):
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features_in_,)
+    coef_ : ndarray of shape (n_features,)
     intercept_ : float
         0.0 when ``fit_intercept=False``.
     results_ : NegDROResults
