@@ -14,6 +14,7 @@ RANKING = [
     "baselines", "simulate",                   # peers and the paper's SEMs: moments/design only
     "inference", "plotting", "report", "results",
     "model",                                   # orchestration
+    "theory", "testing",                       # the paper's results as checks; strategies
     "studies",                                 # the one place with the model and the peers
     "__init__", "cli", "__main__",
 ]
