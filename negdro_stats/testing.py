@@ -91,9 +91,7 @@ def _signed(lo: float, hi: float) -> st.SearchStrategy[float]:
     return st.builds(lambda neg, m: -m if neg else m, st.booleans(), st.floats(lo, hi))
 
 
-@st.composite
 def designs(
-    draw,
     *,
     p: int | tuple[int, int] | None = None,
     n_envs: int | tuple[int, int] = (2, 4),
@@ -107,7 +105,7 @@ def designs(
     weak_effects: tuple[float, float] = (0.01, 0.1),
     condition_1b: bool | None = None,
     min_margin: float = 1e-3,
-) -> LinearSEM:
+) -> st.SearchStrategy[LinearSEM]:
     """Random acyclic linear SEMs over ``(Y, X_1..X_p)`` with additive interventions,
     eqs. (10)-(12).
 
@@ -149,20 +147,37 @@ def designs(
     Returns
     -------
     SearchStrategy[LinearSEM]
+
+    Raises
+    ------
+    DataError
+        When a knob is out of range (at the call, not at the first draw).
     """
-    p_min = 2 if interventions == "limited" else 1
-    p_lo, p_hi = _bounds((p_min, 5) if p is None else p, "p", p_min)
-    e_lo, e_hi = _bounds(n_envs, "n_envs", 2)
     if interventions not in INTERVENTIONS:
         raise DataError(f"'interventions' must be one of {INTERVENTIONS}; got "
                         f"{interventions!r}.")
-    s_lo, s_hi = _interval(confounding_strength, "confounding_strength", 0.0)
-    m_lo, m_hi = _interval(intervention_mean, "intervention_mean", -np.inf)
-    v_lo, v_hi = _interval(intervention_variance, "intervention_variance", 0.0)
-    w_lo, w_hi = _interval(weak_effects, "weak_effects", 0.0)
+    p_min = 2 if interventions == "limited" else 1
+    if not (np.isfinite(min_margin) and min_margin >= 0):
+        raise DataError(f"'min_margin' must be a finite relative margin >= 0; got "
+                        f"{min_margin!r}.")
+    return _designs(
+        p=_bounds((p_min, 5) if p is None else p, "p", p_min),
+        n_envs=_bounds(n_envs, "n_envs", 2), confounding=confounding,
+        strength=_interval(confounding_strength, "confounding_strength", 0.0),
+        interventions=interventions, intervene_children=intervene_children,
+        mean=_interval(intervention_mean, "intervention_mean", -np.inf),
+        variance=_interval(intervention_variance, "intervention_variance", 0.0),
+        weak=_interval(weak_effects, "weak_effects", 0.0) if weak_parents else None,
+        condition_1b=condition_1b, min_margin=float(min_margin))
+
+
+@st.composite
+def _designs(draw, *, p, n_envs, confounding, strength, interventions, intervene_children,
+             mean, variance, weak, condition_1b, min_margin) -> LinearSEM:
+    p_lo, p_hi = p
     p = draw(st.integers(p_lo, p_hi))
-    E = draw(st.integers(e_lo, e_hi))
-    k = draw(st.integers(1 if weak_parents else 0, p))         # X_1..X_k before Y
+    E = draw(st.integers(*n_envs))
+    k = draw(st.integers(0 if weak is None else 1, p))         # X_1..X_k before Y
     pos = np.r_[k, np.arange(p) + (np.arange(p) >= k)]          # position of Y, X_1..X_p
     edge = st.one_of(st.just(0.0), _signed(0.3, 1.5))
     B = np.zeros((p + 1, p + 1))
@@ -170,14 +185,16 @@ def designs(
         for parent in range(p + 1):
             if pos[parent] < pos[child]:
                 B[child, parent] = draw(edge)
-    if weak_parents:
-        B[0, 1 + draw(st.integers(0, k - 1))] = draw(_signed(w_lo, w_hi))
+    if weak is not None:
+        B[0, 1 + draw(st.integers(0, k - 1))] = draw(_signed(*weak))
     Omega = np.diag([draw(st.floats(0.5, 1.5)) for _ in range(p + 1)])
     if draw(st.booleans()) if confounding is None else confounding:
         load = np.r_[1.0, [draw(st.one_of(st.just(0.0), _signed(0.5, 1.0))) for _ in range(p)]]
         if not load[1:].any():
             load[1] = 1.0
-        Omega += draw(st.floats(s_lo, s_hi)) ** 2 * np.outer(load, load)
+        Omega += draw(st.floats(*strength)) ** 2 * np.outer(load, load)
+    if interventions == "limited" and np.all(B[1:, 0] != 0):
+        B[p, 0] = 0.0                           # Condition 4 needs a non-child outside S_L
     children = B[1:, 0] != 0
     if interventions == "none":
         targets = np.zeros(p, dtype=bool)
@@ -187,13 +204,13 @@ def designs(
         targets = np.array([draw(st.booleans()) for _ in range(p)])
         targets |= children
         if targets.all():                       # limited: someone stays untouched
-            targets[draw(st.sampled_from(np.flatnonzero(~children).tolist() or [0]))] = False
+            targets[draw(st.sampled_from(np.flatnonzero(~children).tolist()))] = False
         if not targets.any():
             targets[draw(st.integers(0, p - 1))] = True
     if intervene_children is not None:
         targets = np.where(children, intervene_children, targets)
+    variance, shift = st.floats(*variance), st.floats(*mean)
     var, mean = np.zeros((E, p)), np.zeros((E, p))
-    variance, shift = st.floats(v_lo, v_hi), st.floats(m_lo, m_hi)
     for j in np.flatnonzero(targets):
         envs = {draw(st.integers(1, E - 1))} | {e for e in range(1, E) if draw(st.booleans())}
         for e in sorted(envs):
