@@ -398,7 +398,8 @@ def default_exactness(sem: LinearSEM, *, condition_1b: IdentificationResult | No
     Under Condition 4 (Theorem 6) or Condition 6 (Theorem 12) alone the paper promises
     ``beta*`` only in the limit ``gamma -> inf``, and the default estimate at
     ``gamma = 20`` is not exact: hypothesis shrinks a counterexample to two covariates
-    (a cause and an intervened child of Y), so no exactness statement is made there.
+    (``beta* = 0``, an intervened child ``X2 = X1 + 1.5 Y``; estimate
+    ``(-0.066, 0.044)``), so no exactness statement is made there.
     """
     _additive(sem, "default_exactness")
     c1b = _margin(sem, condition_1b)

@@ -2,8 +2,10 @@
 statements fail when they should (so the theorem tests can fail), errors are typed,
 hypothesis stays optional."""
 
+import runpy
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -183,3 +185,24 @@ def test_package_imports_without_hypothesis():
                          timeout=120)
     assert run.returncode == 0, run.stderr
     assert "pip install 'negdro_stats[test]'" in run.stdout
+
+
+# ------------------------------------------------------ the docs page's examples run
+EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
+
+
+def test_docs_example_own_claim_holds():
+    runpy.run_path(str(EXAMPLES / "theory_own_claim.py"))[
+        "test_weighted_risk_gap_is_a_quadratic_form"]()
+
+
+@pytest.mark.parametrize("name", ["test_theorem3_with_twice_the_constant",
+                                  "test_lemma1_with_the_printed_sign"])
+def test_docs_counterexamples_are_found_and_shrunk(name):
+    """docs/testing_theory.rst says both false variants fail on a design with one
+    covariate and two environments."""
+    test = runpy.run_path(str(EXAMPLES / "theory_counterexample.py"))[name]
+    with pytest.raises(AssertionError) as failure:
+        test()
+    report = "\n".join(getattr(failure.value, "__notes__", []))
+    assert "sem=<LinearSEM: p=1, envs=2," in report, report
