@@ -30,6 +30,7 @@ from .design import LinearSEM
 from .diagnostics import Certificate1a, IdentificationResult, check_condition_1b
 from .exceptions import DataError
 from .model import NegDRO
+from .moments import Moments
 from .objective import env_risks, gradient, negative_weight
 from .solvers import SolverOptions, solve
 
@@ -225,6 +226,17 @@ def theorem3(sem: LinearSEM, b: ArrayLike, *, condition_1b: IdentificationResult
     d^T A(w0) d``.  ``lambda`` is ``lambda_min(A(w0))`` at the weights of
     :func:`~negdro_stats.check_condition_1b` (pass its result as ``condition_1b`` to
     reuse it); the slack is ``tol`` times ``1 + max_e |R_e(b)|``.
+
+    Examples
+    --------
+    >>> from negdro_stats import simulate
+    >>> from negdro_stats.theory import theorem3
+    >>> sem = simulate.eq33(p=5)
+    >>> check = theorem3(sem, sem.beta_star + 0.1)
+    >>> check.premise, check.holds
+    (True, True)
+    >>> print(check.lhs_name, ">=", check.rhs_name)
+    max_e R_e(b) - mean_e R_e(b) >= lambda ||b - beta*||^2
     """
     _additive(sem, "theorem3")
     d = _deviation(sem, b)
@@ -289,7 +301,7 @@ def theorem4(sem: LinearSEM, b: ArrayLike, *, gamma: float, mu: float,
 
 
 # ------------------------------------------------------------------- Proposition 1
-def proposition1(sem_or_Sigma: LinearSEM | ArrayLike, certificate: Certificate1a, *,
+def proposition1(sem_or_Sigma: LinearSEM | Moments | ArrayLike, certificate: Certificate1a, *,
                  envs: tuple | None = None) -> StatementCheck:
     """Proposition 1, Condition 1a => 1b, by the construction of its proof (A.5).
 
@@ -301,8 +313,12 @@ def proposition1(sem_or_Sigma: LinearSEM | ArrayLike, certificate: Certificate1a
     certificate's difference is positive definite.  ``certificate`` is typically
     ``check_condition_1b(...).certificate`` (the other direction of the proposition).
     """
-    if isinstance(sem_or_Sigma, LinearSEM):
-        mom = sem_or_Sigma.moments()
+    if not isinstance(certificate, Certificate1a):
+        raise DataError("proposition1 needs a Certificate1a as 'certificate' (e.g. "
+                        "check_condition_1b(...).certificate, which is None when Condition "
+                        f"1b fails); got {type(certificate).__name__}.")
+    if isinstance(sem_or_Sigma, LinearSEM | Moments):
+        mom = sem_or_Sigma.moments() if isinstance(sem_or_Sigma, LinearSEM) else sem_or_Sigma
         Sigma, envs = mom.Sigma, mom.envs
     else:
         Sigma = np.asarray(sem_or_Sigma, dtype=np.float64)

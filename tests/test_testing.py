@@ -5,6 +5,7 @@ hypothesis stays optional."""
 import runpy
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -118,21 +119,32 @@ def test_knobs_are_validated_at_the_call():
 
 
 # ------------------------------------------------------------------- the statements
-def test_statements_fail_on_wrong_claims():
-    """Each check can fail: perturb one side and it reports a counterexample."""
+def test_statements_can_fail():
+    """The checks report a failure when a side is wrong: a margin claimed 100 times too
+    large breaks Theorems 3 and 4 at a b away from beta*."""
     sem = simulate.eq33(p=5)
     b = sem.beta_star + 0.3
-    for check in (nt.lemma1(sem), nt.risk_form(sem, b), nt.theorem3(sem, b),
-                  nt.theorem4(sem, b, gamma=20.0, mu=1e-3)):
-        assert check.premise and check.holds
-        assert check.worst_gap <= check.slack
-    # beta* of the printed sentence after eq. (33) (+1/2 on X3): not an invariant model
+    c1b = check_condition_1b(sem.moments())
+    inflated = replace(c1b, margin=100 * c1b.margin)
+    for statement in (lambda **kw: nt.theorem3(sem, b, **kw),
+                      lambda **kw: nt.theorem4(sem, b, gamma=20.0, mu=1e-3, **kw)):
+        right, wrong = statement(condition_1b=c1b), statement(condition_1b=inflated)
+        assert right.premise and right.holds and right.worst_gap <= right.slack
+        assert wrong.counterexample and wrong.worst_gap > wrong.slack
+        assert "FAILS" in str(wrong)
+    assert nt.risk_form(sem, b).holds and nt.lemma1(sem).holds
+
+
+def test_eq33_printed_beta_is_not_invariant():
+    """The sentence after eq. (33) prints beta* = (1/2, 0, 1/2, ...): at that b the risks
+    differ (Theorem 3's left side is above 0.1); the equation's -1/2 is recovered."""
+    sem = simulate.eq33(p=5)
     typo = sem.beta_star.copy()
     typo[2] = 0.5
     check = nt.theorem3(sem, typo)
-    assert check.holds and check.lhs > 0.1                  # unequal risks, as Theorem 3 says
-    wrong = nt.default_exactness(sem)
-    assert wrong.premise and wrong.holds
+    assert check.holds and check.lhs > 0.1
+    exact = nt.default_exactness(sem)
+    assert exact.premise and exact.holds
     # Example 3's limited regime: Condition 1b fails, so the statement says nothing
     limited = nt.default_exactness(simulate.example3("limited"))
     assert not limited.premise and not limited.counterexample
@@ -172,6 +184,8 @@ def test_statement_input_errors():
         nt.lemma1(simulate.appendix_f2(p=6))
     with pytest.raises(DataError, match="needs a LinearSEM"):
         nt.lemma1(sem.moments())
+    with pytest.raises(DataError, match="which is None when Condition 1b fails"):
+        nt.proposition1(sem, None)
 
 
 def test_package_imports_without_hypothesis():
