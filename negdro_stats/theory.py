@@ -162,7 +162,8 @@ def lemma1(sem: LinearSEM, *, tol: float = 1e-9) -> StatementCheck:
     from ``(I - B)^{-1}`` directly), the right side from the closed forms of ``G`` and
     ``h``.  The proof in the paper prints ``+G^T h``; the sign is corrected here
     (DESIGN.md errata; Example 2 by hand gives ``E[eps_Y X] = (0, sigma_Y^2)``).
-    The slack is ``tol`` times the largest entry of ``E[X X^T]`` and ``E[X Y]``.
+    The slack is ``tol`` times ``1 + m (1 + ||beta*||_1)``, with ``m`` the largest
+    entry of ``E[X X^T]`` and ``E[X Y]`` (the size of the two terms of the left side).
     """
     _additive(sem, "lemma1")
     mom = sem.moments()
