@@ -16,6 +16,7 @@ RANKING = [
     "holdout",                                 # LOEO validation: peers + a NegDRO callable
     "inference", "plotting", "report", "results",
     "model",                                   # orchestration
+    "theory", "testing",                       # the paper's results as checks; strategies
     "studies",                                 # the one place with the model and the peers
     "estimator",                               # scikit-learn wrapper of the model
     "__init__", "cli", "__main__",

@@ -1,42 +1,24 @@
-"""LinearSEM: Lemma 1 (with the sign correction), Example 2 / Table 1, sampling."""
+"""LinearSEM: Example 2 / Table 1 (Lemma 1's sign by hand), sampling.  The property tests of
+Lemma 1 are in test_theorems.py."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from negdro_stats import DataError, LinearSEM, Moments, NegDRO, simulate
+from negdro_stats import testing as nt
 from negdro_stats.objective import env_risks
-
-from .strategies import additive_sems
-
-
-@given(sem=additive_sems(max_p=5, max_envs=4, confounding=True))
-def test_lemma1_second_moments(sem):
-    """Lemma 1: E[X^e X^eT] = G^T (H + E[delta^e delta^eT]) G, from (I - B)^{-1} directly."""
-    mom = sem.moments()
-    G, H = sem.G, sem.H
-    for e in range(sem.n_envs):
-        assert_allclose(mom.Sigma[e], G.T @ (H + sem.Delta[e]) @ G, rtol=1e-9, atol=1e-9)
-
-
-@given(sem=additive_sems(max_p=5, max_envs=4, confounding=True), data=st.data())
-def test_lemma1_risk_form(sem, data):
-    """Eq. (28): R_e(b) = sigma_Y^2 + 2 (G^T h)^T (b - beta*) + (b - beta*)^T Sigma_e (b - beta*),
-    with the first-order term the same in every environment (h as corrected in DESIGN.md)."""
-    mom = sem.moments()
-    db = np.array(data.draw(st.lists(st.floats(-3, 3), min_size=sem.p, max_size=sem.p)))
-    risks = env_risks(sem.beta_star + db, mom.Sigma, mom.sxy, mom.syy)
-    expected = sem.Omega[0, 0] + 2 * (sem.G.T @ sem.h) @ db + np.einsum(
-        "i,eij,j->e", db, mom.Sigma, db)
-    assert_allclose(risks, expected, rtol=1e-8, atol=1e-8 * (1 + np.abs(expected).max()))
 
 
 def test_lemma1_sign_example2_by_hand():
-    """Example 2: X2 = Y + e2 gives E[eps_Y X] = (0, sigma_Y^2) = (0, 1), i.e. -G^T h = (0, 1)."""
+    """Example 2: X2 = Y + e2 gives E[eps_Y X] = (0, sigma_Y^2) = (0, 1), i.e. -G^T h = (0, 1);
+    the proof's printed sign (+G^T h) fails the check."""
     sem = simulate.example2((1.0, 2.0))
-    assert_allclose(-sem.G.T @ sem.h, [0.0, 1.0])
+    check = nt.lemma1(sem)
+    assert check.holds
+    assert_allclose(check.lhs, [[0.0, 1.0], [0.0, 1.0]], atol=1e-12)
+    assert_allclose(check.rhs[0], [0.0, 1.0], atol=1e-12)
 
 
 @pytest.mark.parametrize("nu", [(1.0, 2.0), (0.5, 3.0)])
@@ -101,7 +83,7 @@ def test_appendix_f2_not_additive():
 
 
 @settings(max_examples=10)
-@given(sem=additive_sems(max_p=3, max_envs=3))
+@given(sem=nt.designs(p=(1, 3), n_envs=(2, 3)))
 def test_sample_shape(sem):
     df = sem.sample([3] * sem.n_envs, rng=0)
     assert df.shape == (3 * sem.n_envs, sem.p + 2)

@@ -5,7 +5,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
@@ -18,10 +18,8 @@ from negdro_stats import (
     check_condition_6,
     simulate,
 )
-from negdro_stats.objective import env_risks
+from negdro_stats import testing as nt
 from negdro_stats.solvers import SolverOptions, solve
-
-from .strategies import additive_sems
 
 
 # --------------------------------------------------------------------- known answers
@@ -46,7 +44,7 @@ def test_cutting_plane_matches_sdp_known():
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(sem=additive_sems(max_p=6, max_envs=5, strong=True))
+@given(sem=nt.designs(p=(1, 6), n_envs=(2, 5)))
 def test_sdp_and_cutting_plane_agree(sem):
     """The two paths agree to 1e-4 relative (of the scale lambda_max(Sigma_bar)); for the
     margins to 1e-4 relative when the relative margin is not tiny."""
@@ -66,7 +64,7 @@ def test_sdp_and_cutting_plane_agree_p30():
         assert abs(a.margin - b.margin) <= 1e-4 * abs(a.margin)
 
 
-@given(sem=additive_sems(max_p=4, max_envs=4, strong=True), c=st.floats(0.1, 10),
+@given(sem=nt.designs(p=(1, 4)), c=st.floats(0.1, 10),
        seed=st.integers(0, 1000))
 @settings(max_examples=20, deadline=None)
 def test_margin_invariances(sem, c, seed):
@@ -81,29 +79,7 @@ def test_margin_invariances(sem, c, seed):
 
 
 # ------------------------------------------------------------- the paper's results
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
-@given(sem=additive_sems(max_p=4, max_envs=4, confounding=True, strong=True), data=st.data())
-def test_proposition1_theorem1_theorem3(sem, data):
-    """Proposition 1: the certificate's dominance holds, with lambda_min = margin / s.
-    Theorem 1 / (15): sum_e (w0_e - 1/|E|) R_e(b) = (b - beta*)^T A(w0) (b - beta*)
-    >= lam ||b - beta*||^2 for every b.  Theorem 3: the same lower bound holds for
-    max_e R_e(b) - mean_e R_e(b), so only beta* has equal risks."""
-    mom = sem.moments()
-    r = check_condition_1b(mom)
-    assume(r.holds and r.relative_margin > 1e-4)
-    cert = r.certificate
-    dev = r.weights - 1 / mom.n_envs
-    s = dev[dev > 0].sum()
-    assert cert.lambda_min > 0
-    assert_allclose(cert.lambda_min, r.margin / s, rtol=1e-6)
-    db = np.array(data.draw(st.lists(st.floats(-3, 3), min_size=sem.p, max_size=sem.p)))
-    R = env_risks(sem.beta_star + db, mom.Sigma, mom.sxy, mom.syy)
-    lhs = (r.weights - 1 / mom.n_envs) @ R
-    slack = 1e-7 * (1 + np.abs(R).max())
-    assert lhs >= r.margin * db @ db - slack
-    assert R.max() - R.mean() >= r.margin * db @ db - slack
-
-
+# (Proposition 1, Theorems 1 / 3 and 4 as properties: test_theorems.py)
 @pytest.mark.parametrize("seed", range(6))
 def test_theorem2_single_coordinate_interventions(seed):
     """Theorems 1-2 with one observational environment and single-coordinate

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from negdro_stats import simulate
+from negdro_stats import testing as nt
 from negdro_stats.objective import (
     best_response,
     env_risks,
@@ -16,12 +17,10 @@ from negdro_stats.objective import (
     project_simplex,
 )
 
-from .strategies import additive_sems
-
 floats = st.floats(-3, 3)
 
 
-@given(sem=additive_sems(), gamma=st.floats(0, 50), data=st.data())
+@given(sem=nt.designs(), gamma=st.floats(0, 50), data=st.data())
 def test_eq8_equals_eq9_over_one_plus_gamma_E(sem, gamma, data):
     """Phi (17) = [max R + gamma|E| (max R - mean R)] / (1 + gamma|E|), i.e. (8)/(1+gamma|E|);
     and = max over U(gamma) of (9) divided by 1 + gamma|E| (the worst environment gets
@@ -60,7 +59,7 @@ def test_closed_form_maximiser_equals_cvxpy_qp():
         assert_allclose(best_response(R, mu=mu), w.value, atol=1e-6)
 
 
-@given(sem=additive_sems(), data=st.data(), mu=st.floats(0.01, 1), tau=st.floats(0, 1))
+@given(sem=nt.designs(), data=st.data(), mu=st.floats(0.01, 1), tau=st.floats(0, 1))
 def test_danskin_gradient_matches_finite_differences(sem, data, mu, tau):
     """grad Phi_{mu,tau} = sum_e ((1+tau) w_e - c) grad R_e (Danskin; (24) with the factor 2)."""
     mom = sem.moments()

@@ -10,15 +10,14 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 from scipy import optimize
 
-from negdro_stats import IdentificationWarning, NegDRO, check_condition_1b, simulate
+from negdro_stats import IdentificationWarning, NegDRO, simulate
+from negdro_stats import testing as nt
 from negdro_stats.selection import (
     Cumulant,
     InvarianceGMM,
     augment_support,
     gaussian_score_cov,
 )
-
-from .strategies import additive_sems
 
 
 @st.composite
@@ -45,30 +44,12 @@ def test_population_recovery_with_weak_causes(sem):
     every support containing the causes, and Condition 1b makes beta* their unique
     solution there; a support missing a cause violates them by a fixed amount, which
     population moments (n = 1e12 in the tests) turn into an infinite J statistic."""
-    mom = sem.moments()
-    assume(check_condition_1b(mom).holds)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", IdentificationWarning)
-        res = NegDRO.from_moments(mom).fit()
-    event(f"route {res.solver.refit}, confounded {bool(np.any(sem.Omega[0, 1:]))}")
-    assert res.selection.route == "invariance"
-    assert np.array_equal(res.support.to_numpy(), sem.beta_star != 0)
-    assert_allclose(res.params.to_numpy(), sem.beta_star,
-                    atol=1e-6 * (1 + np.abs(sem.beta_star).max()))
-
-
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
-@given(sem=additive_sems(max_p=5, max_envs=4, confounding=True, strong=True))
-def test_population_recovery_additive_sems(sem):
-    """The same on the dense random SEMs of the theorem tests (any edge, confounding)."""
-    mom = sem.moments()
-    assume(check_condition_1b(mom).relative_margin > 1e-3)
-    res = NegDRO.from_moments(mom).fit()
-    assume(res.selection.route == "invariance")        # else: too few equations, |E| small
-    event(f"|S*| = {int((sem.beta_star != 0).sum())}")
-    assert np.array_equal(res.support.to_numpy(), sem.beta_star != 0)
-    assert_allclose(res.params.to_numpy(), sem.beta_star,
-                    atol=1e-6 * (1 + np.abs(sem.beta_star).max()))
+    check = nt.default_exactness(sem)
+    assume(check.details["condition_1b"])
+    event(f"route {check.details['route']}, confounded {bool(np.any(sem.Omega[0, 1:]))}")
+    assert "IdentificationWarning" not in dict(check.details["warnings"])
+    assert check.details["route"] == "invariance"
+    assert check.holds, check
 
 
 def _standardised(sem, n, rng):

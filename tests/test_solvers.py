@@ -4,11 +4,9 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from negdro_stats import IdentificationWarning, Moments, NegDRO, simulate
-from negdro_stats.objective import gradient
+from negdro_stats import IdentificationWarning, Moments, NegDRO, check_condition_1b, simulate
+from negdro_stats import testing as nt
 from negdro_stats.solvers import SolverOptions, solve
-
-from .helpers import margin_1b
 
 
 @pytest.mark.parametrize("variant", ["text", "code"])
@@ -46,13 +44,10 @@ def test_faithful_algorithms_within_theorem4_bias(method):
     mom = sem.moments()
     out = solve(mom, SolverOptions(method=method,
                                    max_iter=2000 if method == "algorithm2" else None))
-    lam, _ = margin_1b(mom.Sigma)
     mu = out.options.mu * mom.syy.mean() if method == "algorithm1" else 0.0
-    g, _ = gradient(out.b, mom.Sigma, mom.sxy, mom.syy, gamma=20.0, mu=mu)
-    d = np.linalg.norm(out.b - sem.beta_star)
-    rhs = (np.linalg.norm(sem.G.T @ sem.h) / 81 + np.linalg.norm(g) / 2) * d + mu
-    assert lam * d**2 <= rhs * (1 + 1e-9)
-    assert d < 0.03                      # and the bias is of order 1/(1 + gamma|E|) = 0.012
+    check = nt.theorem4(sem, out.b, gamma=20.0, mu=mu)
+    assert check.premise and check.holds, check
+    assert check.lhs < 0.03              # and the bias is of order 1/(1 + gamma|E|) = 0.012
 
 
 @pytest.mark.parametrize("p", [5, 10, 40])
@@ -69,8 +64,7 @@ def test_limited_regime_example3_population():
     """Example 3 (limited regime): Condition 1b fails, yet NegDRO recovers beta* (Thm 6)."""
     sem = simulate.example3("limited")
     mom = sem.moments()
-    lam, _ = margin_1b(mom.Sigma)
-    assert lam < 1e-6
+    assert check_condition_1b(mom).margin < 1e-6
     out = solve(mom)
     assert out.refit == "negdro"                    # gradient invariance not identified
     assert_allclose(out.b, sem.beta_star, atol=1e-4)
