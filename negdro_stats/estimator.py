@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 try:
     from sklearn.base import BaseEstimator, RegressorMixin
@@ -127,6 +128,7 @@ class NegDRORegressor(RegressorMixin, BaseEstimator):
         DataError
             Without ``env``, or for data NegDRO refuses (see :class:`~negdro_stats.NegDRO`).
         """
+        _same_rows(X, y=y, env=env)
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True,
                              ensure_min_samples=4)        # two environments of two rows
         if env is None:
@@ -167,6 +169,20 @@ def _generator(random_state: object) -> object:
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(2**31))
     return random_state
+
+
+def _same_rows(X: Any, **others: Any) -> None:
+    """scikit-learn matches rows by position; pandas by index.  A Series whose index is
+    not X's (a shuffled or sorted copy) would be matched to the wrong rows in silence, so
+    it is refused."""
+    if not isinstance(X, pd.DataFrame):
+        return
+    for name, value in others.items():
+        if isinstance(value, pd.Series) and not value.index.equals(X.index):
+            raise DataError(f"{name} is a pandas Series whose index differs from X's; "
+                            "scikit-learn matches rows by position, so pass "
+                            f"{name}.reindex(X.index) (rows by label) or "
+                            f"{name}.to_numpy() (rows by position).")
 
 
 def worst_environment_mse(y_true: ArrayLike, y_pred: ArrayLike, *, env: ArrayLike) -> float:

@@ -18,7 +18,7 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.utils.estimator_checks import check_estimator, parametrize_with_checks  # noqa: E402
 from sklearn.utils.validation import _num_samples  # noqa: E402
 
-from negdro_stats import DataError, IdentificationWarning, NegDRO  # noqa: E402
+from negdro_stats import DataError, IdentificationWarning, NegDRO, simulate  # noqa: E402
 from negdro_stats.estimator import (  # noqa: E402
     NegDRORegressor,
     worst_environment_mse,
@@ -179,3 +179,17 @@ def test_sklearn_checks_without_env_fail_only_for_the_missing_env():
         message = str(r["exception"]) + str(getattr(r["exception"], "__cause__", ""))
         assert "needs env" in message or "raised DataError unexpectedly" in message, (
             r["check_name"], message)
+
+
+def test_misaligned_series_are_refused():
+    """A Series env or y whose index is not X's (sorted, shuffled) would be matched by
+    position in silence, unlike NegDRO, which aligns by index: it is refused."""
+    df = simulate.eq33(p=5).sample(300, rng=0).sample(frac=1.0, random_state=1)
+    X = df.drop(columns=["Y", "env"])
+    with pytest.raises(DataError, match="env is a pandas Series whose index differs"):
+        NegDRORegressor().fit(X, df["Y"], env=df["env"].sort_index())
+    with pytest.raises(DataError, match="y is a pandas Series whose index differs"):
+        NegDRORegressor().fit(X, df["Y"].sort_index(), env=df["env"])
+    aligned = NegDRORegressor(fit_intercept=False).fit(X, df["Y"], env=df["env"]).coef_
+    reference = NegDRO(df, env="env", outcome="Y").fit(n_boot=0).params.to_numpy()
+    np.testing.assert_allclose(aligned, reference, atol=1e-8)
