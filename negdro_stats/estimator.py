@@ -178,7 +178,8 @@ def _same_rows(X: Any, **others: Any) -> None:
     if not isinstance(X, pd.DataFrame):
         return
     for name, value in others.items():
-        if isinstance(value, pd.Series) and not value.index.equals(X.index):
+        if (isinstance(value, pd.Series) and len(value) == len(X)       # (a length
+                and not value.index.equals(X.index)):            # error comes later)
             raise DataError(f"{name} is a pandas Series whose index differs from X's; "
                             "scikit-learn matches rows by position, so pass "
                             f"{name}.reindex(X.index) (rows by label) or "
