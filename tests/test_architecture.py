@@ -12,6 +12,7 @@ RANKING = [
     "objective", "selection", "solvers",       # the maths on moments
     "diagnostics", "design",                   # conditions; planned designs
     "baselines", "simulate",                   # peers and the paper's SEMs: moments/design only
+    "planning",                                # sample sizes for a planned design
     "inference", "plotting", "report", "results",
     "model",                                   # orchestration
     "studies",                                 # the one place with the model and the peers
