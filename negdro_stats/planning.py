@@ -365,7 +365,9 @@ def plan_sample_size(
     >>> plan = plan_sample_size(simulate.example3("strong"), [500, 2000, 8000], reps=20,
     ...                         rng=0, verbose=False)
     >>> plan.to_frame()["p_support"].tolist()
-    [0.25, 0.45, 1.0]
+    [0.75, 0.9, 1.0]
+    >>> round(plan.required_n(criterion="support"))      # P(right support) >= 0.8
+    794
     """
     owner = "plan_sample_size"
     if not isinstance(sem, LinearSEM):
