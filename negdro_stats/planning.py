@@ -65,6 +65,7 @@ __all__ = ["SamplePlan", "plan_sample_size", "sample_moments"]
 
 CRITERIA = ("error", "support", "margin")
 METHODS = ("moments", "rows")
+FINE = 64            # interpolation points between two candidate n (required_n)
 
 
 def sample_moments(population: Moments, n: int, rng: np.random.Generator) -> Moments:
@@ -209,35 +210,56 @@ class SamplePlan:
 
         Notes
         -----
-        For the error, the ``power``-quantile of the error at each candidate (the
-        smallest value that a share ``power`` of the replicates does not exceed) is made
-        non-increasing in ``n`` (running minimum) and interpolated linearly in
-        ``(log n, log error)``, where an n^-1/2 rate is a straight line; ``n`` is where
-        it crosses ``target_error``.  For the support and the margin, the probability is
-        made non-decreasing (running maximum) and interpolated linearly in
-        ``(log n, probability)``.  So the answer is monotone in ``target_error`` and
-        ``power``, and equals a candidate where the criterion is met exactly there.
+        The share of replicates meeting the criterion is known at the candidates;
+        between two candidates ``n_lo < n < n_hi`` it is interpolated in ``log n``
+        (weight ``theta = log(n / n_lo) / log(n_hi / n_lo)`` on ``n_hi``).  For the
+        support and the margin, linearly: ``(1 - theta) P(n_lo) + theta P(n_hi)``.  For
+        the error, each neighbour's errors are first carried to ``n`` by the n^-1/2
+        rate, ``(1 - theta) P(err_lo sqrt(n_lo / n) <= t) + theta P(err_hi sqrt(n_hi / n)
+        <= t)``: exact where the error falls at that rate, and the linear blend where the
+        error distribution changes shape (a selection that switches routes makes it
+        bimodal; an interpolated quantile then jumps).  The curve is made
+        non-decreasing in ``n`` (running maximum over a fine grid, 64 points between
+        candidates) and ``n`` is where it reaches ``power``: monotone in
+        ``target_error`` and ``power``, and a candidate where the share there is
+        exactly ``power`` and smaller before.
         """
         criterion = check_option(criterion, "criterion", "SamplePlan.required_n", CRITERIA)
         power = check_scalar(power, "power", "SamplePlan.required_n", min_val=0, max_val=1,
                              closed="neither")
-        log_n = np.log(self.n.astype(np.float64))
         if criterion == "error":
             if target_error is None:
                 raise DataError("required_n(criterion='error') needs target_error, the "
                                 "largest acceptable ||b - beta*||_2.")
             target = check_scalar(target_error, "target_error", "SamplePlan.required_n",
                                   min_val=0, closed="neither")
-            q = np.quantile(self.errors, power, axis=1, method="inverted_cdf")
-            curve = -np.log(np.maximum(np.minimum.accumulate(q), 1e-300))
-            level = -np.log(target)
-        else:
-            if target_error is not None:
-                raise DataError(f"target_error applies to criterion='error' only; got "
-                                f"criterion={criterion!r}.")
-            curve = np.maximum.accumulate(self._probability(criterion, None))
-            level = power
-        return self._crossing(log_n, curve, level, criterion)
+        elif target_error is not None:
+            raise DataError(f"target_error applies to criterion='error' only; got "
+                            f"criterion={criterion!r}.")
+        log_n, share = self._share_curve(criterion, target if criterion == "error" else None)
+        return self._crossing(log_n, np.maximum.accumulate(share), power, criterion)
+
+    def _share_curve(self, criterion: str, target: float | None
+                     ) -> tuple[FloatArray, FloatArray]:
+        """The interpolated share meeting the criterion on a fine grid of ``log n``
+        (see :meth:`required_n`)."""
+        log_n = np.log(self.n.astype(np.float64))
+        theta = np.linspace(0.0, 1.0, FINE + 1)[:-1]
+        at_candidates = self._probability(criterion, target)
+        grid, share = [], []
+        for k in range(len(self.n) - 1):
+            log_m = log_n[k] + theta * (log_n[k + 1] - log_n[k])
+            if criterion == "error":        # errors at n_j carried to m: err sqrt(n_j / m)
+                lo, hi = (np.mean(self.errors[j][None, :]
+                                  <= target * np.exp((log_m[:, None] - log_n[j]) / 2), axis=1)
+                          for j in (k, k + 1))
+            else:
+                lo, hi = at_candidates[k], at_candidates[k + 1]
+            grid.append(log_m)
+            share.append((1 - theta) * lo + theta * hi)
+        grid.append(log_n[-1:])
+        share.append(at_candidates[-1:])
+        return np.concatenate(grid), np.concatenate(share)
 
     def _crossing(self, log_n: FloatArray, curve: FloatArray, level: float,
                   criterion: str) -> float:
@@ -251,10 +273,9 @@ class SamplePlan:
             return float("inf")
         k = int(hit[0])
         if k == 0:
-            if len(self.n) > 1 or curve[0] > level:
-                warn_user(f"The {criterion} criterion is already met at the smallest "
-                          f"candidate n = {self.n[0]}; fewer rows may do. Add smaller n "
-                          "to the plan.", DataWarning)
+            warn_user(f"The {criterion} criterion is already met at the smallest candidate "
+                      f"n = {self.n[0]}; fewer rows may do. Add smaller n to the plan.",
+                      DataWarning)
             return float(self.n[0])
         a, b = curve[k - 1], curve[k]
         t = (level - a) / (b - a)

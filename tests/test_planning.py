@@ -76,7 +76,22 @@ def test_required_n_interpolates_an_n_to_the_minus_half_rate_exactly():
     plan = _synthetic([100, 400, 1600, 6400], scale)
     q80 = np.quantile(scale, 0.8, method="inverted_cdf")
     for target in [0.5, 0.3, 0.15]:
-        assert plan.required_n(target, power=0.8) == pytest.approx((q80 / target) ** 2)
+        # the share is evaluated on a fine grid: 64 points per factor 4 in n, i.e. n known
+        # to a factor 4^(1/64) = 1.022
+        assert plan.required_n(target, power=0.8) == pytest.approx((q80 / target) ** 2,
+                                                                   rel=0.022)
+
+
+def test_required_n_interpolates_shares_linearly_in_log_n():
+    """Support: shares 0.5 at n = 100 and 1.0 at n = 400 give P = 0.8 at
+    log n = log 100 + 0.6 log 4, i.e. n = 100 * 4^0.6."""
+    n = np.array([100, 400])
+    support = np.zeros((2, 10), bool)
+    support[0, :5], support[1] = True, True
+    plan = SamplePlan(n=n, errors=np.ones((2, 10)), support_ok=support,
+                      margins=np.ones((2, 10)), population_margin=1.0)
+    assert plan.required_n(power=0.8, criterion="support") == pytest.approx(100 * 4**0.6,
+                                                                            rel=1e-12)
 
 
 def test_required_n_is_monotone_in_target_and_power():
@@ -145,3 +160,15 @@ def test_plot_returns_a_figure():
     matplotlib.use("Agg")
     fig = _synthetic([100, 400], np.ones(10)).plot(target_error=0.07)
     assert len(fig.axes) == 2
+
+
+def test_required_n_blends_a_bimodal_error_linearly():
+    """A selection that switches routes: at n = 100, 60% of the fits are off (error 1) and
+    40% right (0.01); at n = 400 all are right.  Carried by the n^-1/2 rate, the right ones
+    stay under 0.05 and the wrong ones above, so P(error <= 0.05) = 0.4 + 0.6 theta and
+    power 0.8 is reached at theta = 2/3, n = 100 * 4^(2/3) (an interpolated 80% quantile,
+    which jumps from 1 to 0.005, would give 100 * 4^0.565)."""
+    errors = np.array([[1.0] * 6 + [0.01] * 4, [0.005] * 10])
+    plan = SamplePlan(n=np.array([100, 400]), errors=errors, support_ok=errors < 0.1,
+                      margins=np.ones((2, 10)), population_margin=1.0)
+    assert plan.required_n(0.05, power=0.8) == pytest.approx(100 * 4 ** (2 / 3), rel=1e-9)
