@@ -8,7 +8,8 @@ from numpy.testing import assert_allclose
 
 from negdro_stats import DataError, LinearSEM, simulate
 from negdro_stats.exceptions import DataWarning
-from negdro_stats.planning import SamplePlan, plan_sample_size, sample_moments
+from negdro_stats.planning import SamplePlan, cumulant_noise, plan_sample_size, sample_moments
+from negdro_stats.selection import gaussian_score_cov
 
 
 def _shifted_sem() -> LinearSEM:
@@ -40,6 +41,25 @@ def test_wishart_moments_have_the_population_expectation_and_variance():
     C = pop.Sigma[e, j, j] - mu**2
     # the variance of a variance estimate from 4000 draws: relative s.e. about 3-5%
     assert Sigma[:, e, j, j].var() == pytest.approx((2 * C**2 + 4 * mu**2 * C) / n, rel=0.15)
+
+
+def test_cumulant_noise_has_mean_zero_and_shrinks_like_root_n():
+    """The fourth-cumulant term of Gaussian rows is noise around 0 whose size falls like
+    n^-1/2: with the same auxiliary draw, n = 20,000 gives exactly 0.1 times the
+    deviation of n = 200."""
+    sem = _shifted_sem()
+    pop = sem.moments()
+    b, cols = np.array([0.8, 0.1]), np.array([0, 1])
+    base = gaussian_score_cov(pop, b, cols)
+
+    def deviation(n, seed):
+        return cumulant_noise(pop, n, np.random.default_rng(seed))(pop)(b, cols) - base
+
+    assert_allclose(deviation(20_000, 7), 0.1 * deviation(200, 7), rtol=1e-10, atol=1e-12)
+    draws = np.stack([deviation(200, seed) for seed in range(300)])
+    se = draws.std(axis=0) / np.sqrt(len(draws))
+    assert np.all(np.abs(draws.mean(axis=0)) <= 5 * se)
+    assert np.all(draws.std(axis=0)[:, [0, 1], [0, 1]] > 0)
 
 
 def test_error_falls_with_n_and_plan_is_reproducible():
