@@ -2,6 +2,7 @@
 give the sample sizes that full simulation gives?
 
 Usage:  python benchmarks/bench_planning.py [--reps 300] [--diagnose-reps 40] [--speed-reps 5]
+        [--boot-reps 100] [--only "Example 3 strong"]
         [--out benchmarks/results/planning.json]
 
 For three designs -- eq. (33) with p = 10 (uniform noise in environment 4: the Gaussian
@@ -23,8 +24,8 @@ over plan time, per replicate.
 
 4. ``diagnose``: on Example 3, the share of ``NegDRO.diagnose(n_boot=99, n_perm=0)``
    lower bounds above the tolerance (a real bootstrap in each of ``--diagnose-reps`` row
-   samples) against the plan's shift approximation of it (module docstring of
-   ``negdro_stats.planning``).
+   samples) against the plan's shift approximation of it and its parametric bootstrap
+   (``margin_boot=30``, ``--boot-reps`` replicates; module docstring of ``negdro_stats.planning``).
 """
 
 from __future__ import annotations
@@ -119,9 +120,11 @@ def compare(name, reps, rng) -> tuple[dict, SamplePlan]:
     return row, plan
 
 
-def diagnose_check(plan: SamplePlan, ns, reps, rng) -> list[dict]:
-    """Real bootstrap bounds (``NegDRO.diagnose``) against the plan's approximation."""
+def diagnose_check(plan: SamplePlan, ns, reps, boot_reps, rng) -> list[dict]:
+    """Real bootstrap bounds (``NegDRO.diagnose`` on rows) against the plan's shift
+    approximation and its parametric bootstrap (``margin_boot=30``)."""
     sem = simulate.example3("strong")
+    nested = plan_sample_size(sem, ns, reps=boot_reps, rng=rng, margin_boot=30, verbose=False)
     out = []
     for n in ns:
         shown, start = 0, time.perf_counter()
@@ -133,7 +136,9 @@ def diagnose_check(plan: SamplePlan, ns, reps, rng) -> list[dict]:
             shown += rep.holds_with_confidence
         k = int(np.flatnonzero(plan.n == n)[0])
         out.append(dict(n=n, reps=reps, p_margin_bootstrap=shown / reps,
-                        p_margin_plan=float(plan.to_frame()["p_margin"].iloc[k]),
+                        p_margin_shift=float(plan.to_frame()["p_margin"].iloc[k]),
+                        boot_reps=boot_reps, p_margin_nested=float(
+                            nested.to_frame()["p_margin"].iloc[ns.index(n)]),
                         seconds=time.perf_counter() - start))
         print(json.dumps(out[-1]), flush=True)
     return out
@@ -156,6 +161,9 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=300)
     ap.add_argument("--diagnose-reps", type=int, default=40)
     ap.add_argument("--speed-reps", type=int, default=5)
+    ap.add_argument("--boot-reps", type=int, default=100,
+                    help="replicates of the plan with margin_boot=30 (diagnose check)")
+    ap.add_argument("--only", choices=list(DESIGNS), help="compare on this design only")
     ap.add_argument("--out", default="benchmarks/results/planning.json")
     a = ap.parse_args()
     rng = np.random.default_rng(20261130)
@@ -163,16 +171,16 @@ def main() -> None:
                   command=" ".join(["python", *sys.argv]), comparisons=[])
     plans = {}
     with threadpool_limits(limits=1):
-        for name in DESIGNS:
+        for name in [a.only] if a.only else DESIGNS:
             row, plans[name] = compare(name, a.reps, rng)
             result["comparisons"].append(row)
             print(json.dumps({k: v for k, v in row.items() if not k.startswith("table")}),
                   flush=True)
         if a.speed_reps:
             result["speed"] = speed(a.speed_reps, rng)
-        if a.diagnose_reps:
+        if a.diagnose_reps and "Example 3 strong" in plans:
             result["diagnose"] = diagnose_check(plans["Example 3 strong"], [500, 1000, 2000],
-                                                a.diagnose_reps, rng)
+                                                a.diagnose_reps, a.boot_reps, rng)
     Path(a.out).write_text(json.dumps(result, indent=1, default=float))
     print(f"\n# {result['command']}  ({result['date']})")
     print(f"{'design':24s} {'criterion':9s} {'n plan':>8s} {'n full':>8s} {'ratio':>6s} "
@@ -188,8 +196,9 @@ def main() -> None:
               f"{row['seconds_full']:.3f} s (rows) per replicate: {row['speedup']:.1f}x")
     for row in result.get("diagnose", []):
         print(f"Example 3 strong, n = {row['n']}: P(margin bound > tol) "
-              f"{row['p_margin_bootstrap']:.2f} (diagnose, {row['reps']} samples) vs "
-              f"{row['p_margin_plan']:.2f} (plan's shift approximation)")
+              f"{row['p_margin_bootstrap']:.2f} (diagnose, {row['reps']} samples), "
+              f"{row['p_margin_shift']:.2f} (plan, shift), {row['p_margin_nested']:.2f} "
+              f"(plan, margin_boot=30, {row['boot_reps']} replicates)")
 
 
 if __name__ == "__main__":

@@ -192,3 +192,14 @@ def test_required_n_blends_a_bimodal_error_linearly():
     plan = SamplePlan(n=np.array([100, 400]), errors=errors, support_ok=errors < 0.1,
                       margins=np.ones((2, 10)), population_margin=1.0)
     assert plan.required_n(0.05, power=0.8) == pytest.approx(100 * 4 ** (2 / 3), rel=1e-9)
+
+
+def test_margin_boot_gives_parametric_bootstrap_bounds():
+    sem = simulate.example3("strong")
+    plan = plan_sample_size(sem, [2000], reps=3, rng=0, margin_boot=8, verbose=False)
+    assert plan.boot_lcb.shape == (1, 3) and np.isfinite(plan.boot_lcb).all()
+    assert np.all(plan.margin_lcb == plan.boot_lcb)
+    assert np.all(plan.boot_lcb < plan.margins)          # a lower bound at 95%
+    assert "parametric bootstrap" in plan.summary()
+    with pytest.raises(ValueError, match="'margin_boot' parameter"):
+        plan_sample_size(sem, [2000], reps=2, margin_boot=-1)
