@@ -470,6 +470,10 @@ def plan_sample_size(
     alpha = check_scalar(alpha, "alpha", owner, min_val=0, max_val=1, closed="neither")
     method = check_option(method, "method", owner, METHODS)
     margin_boot = check_int(margin_boot, "margin_boot", owner, min_val=0)
+    if margin_boot == 1:
+        raise ValueError(f"The 'margin_boot' parameter of {owner} must be 0 (the shift "
+                         "approximation) or at least 2 (one draw has no spread). Got 1 "
+                         "instead.")
     solver_options = SolverOptions.from_user(owner, options, gamma=gamma, fixed=())
     population = sem.moments()
     beta_star, truth = sem.beta_star, sem.beta_star != 0

@@ -201,5 +201,6 @@ def test_margin_boot_gives_parametric_bootstrap_bounds():
     assert np.all(plan.margin_lcb == plan.boot_lcb)
     assert np.all(plan.boot_lcb < plan.margins)          # a lower bound at 95%
     assert "parametric bootstrap" in plan.summary()
-    with pytest.raises(ValueError, match="'margin_boot' parameter"):
-        plan_sample_size(sem, [2000], reps=2, margin_boot=-1)
+    for bad in (-1, 1):
+        with pytest.raises(ValueError, match="'margin_boot' parameter"):
+            plan_sample_size(sem, [2000], reps=2, margin_boot=bad)
