@@ -5,7 +5,7 @@
 >>> NegDRO(df, env="env", outcome="Y").fit().summary()   # doctest: +SKIP
 """
 
-from . import datasets, simulate, studies
+from . import datasets, planning, simulate, studies
 from .baselines import BaselineResult, fit_baseline
 from .data import MultiEnvData
 from .design import DesignReport, Intervention, InterventionAdvice, LinearSEM
@@ -28,6 +28,7 @@ from .holdout import LOEOResult
 from .inference import BootstrapResult
 from .model import NegDRO, diagnose
 from .moments import MomentAccumulator, Moments
+from .planning import SamplePlan, plan_sample_size
 from .report import IdentificationReport, RiskInvarianceTest
 from .results import NegDROResults, PathResult, load
 from .solvers import SolverOptions
@@ -55,6 +56,9 @@ __all__ = [
     "check_condition_4",
     "check_condition_6",
     "datasets",
+    "planning",
+    "plan_sample_size",
+    "SamplePlan",
     "simulate",
     "studies",
     "BootstrapFailureWarning",

@@ -341,6 +341,14 @@ class LinearSEM:
         return self.B[0, 1:].copy()
 
     @property
+    def is_gaussian(self) -> bool:
+        """Whether every noise component that enters the design is normal (then the rows,
+        and so their sample moments, are Gaussian)."""
+        return all(d == "normal" or not np.any(L[:, k])
+                   for L, dists in zip(self._loadings, self._dists, strict=True)
+                   for k, d in enumerate(dists))
+
+    @property
     def is_additive(self) -> bool:
         """Whether the noise has the additive form (12), so that Lemma 1 applies."""
         return self.Omega is not None

@@ -14,6 +14,7 @@ RANKING = [
     "baselines", "simulate",                   # peers and the paper's SEMs: moments/design only
     "datasets",                                # bundled real data
     "holdout",                                 # LOEO validation: peers + a NegDRO callable
+    "planning",                                # sample sizes for a planned design
     "inference", "plotting", "report", "results",
     "model",                                   # orchestration
     "theory", "testing",                       # the paper's results as checks; strategies

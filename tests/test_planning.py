@@ -1,0 +1,206 @@
+"""Sample-size planning: Wishart moments, the error curve, required_n, argument errors."""
+
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from negdro_stats import DataError, LinearSEM, simulate
+from negdro_stats.exceptions import DataWarning
+from negdro_stats.planning import SamplePlan, cumulant_noise, plan_sample_size, sample_moments
+from negdro_stats.selection import gaussian_score_cov
+
+
+def _shifted_sem() -> LinearSEM:
+    """A Gaussian design with a mean shift (so that the raw moments differ from the
+    covariances) and a child of Y."""
+    return LinearSEM.from_equations(
+        {"Y": {"X1": 1.0}, "X2": {"Y": 0.5}},
+        interventions=[{}, {"X1": (1.5, 2.0), "X2": 1.0}])
+
+
+def test_wishart_moments_have_the_population_expectation_and_variance():
+    """E[mean] = mu and E[raw second moment] = population (the scatter of n rows is
+    Wishart(n - 1, C), the mean N(mu, C / n)); Var(Sigma_jj) = (2 C^2 + 4 mu^2 C) / n, the
+    variance of a mean of n squared Gaussians."""
+    sem, n, draws = _shifted_sem(), 20, 4000
+    pop = sem.moments()
+    rng = np.random.default_rng(0)
+    moms = [sample_moments(pop, n, rng) for _ in range(draws)]
+    Sigma = np.stack([m.Sigma for m in moms])
+    # 5 standard errors of the Monte Carlo mean, entrywise
+    for got, want in [(Sigma, pop.Sigma), (np.stack([m.sxy for m in moms]), pop.sxy),
+                      (np.stack([m.syy for m in moms]), pop.syy),
+                      (np.stack([m.mean_x for m in moms]), pop.mean_x)]:
+        se = got.std(axis=0) / np.sqrt(draws)
+        assert np.all(np.abs(got.mean(axis=0) - want) <= 5 * se + 1e-12)
+    assert_allclose([m.n for m in moms[:3]], np.full((3, 2), n))
+    e, j = 1, 0                                   # the shifted covariate, shifted env
+    mu = pop.mean_x[e, j]
+    C = pop.Sigma[e, j, j] - mu**2
+    # the variance of a variance estimate from 4000 draws: relative s.e. about 3-5%
+    assert Sigma[:, e, j, j].var() == pytest.approx((2 * C**2 + 4 * mu**2 * C) / n, rel=0.15)
+
+
+def test_cumulant_noise_has_mean_zero_and_shrinks_like_root_n():
+    """The fourth-cumulant term of Gaussian rows is noise around 0 whose size falls like
+    n^-1/2: with the same auxiliary draw, n = 20,000 gives exactly 0.1 times the
+    deviation of n = 200."""
+    sem = _shifted_sem()
+    pop = sem.moments()
+    b, cols = np.array([0.8, 0.1]), np.array([0, 1])
+    base = gaussian_score_cov(pop, b, cols)
+
+    def deviation(n, seed):
+        return cumulant_noise(pop, n, np.random.default_rng(seed))(pop)(b, cols) - base
+
+    assert_allclose(deviation(20_000, 7), 0.1 * deviation(200, 7), rtol=1e-10, atol=1e-12)
+    draws = np.stack([deviation(200, seed) for seed in range(300)])
+    se = draws.std(axis=0) / np.sqrt(len(draws))
+    assert np.all(np.abs(draws.mean(axis=0)) <= 5 * se)
+    assert np.all(draws.std(axis=0)[:, [0, 1], [0, 1]] > 0)
+
+
+def test_error_falls_with_n_and_plan_is_reproducible():
+    sem = simulate.eq33(p=5)
+    plan = plan_sample_size(sem, [40, 4000], reps=12, rng=1, verbose=False)
+    frame = plan.to_frame()
+    assert frame["median_error"].iloc[1] < frame["median_error"].iloc[0] / 3
+    assert frame["p_support"].iloc[1] >= frame["p_support"].iloc[0]
+    assert plan.errors.shape == (2, 12) and plan.failed == 0
+    assert plan.gaussian_approximation                      # eq. (33) has uniform noise
+    again = plan_sample_size(sem, [40, 4000], reps=12, rng=1, verbose=False)
+    assert_allclose(again.errors, plan.errors)
+    assert "Sample-size plan" in str(plan) and "uniform noise" in plan.summary()
+
+
+def test_rows_method_fits_rows():
+    plan = plan_sample_size(_shifted_sem(), [50], reps=2, rng=0, method="rows", verbose=False)
+    assert plan.method == "rows" and not plan.gaussian_approximation
+    assert np.isfinite(plan.errors).all()
+
+
+def _synthetic(n, scale):
+    """A plan whose errors are exactly scale_r / sqrt(n_k): the power-quantile is
+    q(power) / sqrt(n), so required_n = (q / target)^2 exactly."""
+    n = np.asarray(n)
+    errors = scale[None, :] / np.sqrt(n)[:, None]
+    support = np.zeros(errors.shape, bool)
+    return SamplePlan(n=n, errors=errors, support_ok=support,
+                      margins=np.ones(errors.shape), population_margin=1.0)
+
+
+def test_required_n_interpolates_an_n_to_the_minus_half_rate_exactly():
+    scale = np.arange(1, 101) / 10.0                       # quantiles 0.1 .. 10
+    plan = _synthetic([100, 400, 1600, 6400], scale)
+    q80 = np.quantile(scale, 0.8, method="inverted_cdf")
+    for target in [0.5, 0.3, 0.15]:
+        # the share is evaluated on a fine grid: 64 points per factor 4 in n, i.e. n known
+        # to a factor 4^(1/64) = 1.022
+        assert plan.required_n(target, power=0.8) == pytest.approx((q80 / target) ** 2,
+                                                                   rel=0.022)
+
+
+def test_required_n_interpolates_shares_linearly_in_log_n():
+    """Support: shares 0.5 at n = 100 and 1.0 at n = 400 give P = 0.8 at
+    log n = log 100 + 0.6 log 4, i.e. n = 100 * 4^0.6."""
+    n = np.array([100, 400])
+    support = np.zeros((2, 10), bool)
+    support[0, :5], support[1] = True, True
+    plan = SamplePlan(n=n, errors=np.ones((2, 10)), support_ok=support,
+                      margins=np.ones((2, 10)), population_margin=1.0)
+    assert plan.required_n(power=0.8, criterion="support") == pytest.approx(100 * 4**0.6,
+                                                                            rel=1e-12)
+
+
+def test_required_n_is_monotone_in_target_and_power():
+    rng = np.random.default_rng(3)
+    n = np.array([100, 200, 400, 800, 1600])
+    errors = rng.lognormal(0, 1, (5, 50)) / np.sqrt(n)[:, None] + 0.2 * (n < 300)[:, None]
+    plan = SamplePlan(n=n, errors=errors, support_ok=rng.random((5, 50)) < (n / 2000)[:, None],
+                      margins=rng.normal(0.01, 0.01, (5, 50)) + (n / 1e5)[:, None],
+                      population_margin=0.02)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        by_target = [plan.required_n(t, power=0.7) for t in [0.03, 0.05, 0.08, 0.12, 0.2, 0.4]]
+        by_power = [plan.required_n(0.1, power=pw) for pw in [0.3, 0.5, 0.7, 0.8, 0.9]]
+        support = [plan.required_n(power=pw, criterion="support") for pw in [0.1, 0.3, 0.5]]
+    assert np.all(np.diff(by_target) <= 0) and by_target[0] > by_target[-1]
+    assert np.all(np.diff(by_power) >= 0) and by_power[-1] > by_power[0]
+    assert np.all(np.diff(support) > 0)
+    assert 100 <= support[0] and support[-1] <= 1600
+
+
+def test_required_n_warns_outside_the_grid():
+    plan = _synthetic([100, 400], np.ones(10))            # error 0.1 at n = 100, 0.05 at 400
+    with pytest.warns(DataWarning, match="largest candidate"):
+        assert plan.required_n(0.01) == np.inf
+    with pytest.warns(DataWarning, match="smallest candidate"):
+        assert plan.required_n(0.2) == 100
+    with pytest.warns(DataWarning, match="largest candidate"):
+        assert plan.required_n(criterion="support") == np.inf     # never right
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    (dict(sem="eq33"), "'sem' parameter"),
+    (dict(n=[5, 100]), "'n' parameter .* >= p \\+ 2 = 7"),
+    (dict(n=[100, 100]), "distinct"),
+    (dict(n=[100.5]), "'n' parameter"),
+    (dict(n=[]), "'n' parameter"),
+    (dict(reps=1), "'reps' parameter"),
+    (dict(method="moment"), "Did you mean 'moments'"),
+    (dict(alpha=1.5), "'alpha' parameter"),
+    (dict(threshhold=0.1), "unknown option 'threshhold'. Did you mean 'threshold'"),
+    (dict(rng="seed"), "'rng' parameter"),
+])
+def test_plan_argument_errors(kwargs, match):
+    args = dict(sem=simulate.eq33(p=5), n=[100], reps=2, verbose=False) | kwargs
+    with pytest.raises((DataError, ValueError, TypeError), match=match):
+        plan_sample_size(**args)
+
+
+def test_required_n_argument_errors():
+    plan = _synthetic([100, 400], np.ones(10))
+    with pytest.raises(DataError, match="needs target_error"):
+        plan.required_n()
+    with pytest.raises(DataError, match="criterion='error' only"):
+        plan.required_n(0.1, criterion="support")
+    with pytest.raises(ValueError, match="'power' parameter"):
+        plan.required_n(0.1, power=1.0)
+    with pytest.raises(ValueError, match="'target_error' parameter"):
+        plan.required_n(-1.0)
+    with pytest.raises(ValueError, match="Did you mean 'margin'"):
+        plan.required_n(criterion="margins")
+
+
+def test_plot_returns_a_figure():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    fig = _synthetic([100, 400], np.ones(10)).plot(target_error=0.07)
+    assert len(fig.axes) == 2
+
+
+def test_required_n_blends_a_bimodal_error_linearly():
+    """A selection that switches routes: at n = 100, 60% of the fits are off (error 1) and
+    40% right (0.01); at n = 400 all are right.  Carried by the n^-1/2 rate, the right ones
+    stay under 0.05 and the wrong ones above, so P(error <= 0.05) = 0.4 + 0.6 theta and
+    power 0.8 is reached at theta = 2/3, n = 100 * 4^(2/3) (an interpolated 80% quantile,
+    which jumps from 1 to 0.005, would give 100 * 4^0.565)."""
+    errors = np.array([[1.0] * 6 + [0.01] * 4, [0.005] * 10])
+    plan = SamplePlan(n=np.array([100, 400]), errors=errors, support_ok=errors < 0.1,
+                      margins=np.ones((2, 10)), population_margin=1.0)
+    assert plan.required_n(0.05, power=0.8) == pytest.approx(100 * 4 ** (2 / 3), rel=1e-9)
+
+
+def test_margin_boot_gives_parametric_bootstrap_bounds():
+    sem = simulate.example3("strong")
+    plan = plan_sample_size(sem, [2000], reps=3, rng=0, margin_boot=8, verbose=False)
+    assert plan.boot_lcb.shape == (1, 3) and np.isfinite(plan.boot_lcb).all()
+    assert np.all(plan.margin_lcb == plan.boot_lcb)
+    assert np.all(plan.boot_lcb < plan.margins)          # a lower bound at 95%
+    assert "parametric bootstrap" in plan.summary()
+    for bad in (-1, 1):
+        with pytest.raises(ValueError, match="'margin_boot' parameter"):
+            plan_sample_size(sem, [2000], reps=2, margin_boot=bad)
