@@ -156,6 +156,16 @@ def designs(
     if interventions not in INTERVENTIONS:
         raise DataError(f"'interventions' must be one of {INTERVENTIONS}; got "
                         f"{interventions!r}.")
+    for name, value in (("confounding", confounding), ("condition_1b", condition_1b),
+                        ("intervene_children", intervene_children)):
+        if value is not None and not isinstance(value, (bool, np.bool_)):
+            raise DataError(f"'{name}' must be True, False or None; got {value!r}.")
+    if condition_1b and interventions != "full":
+        raise DataError(f"condition_1b=True needs interventions='full': Condition 1b asks "
+                        f"the environments to vary every direction, which "
+                        f"interventions={interventions!r} designs (almost) never do -- "
+                        "hypothesis would filter out every draw. Limited designs are "
+                        "identified by Condition 4 instead (check_condition_4).")
     p_min = 2 if interventions == "limited" else 1
     if not (np.isfinite(min_margin) and min_margin >= 0):
         raise DataError(f"'min_margin' must be a finite relative margin >= 0; got "

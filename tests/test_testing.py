@@ -220,3 +220,12 @@ def test_docs_counterexamples_are_found_and_shrunk(name):
         test()
     report = "\n".join(getattr(failure.value, "__notes__", []))
     assert "sem=<LinearSEM: p=1, envs=2," in report, report
+
+
+def test_designs_refuse_knobs_no_draw_can_meet():
+    """condition_1b=True with limited or no interventions would filter out every draw
+    (the README once advertised it); non-boolean switches are refused at the call."""
+    with pytest.raises(DataError, match="needs interventions='full'"):
+        nt.designs(interventions="limited", condition_1b=True)
+    with pytest.raises(DataError, match="'confounding' must be True, False or None"):
+        nt.designs(confounding="yes")
