@@ -640,7 +640,8 @@ def _covariates(covariates: Sequence[str] | None, columns: list[str], outcome: s
     if covariates is None:
         covariates = [c for c in columns if c != outcome]
     else:
-        covariates = [str(c) for c in covariates]
+        covariates = [str(c) for c in ([covariates] if isinstance(covariates, str)
+                                       else covariates)]       # one name, or several
         unknown = [c for c in covariates if c not in columns]
         if unknown:
             raise DataError(f"covariates {unknown} are not columns of data; columns are "
@@ -818,6 +819,15 @@ def _check_moments(mom: Moments) -> None:
     var_x = np.einsum("ejj->ej", mom.Sigma) - mom.mean_x**2           # within-env variances
     const = [name for j, name in enumerate(mom.names) if name != INTERCEPT_NAME
              and np.all(var_x[:, j] <= tiny * np.maximum(mom.Sigma[:, j, j], 1e-300))]
+    per_env = [name for name in const if np.ptp(mom.mean_x[:, mom.names.index(name)])
+               > tiny * np.sqrt(np.abs(mom.Sigma[:, mom.names.index(name),
+                                                 mom.names.index(name)]).max())]
+    if per_env:
+        raise DataError(f"Covariates {per_env} take one value per environment (environment-"
+                        "level variables, e.g. a site's size, or the environment labels "
+                        "themselves): their effect cannot be told apart from the "
+                        "environments' shifts. Drop them; if one holds the environment "
+                        "labels, pass its name as env= instead.")
     if const:
         raise DataError(f"Covariates {const} are constant (to working precision: their "
                         "variation is below 1e-15 of their mean square). Drop them, use "

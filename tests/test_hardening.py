@@ -137,3 +137,19 @@ def test_extreme_scales_are_refused_not_nan(df):
     for factor in (1e150, 1e-150):
         with pytest.raises(DataError, match="rescale"):
             NegDRO(df.assign(X2=df.X2 * factor), env="env", outcome="Y", fit_intercept=True)
+
+
+def test_environment_level_columns_and_one_covariate_name():
+    """A covariate with one value per environment (a site's size; the env column left in
+    the frame when env is given as an array) is named as environment-level, not
+    'constant'; covariates='X1' means one covariate, not the characters 'X' and '1'."""
+    df = simulate.eq33(p=5).sample(300, rng=0)
+    sized = df.assign(site_size=df["env"].map({1: 10.0, 2: 20.0, 3: 15.0, 4: 30.0}))
+    with pytest.raises(DataError, match=r"\['site_size'\] take one value per environment"):
+        NegDRO(sized, env="env", outcome="Y")
+    with pytest.raises(DataError, match=r"\['env'\] take one value per environment.*env="):
+        NegDRO(df, env=df["env"].to_numpy(), outcome="Y")
+    with pytest.raises(DataError, match=r"\['c'\] are constant"):
+        NegDRO(df.assign(c=1.0), env="env", outcome="Y")
+    model = NegDRO(df, env="env", outcome="Y", covariates="X1")
+    assert model.exog_names == ["X1"]
