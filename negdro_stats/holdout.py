@@ -59,8 +59,10 @@ class LOEOResult:
 
     def summary(self) -> pd.DataFrame:
         """Per method (columns) the ``worst`` (max) and the ``mean`` held-out risk over
-        the environments (rows)."""
-        return pd.DataFrame({"worst": self.risks.max(), "mean": self.risks.mean()}).T
+        the environments (rows), and ``folds``, the environments where its fit succeeded:
+        a method with fewer folds than the others is not comparable (see ``notes``)."""
+        return pd.DataFrame({"worst": self.risks.max(), "mean": self.risks.mean(),
+                             "folds": self.risks.notna().sum()}).T
 
     @property
     def worst_env(self) -> pd.Series:
@@ -79,8 +81,8 @@ class LOEOResult:
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        worst = self.risks.max()
-        best = worst.idxmin() if worst.notna().any() else None
+        worst = self.risks.max()[self.risks.notna().all()]      # methods with every fold
+        best = worst.idxmin() if len(worst) else None
         return (f"<LOEOResult: {len(self.risks)} environments, {len(worst)} methods, "
                 f"lowest worst-case risk: {best}>")
 

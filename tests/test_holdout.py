@@ -37,7 +37,7 @@ def test_shapes_labels_and_copies(eq33_frame):
     assert loeo.risks.index.name == "held_out"
     assert loeo.risks.columns.tolist() == list(LOEO_METHODS)
     assert loeo.nobs.tolist() == [300] * 4
-    assert loeo.summary().index.tolist() == ["worst", "mean"]
+    assert loeo.summary().index.tolist() == ["worst", "mean", "folds"]
     assert_allclose(loeo.summary().loc["worst"], loeo.risks.max())
     assert_allclose(loeo.summary().loc["mean"], loeo.risks.mean())
     assert all(loeo.risks.loc[e, m] == loeo.risks[m].max() for m, e in loeo.worst_env.items())
@@ -59,6 +59,10 @@ def test_every_missing_risk_has_a_note(eq33_frame):
     for env, method in missing.stack()[missing.stack()].index:
         assert any(note.startswith(f"{method} failed with environment {env!r}")
                    for note in loeo.notes)
+    folds = loeo.summary().loc["folds"]                   # fewer folds, said in the table
+    assert (folds == (~missing).sum()).all() and folds.min() < len(loeo.risks)
+    complete = loeo.risks.max()[~missing.any()]           # repr ranks complete methods only
+    assert repr(loeo).endswith(f"lowest worst-case risk: {complete.idxmin()}>")
 
 
 def test_held_out_risk_is_the_refit_on_the_other_rows_with_intercept():
