@@ -83,7 +83,7 @@ class LOEOResult:
     def __repr__(self) -> str:
         worst = self.risks.max()[self.risks.notna().all()]      # methods with every fold
         best = worst.idxmin() if len(worst) else None
-        return (f"<LOEOResult: {len(self.risks)} environments, {len(worst)} methods, "
+        return (f"<LOEOResult: {len(self.risks)} environments, {self.risks.shape[1]} methods, "
                 f"lowest worst-case risk: {best}>")
 
 
