@@ -389,7 +389,7 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
     s = res.settings
     method = _METHOD_LABELS[(res.solver.method, res.solver.inner)]
     left = [
-        ("Dep. Variable:", res.endog_name),
+        ("Dep. Variable:", _short(res.endog_name, 19)),
         ("Method:", method),
         ("gamma:", f"{res.gamma:g}"),
         ("No. Observations:", f"{res.nobs:g}"),
@@ -399,8 +399,8 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
     ]
     ident = res.identification
     right = [
-        ("Cond. 1b, rel. margin:", "n/a" if ident is None else
-         f"{ident.relative_margin:.3g} ({'holds' if ident.holds else 'FAILS'})"),
+        ("Cond. 1b rel. margin:", "n/a" if ident is None else
+         f"{ident.relative_margin:.3g} {'holds' if ident.holds else 'fails'}"),
         ("Selected:", f"{int(res.support.sum())} of {len(res.params)}"),
         ("Selection:", "J test + BIC" if res.selection is not None
          and res.selection.route == "invariance" else f"c0 = {s['threshold']:g}"
@@ -410,10 +410,11 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
         ("Stationarity:", f"{res.grad_norm:.2e}"),
         ("Objective Phi_mu:", f"{res.objective:.4g}"),
     ]
+    widths = _widths([left, right], WIDTH, sep=2)
+    width = sum(widths) + 2 * 3                  # WIDTH, unless a value is too long for it
     top = SimpleTable([[a, b, c, d] for (a, b), (c, d) in zip(left, right, strict=True)],
                       txt_fmt={"data_fmts": ["%s"], "empty_cell": "", "colsep": "  ",
-                               "data_aligns": "lrlr",
-                               "colwidths": _widths([left, right], WIDTH, sep=2)})
+                               "data_aligns": "lrlr", "colwidths": widths})
     ci = res.conf_int(alpha, ci_method)
     freq = res.support_freq
     rows = np.arange(len(res.params))
@@ -432,14 +433,15 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
                     _num(ci["upper"].iloc[j]), f"{freq.iloc[j]:.2f}"]
         coef_rows.append(row)
     coefs = _table(coef_rows or [["-"] * len(headers)], headers,
-                   [str(res.params.index[j]) for j in rows] or ["(none)"], "")
+                   [str(res.params.index[j]) for j in rows] or ["(none)"], "", width)
     env_rows = [[f"{n:g}", f"{w:.3f}", _num(r)]
                 for n, w, r in zip(res.nobs_env, res.weights, res.risks, strict=True)]
     envs = _table(env_rows, ["n_e", "weight w_e", "risk R_e(b)"],
-                  [str(e) for e in res.weights.index], "environment")
+                  [str(e) for e in res.weights.index], "environment", width)
     smry = NegDROSummary()
     smry.tables = [top, coefs, envs]
-    smry.verdict = _verdict(res)
+    verdict = _verdict(res)
+    smry.verdict = None if verdict is None else _wrap(verdict, width, indent="")
     sel = res.selection
     if sel is not None and sel.route == "invariance":
         notes = [
@@ -503,16 +505,21 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
                      "on.")
     if res.population:
         notes.append("Fitted on population moments: No. Observations is infinite.")
-    smry.add_extra_txt([_wrap(f"[{k}] {t}")
+    smry.add_extra_txt([_wrap(f"[{k}] {t}", width)
                         for k, t in enumerate(notes, start=1)])
     return smry
 
 
-def _wrap(note: str) -> str:
-    """A note in lines of ``WIDTH``, indented under its number; words and hyphenated
+def _wrap(note: str, width: int = WIDTH, indent: str = "    ") -> str:
+    """A note in lines of ``width``, indented under its number; words and hyphenated
     names ("GMM-BIC") are never split."""
-    return textwrap.fill(note, WIDTH, subsequent_indent="    ", break_on_hyphens=False,
+    return textwrap.fill(note, width, subsequent_indent=indent, break_on_hyphens=False,
                          break_long_words=False)
+
+
+def _short(text: str, k: int) -> str:
+    """``text``, cut to ``k`` characters with "..." when longer (a header cell)."""
+    return text if len(text) <= k else text[:k - 3] + "..."
 
 
 def _widths(columns: list[list[tuple[str, str]]], width: int, sep: int) -> list[int]:
@@ -526,14 +533,14 @@ def _widths(columns: list[list[tuple[str, str]]], width: int, sep: int) -> list[
     return [w for pair in zip(labels, values, strict=True) for w in pair]
 
 
-def _table(rows: list[list[str]], headers: list[str], stubs: list[str], stub_header: str
-           ) -> SimpleTable:
-    """A table of ``rows`` as wide as the header table (``WIDTH``): data columns as wide
+def _table(rows: list[list[str]], headers: list[str], stubs: list[str], stub_header: str,
+           width: int = WIDTH) -> SimpleTable:
+    """A table of ``rows`` as wide as the header table (``width``): data columns as wide
     as their longest entry (at least 8) plus a space; the stub column, left-aligned,
     takes the rest."""
     cols = [max(8, *(len(c) for c in column)) + 1 for column in zip(headers, *rows,
                                                                strict=True)]
-    stub = max(len(stub_header), *(len(t) for t in stubs), WIDTH - sum(cols) - len(cols))
+    stub = max(len(stub_header), *(len(t) for t in stubs), width - sum(cols) - len(cols))
     table = SimpleTable(rows, headers=headers, stubs=stubs,
                         txt_fmt={"data_fmts": ["%s"], "header_align": "r",
                                  "colwidths": [stub, *cols]})

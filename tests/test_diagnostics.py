@@ -203,7 +203,7 @@ def test_diagnose_on_eq33():
     assert rep.margin == rep.condition_1b.margin
     res = model.fit(n_boot=0)
     assert res.identification.holds and res.ident_margin > 0
-    assert "Cond. 1b, rel. margin" in str(res.summary())
+    assert "Cond. 1b rel. margin" in str(res.summary())
 
 
 def test_diagnose_without_heterogeneity():

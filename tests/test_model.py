@@ -146,7 +146,7 @@ def test_identification_and_invariance_in_results(df):
     assert res.identification.condition == "1b" and res.ident_margin > 0
     assert res.invariance.df == 3 and 0 <= res.invariance.pvalue <= 1
     text = str(res.summary())
-    assert "Cond. 1b, rel. margin" in text and "Equal environment risks" in text
+    assert "Cond. 1b rel. margin" in text and "Equal environment risks" in text
     off = NegDRO(df, env="env", outcome="Y").fit(check_identification=False, n_boot=0)
     assert off.identification is None and np.isnan(off.ident_margin)
     # With an intercept the margin leaves the constant out (it is never intervened on).
@@ -236,3 +236,15 @@ def test_save_and_load(df, tmp_path):
         pickle.dump({"negdro_stats": "0.0.1", "results": res}, f)
     with pytest.warns(DataWarning, match="saved by negdro_stats 0.0.1"):
         load(tmp_path / "old.pkl")
+
+
+def test_summary_stays_78_wide_with_long_names_and_warnings(df):
+    """A long outcome name is shortened in the header, and the WARNING line is wrapped:
+    no line of the summary exceeds 78 characters."""
+    long = df.rename(columns={"Y": "a_very_long_outcome_name_from_a_real_dataset"})
+    long = long.assign(X1=long["X1"] + 3.0 * (long["env"] == 4))      # risks then differ
+    res = NegDRO(long, env="env", outcome="a_very_long_outcome_name_from_a_real_dataset"
+                 ).fit(n_boot=0)
+    text = str(res.summary())
+    assert max(map(len, text.splitlines())) == 78
+    assert "a_very_long_outc..." in text
