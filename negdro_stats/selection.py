@@ -760,3 +760,18 @@ class SelectionReport:
     cumulant: Cumulant
     misfit: FloatArray | None = None
     rejected: bool = False
+
+    def __repr__(self) -> str:
+        """The route and its evidence in a few lines (the arrays stay attributes)."""
+        lines = [f"<SelectionReport: route={self.route!r}, estimator={self.estimator!r}",
+                 f"  reason: {self.reason}"]
+        if self.route == "invariance":
+            lines.append(f"  J = {self.J:.4g}, df = {self.df}, p = {self.pvalue:.3g}; "
+                         f"worst standardised s.e. {self.worst_se:.3g} (gate "
+                         f"{self.gate_se:g})")
+            lines += [f"  {label}: {', '.join(map(str, names))}" for label, names in
+                      (("pruned", self.pruned), ("added", self.added),
+                       ("removed", self.removed)) if names]
+        lines.append(f"  walk: {len(self.walk)} supports tried; instruments: "
+                     f"{len(self.instruments)}>")
+        return "\n".join(lines)
