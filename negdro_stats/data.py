@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property
 from typing import Any
@@ -397,13 +397,22 @@ class MultiEnvData:
             exog = self.exog()
             if exog is None:
                 raise DataError("This model was built from moments; pass exog to predict.")
-        exog = _as_pandas(exog)
+        exog = pd.DataFrame(exog) if isinstance(exog, Mapping) else _as_pandas(exog)
         if isinstance(exog, pd.DataFrame):
             missing = [n for n in names if n not in exog.columns]
             if missing:
                 raise DataError(f"exog lacks the covariate columns {missing}.")
+            text = [n for n in names if exog[n].dtype.kind not in "biuf"]
+            if text:
+                raise DataError(f"exog's columns {text} are not numeric; encode them as "
+                                "for the fit.")
             return exog[names].to_numpy(dtype=np.float64), exog.index
-        X = np.asarray(exog, dtype=np.float64)
+        try:
+            X = np.asarray(exog, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise DataError("exog must be a DataFrame (or a dict of columns) with the "
+                            f"covariates {names}, or a numeric (n, {len(names)}) array; got "
+                            f"{type(exog).__name__}.") from None
         if X.ndim != 2 or X.shape[1] != len(names):
             raise DataError(f"exog must have shape (n, {len(names)}) with columns {names}; "
                             f"got {X.shape}.")

@@ -316,10 +316,15 @@ class LinearSEM:
                         " To add a covariate without equations, list it in covariates=.")
                     raise DataError(f"Cannot intervene on {v!r}: interventions act on the "
                                     f"covariates {list(covariates)} only (eq. (12)).{hint}")
-                m, s2 = spec if isinstance(spec, tuple) else (0.0, spec)
+                try:                    # a variance, or (mean, variance) as a pair
+                    m, s2 = (map(float, spec) if isinstance(spec, (tuple, list, np.ndarray))
+                             else (0.0, float(spec)))
+                except (TypeError, ValueError):
+                    m, s2 = np.nan, np.nan           # refused just below, with the spec
                 if not (np.isfinite(m) and np.isfinite(s2) and s2 >= 0):
-                    raise DataError(f"The intervention on {v!r} needs a finite mean and a "
-                                    f"variance >= 0; got {spec!r}.")
+                    raise DataError(f"The intervention on {v!r} is a variance >= 0 or a "
+                                    f"(mean, variance) pair with a finite mean; got "
+                                    f"{spec!r}.")
                 mean[index[v] - 1], cov[index[v] - 1] = m, s2
             ivs.append(Intervention(mean, np.diag(cov)))
         return cls(B, _noise_covariance(var, confounders, names), ivs, names=names, envs=envs)

@@ -9,8 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ._typing import ArrayLike
+from .exceptions import DataError
 
 __all__ = ["plot_coefficients", "plot_selection", "plot_path", "plot_risks"]
 
@@ -21,6 +23,23 @@ def _pyplot():
     except ImportError as exc:                   # optional dependency
         raise ImportError("Plots need matplotlib: pip install 'negdro-stats[plot]'.") from exc
     return plt
+
+
+def _beta_star(beta_star: ArrayLike, names: pd.Index) -> np.ndarray:
+    """beta* as floats in the order of ``names``; without a value for an appended
+    intercept (``const``), NaN there (not plotted, left out of distances)."""
+    try:
+        values = np.asarray(beta_star, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise DataError(f"beta_star must be numbers, one per coefficient; got "
+                        f"{beta_star!r}.") from None
+    if len(values) == len(names) - 1 and names[-1] == "const":
+        values = np.append(values, np.nan)
+    if len(values) != len(names):
+        raise DataError(f"beta_star has {len(values)} values; the model has {len(names)} "
+                        f"coefficients ({', '.join(map(str, names[:8]))}"
+                        f"{', ...' if len(names) > 8 else ''}).")
+    return values
 
 
 def plot_coefficients(res: Any, *, alpha: float = 0.05, beta_star: ArrayLike | None = None,
@@ -37,8 +56,8 @@ def plot_coefficients(res: Any, *, alpha: float = 0.05, beta_star: ArrayLike | N
     if show == "selected" and res.bootstrap is not None:
         keep = res.support.to_numpy() | (res.support_freq.to_numpy() >= 0.1)
     if beta_star is not None:
-        beta_star = np.asarray(beta_star, dtype=np.float64)
-        keep |= beta_star != 0
+        beta_star = _beta_star(beta_star, params.index)
+        keep |= np.nan_to_num(beta_star) != 0
     idx = np.flatnonzero(keep)[::-1]
     fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(idx) + 1.6))
     y = np.arange(len(idx))
@@ -103,7 +122,8 @@ def plot_path(path: Any, *, beta_star: ArrayLike | None = None, max_lines: int =
         ax.legend(fontsize=7, ncol=3 if longest <= 12 else 2, loc="upper center",
                   bbox_to_anchor=(0.5, -0.18), frameon=False)
     if beta_star is not None:
-        err = np.linalg.norm(coefs.to_numpy() - np.asarray(beta_star, dtype=float), axis=1)
+        diff = coefs.to_numpy() - _beta_star(beta_star, coefs.columns)
+        err = np.linalg.norm(np.nan_to_num(diff), axis=1)
         axes[2].plot(g, err, marker=".", color="k")
         axes[2].set_ylabel("||b - beta*||_2")
     for ax in axes:

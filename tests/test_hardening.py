@@ -153,3 +153,26 @@ def test_environment_level_columns_and_one_covariate_name():
         NegDRO(df.assign(c=1.0), env="env", outcome="Y")
     model = NegDRO(df, env="env", outcome="Y", covariates="X1")
     assert model.exog_names == ["X1"]
+
+
+def test_predict_and_plot_inputs_get_clear_errors():
+    """predict takes a dict of columns; text columns, odd objects and a beta_star of the
+    wrong length are DataErrors naming the problem (were raw numpy errors); an
+    intercept model's plot takes the covariates' beta*."""
+    pytest.importorskip("matplotlib").use("Agg")
+    df = simulate.eq33(p=5).sample(300, rng=0)
+    X = df.drop(columns=["Y", "env"])
+    res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    pd.testing.assert_series_equal(res.predict({c: X[c] for c in X}), res.predict(X))
+    with pytest.raises(DataError, match=r"columns \['X2'\] are not numeric"):
+        res.predict(X.assign(X2="a"))
+    with pytest.raises(DataError, match="exog must be a DataFrame"):
+        res.predict(object())
+    with pytest.raises(DataError, match="beta_star has 3 values; the model has 5"):
+        res.plot_coefficients(beta_star=[0.5, 0.0, -0.5])
+    with_const = NegDRO(df, env="env", outcome="Y", fit_intercept=True).fit(n_boot=0)
+    with_const.plot_coefficients(beta_star=simulate.eq33(p=5).beta_star)
+    with pytest.raises(DataError, match=r"is a variance >= 0 or a \(mean, variance\) pair"):
+        LinearSEM.from_equations({"Y": {"X1": 1.0}}, interventions=[{}, {"X1": (1, 2, 3)}])
+    pair = LinearSEM.from_equations({"Y": {"X1": 1.0}}, interventions=[{}, {"X1": [1.0, 2.0]}])
+    assert pair.moments().mean_x[1, 0] == 1.0
