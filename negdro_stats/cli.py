@@ -112,7 +112,7 @@ def _shorten_list(match: re.Match) -> str:
 
 
 # ---------------------------------------------------------------------------- input
-def _read_csv(path: str, sep: str = ",") -> pd.DataFrame:
+def _read_csv(path: str, sep: str = ",", decimal: str = ".") -> pd.DataFrame:
     """The CSV file as a DataFrame; a missing, unreadable, empty or ragged file is an error,
     and so is a header of one column that holds another separator (a ';' file)."""
     try:
@@ -120,7 +120,8 @@ def _read_csv(path: str, sep: str = ",") -> pd.DataFrame:
             # index_col=False: a first data row longer than the header is not silently
             # taken as an index column; pandas warns instead, and we make that an error.
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            frame = pd.read_csv(path, sep=sep, on_bad_lines="error", index_col=False)
+            frame = pd.read_csv(path, sep=sep, decimal=decimal, on_bad_lines="error",
+                                index_col=False)
     except FileNotFoundError:
         raise CLIError(f"{path}: no such file.", EXIT_INPUT) from None
     except IsADirectoryError:
@@ -154,6 +155,13 @@ def _read_csv(path: str, sep: str = ",") -> pd.DataFrame:
         shown = "\\t" if other[0] == "\t" else other[0]
         raise CLIError(f"{path} has one column {str(frame.columns[0])!r}: it looks "
                        f"{shown!r}-separated; pass --sep '{shown}'.", EXIT_INPUT)
+    commas = [str(c) for c in frame.columns if frame[c].dtype.kind not in "biufc"
+              and decimal != "," and frame[c].notna().any() and frame[c].dropna()
+              .astype(str).str.fullmatch(r"[-+]?\d*,\d+(?:[eE][-+]?\d+)?").all()]
+    if commas:
+        raise CLIError(f"columns {', '.join(commas[:5])}{' ...' if len(commas) > 5 else ''}"
+                       f" of {path} hold numbers with decimal commas "
+                       "(such as '1,5'); pass --decimal ','.", EXIT_INPUT)
     return frame
 
 
@@ -243,7 +251,7 @@ def _model(args: argparse.Namespace, gamma: float = 20.0) -> NegDRO:
                                         covariates=covariates, gamma=gamma,
                                         fit_intercept=args.intercept, missing=args.missing)
     else:
-        frame, outcome = _select_columns(_read_csv(args.path, args.sep), args)
+        frame, outcome = _select_columns(_read_csv(args.path, args.sep, args.decimal), args)
         with _package_errors():
             model = NegDRO(frame, env=args.env, outcome=outcome, gamma=gamma,
                            fit_intercept=args.intercept, missing=args.missing)
@@ -553,6 +561,8 @@ def _add_data_options(parser: argparse.ArgumentParser) -> None:
                        help="add a constant covariate 'const' (the paper's model has none)")
     group.add_argument("--sep", default=",", type=_separator, metavar="CHAR",
                        help="field separator of a CSV file (default ','; '\\t' for tabs)")
+    group.add_argument("--decimal", default=".", choices=[".", ","],
+                       help="decimal mark of a CSV file (default '.')")
     group.add_argument("--missing", choices=["raise", "drop"], default="raise",
                        help="rows with NaN or infinite values: stop with an error, or drop "
                             "them (default: raise)")

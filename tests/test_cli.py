@@ -345,3 +345,13 @@ def test_separator_hint_and_nan_columns(tmp_path, capsys):
     na.write_text("Y,X1,X2,env\n1,n/a,1,a\n2,3,,b\n3,1,2,a\n4,2,NA,b\n5,1,1,a\n6,2,2,b\n")
     assert main(["fit", str(na), "--env", "env"]) == 4
     assert "by column: X1: 1, X2: 2" in capsys.readouterr().err
+
+
+def test_decimal_commas(tmp_path, capsys):
+    """A ';' file with decimal commas gets a --decimal hint, and reads with it."""
+    path = tmp_path / "dec.csv"
+    simulate.eq33(p=5).sample(50, rng=0).to_csv(path, sep=";", decimal=",", index=False)
+    assert main(["fit", str(path), "--env", "env", "--outcome", "Y", "--sep", ";"]) == 3
+    assert "--decimal ','" in capsys.readouterr().err
+    assert main(["fit", str(path), "--env", "env", "--outcome", "Y", "--sep", ";",
+                 "--decimal", ",", "--n-boot", "0"]) == 0
