@@ -828,9 +828,10 @@ def _check_moments(mom: Moments) -> None:
     var_x = np.einsum("ejj->ej", mom.Sigma) - mom.mean_x**2           # within-env variances
     const = [name for j, name in enumerate(mom.names) if name != INTERCEPT_NAME
              and np.all(var_x[:, j] <= tiny * np.maximum(mom.Sigma[:, j, j], 1e-300))]
-    per_env = [name for name in const if np.ptp(mom.mean_x[:, mom.names.index(name)])
-               > tiny * np.sqrt(np.abs(mom.Sigma[:, mom.names.index(name),
-                                                 mom.names.index(name)]).max())]
+    rms = np.sqrt(np.abs(np.einsum("ejj->ej", mom.Sigma)).max(axis=0))
+    per_env = [name for name in const       # between-environment spread far above rounding
+               if np.ptp(mom.mean_x[:, mom.names.index(name)])
+               > 1e-6 * rms[mom.names.index(name)]]
     if per_env:
         raise DataError(f"Covariates {per_env} take one value per environment (environment-"
                         "level variables, e.g. a site's size, or the environment labels "
