@@ -34,10 +34,11 @@ except ImportError as err:                                    # pragma: no cover
                       "install it with the test extra, pip install 'negdro_stats[test]'."
                       ) from err
 
+from . import theory
 from .design import Intervention, LinearSEM
 from .diagnostics import check_condition_1b
 from .exceptions import DataError
-from .theory import (
+from .theory import (  # noqa: F401 (re-exported: theory.__all__ is part of __all__)
     StatementCheck,
     algorithm3_exactness,
     default_exactness,
@@ -50,22 +51,8 @@ from .theory import (
     theorem4_radius,
 )
 
-__all__ = [
-    "designs",
-    "simplex_weights",
-    "coefficients",
-    "samples",
-    "StatementCheck",
-    "lemma1",
-    "lemma1_second_moments",
-    "risk_form",
-    "theorem3",
-    "theorem4",
-    "theorem4_radius",
-    "proposition1",
-    "algorithm3_exactness",
-    "default_exactness",
-]
+__all__ = ["designs", "simplex_weights", "coefficients", "samples",
+           *theory.__all__]                    # the statements, re-exported
 
 INTERVENTIONS = ("full", "limited", "none")
 
