@@ -15,6 +15,7 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import replace
 from functools import cached_property
 from typing import Any
@@ -341,8 +342,8 @@ class MultiEnvData:
         acc = MomentAccumulator(p=len(covariates), n_envs=len(labels)) if blocks is None \
             else BlockAccumulator(p=len(covariates),
                                   n_blocks=check_int(blocks, "blocks", "NegDRO", min_val=2))
-        with one_blas_thread():
-            for X, y, chunk_codes in rows.chunks():
+        with one_blas_thread() if blocks is not None else nullcontext():   # (small
+            for X, y, chunk_codes in rows.chunks():                        # products)
                 acc.add(X, y, chunk_codes)               # codes 0..E-1: sorted like envs
         block_moments = None if blocks is None else replace(
             acc.finish(names=covariates, outcome=outcome), envs=envs)
