@@ -474,10 +474,16 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
             notes.append(f"Invariance selection not used: {sel.reason}; Algorithm 3's "
                          "support and Phi_mu fit are reported.")
     if has_boot:
-        notes.append(f"Bootstrap: {res.bootstrap.n_boot} stratified refits of the whole "
+        boot = res.bootstrap
+        unconverged = int((~boot.converged & ~boot.failed).sum())
+        notes.append(f"Bootstrap: {boot.n_boot} stratified refits of the whole "
                      f"estimator; {ci_method} intervals; sel. freq = share of refits that "
                      "selected the covariate.  Intervals of a thresholded estimator are not "
-                     "normal: read them with sel. freq.")
+                     "normal: read them with sel. freq."
+                     + (f"  {int(boot.failed.sum())} refits failed (left out)."
+                        if boot.failed.any() else "")
+                     + (f"  {unconverged} refits stopped before tol (kept; 'Converged' "
+                        "above is the fit's own)." if unconverged else ""))
     else:
         notes.append("No bootstrap (n_boot=0, or a model built from moments): no standard "
                      "errors, intervals or selection frequencies.")
