@@ -274,7 +274,8 @@ class SolverOutput:
     method, inner : str
         The method and inner solver used.
     stages : tuple of dict
-        For Algorithm 3: per stage, ``tau``, support size before thresholding, iterations.
+        For Algorithm 3: per stage, ``tau``, support size before thresholding, iterations
+        and whether it converged (``grad_norm`` is then the first stalled stage's).
     options : SolverOptions
         The settings used, with the defaults resolved from the data filled in.
     refit : str
@@ -724,7 +725,8 @@ def solve(
         while len(S):
             res = solve(S, tau_s, b)
             results.append(res)
-            stages.append(dict(tau=tau_s, size=len(S), n_iter=res.n_iter))
+            stages.append(dict(tau=tau_s, size=len(S), n_iter=res.n_iter,
+                               converged=res.converged))
             # S^tau = {j : |b_j| >= c0}; the fixed columns (an intercept) always stay
             keep = (np.abs(res.b) >= threshold) | np.isin(S, fixed_idx)
             tau_s /= 2.0
@@ -733,7 +735,8 @@ def solve(
                 break
         if len(S):
             results.append(solve(S, 0.0, b))                  # final: Phi_mu on S
-            stages.append(dict(tau=0.0, size=len(S), n_iter=results[-1].n_iter))
+            stages.append(dict(tau=0.0, size=len(S), n_iter=results[-1].n_iter,
+                               converged=results[-1].converged))
     if not all(np.isfinite(r.b).all() for r in results):
         raise SolverError(f"The {method} iterates diverged (non-finite coefficients); lower "
                           "step_size, or use the default method='algorithm3' with inner='sqp'.")
@@ -771,7 +774,9 @@ def solve(
     support[S] = True
     risks = env_risks(b_std, Sigma, sxy, syy)
     g, w = gradient(b_std, Sigma, sxy, syy, gamma=gamma, mu=mu)
-    grad_norm = results[-1].grad_norm if results else float(np.linalg.norm(g[S]))
+    stalled = [r for r in results if not r.converged]      # report the stage that stalled
+    grad_norm = (stalled[0] if stalled else results[-1]).grad_norm if results else float(
+        np.linalg.norm(g[S]))
     return SolverOutput(
         b=b_std * s_y / d,
         support=support,

@@ -260,3 +260,12 @@ def test_summary_counts_bootstrap_refits_that_stopped_early(df):
     converged = np.array([False, True, False, True, True, True])
     res.bootstrap = replace(res.bootstrap, converged=converged)
     assert "2 refits stopped before tol" in " ".join(str(res.summary()).split())
+
+
+def test_unconverged_fit_reports_the_stage_that_stalled(df):
+    """'Converged: NO' stands next to the stationarity of the stage that stalled, not of
+    a later stage that converged (the review found 'NO' beside 2.8e-13)."""
+    with pytest.warns(ConvergenceWarning, match=r"in stage 1 of \d+ \(on 6 covariates\)"):
+        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0, max_iter=2)
+    assert not res.converged and not res.solver.stages[0]["converged"]
+    assert res.grad_norm > res.settings["tol"]
