@@ -76,7 +76,7 @@ def full_simulation(sem, grid, reps, rng) -> SamplePlan:
             margins[k, r] = res.identification.relative_margin
     return SamplePlan(n=np.asarray(grid), errors=errors, support_ok=support, margins=margins,
                       population_margin=check_condition_1b(sem.moments()).relative_margin,
-                      method="rows", seconds=time.perf_counter() - start)
+                      draw="rows", seconds=time.perf_counter() - start)
 
 
 def required(plan: SamplePlan, target: float) -> dict:

@@ -10,7 +10,7 @@ data will show the identification margin (the bootstrap lower bound of
 :meth:`NegDRO.diagnose <negdro_stats.NegDRO.diagnose>` above its tolerance); and
 :meth:`SamplePlan.required_n` inverts them.
 
-Fast path (``method="moments"``).  The estimator only sees per-environment moments
+Fast path (``draw="moments"``).  The estimator only sees per-environment moments
 (DESIGN.md), so a replicate needs no rows.  For Gaussian rows with mean ``mu_e`` and
 covariance ``C_e = F F^T`` the sample mean and the centred scatter of ``n`` rows are
 independent,
@@ -27,7 +27,7 @@ the fits measurably worse than those on rows: P(error <= 0.05) 0.63 against 0.71
 Example 3 at n = 700; with it, 0.68).  For a design with uniform noise components
 (:attr:`LinearSEM.is_gaussian` False) everything is drawn as for Gaussian rows with the
 same first and second moments: the fourth cumulants of the noise are left out.
-``method="rows"`` draws rows with :meth:`LinearSEM.sample` and fits them as ``NegDRO``
+``draw="rows"`` draws rows with :meth:`LinearSEM.sample` and fits them as ``NegDRO``
 does (exact for any noise, slower).
 
 The margin's bootstrap bound without a bootstrap.  ``diagnose`` reports the
@@ -74,7 +74,7 @@ from .solvers import SolverOptions, solve
 __all__ = ["SamplePlan", "cumulant_noise", "plan_sample_size", "sample_moments"]
 
 CRITERIA = ("error", "support", "margin")
-METHODS = ("moments", "rows")
+DRAWS = ("moments", "rows")
 AUX_ROWS = 200       # rows per environment behind the fourth-cumulant noise (moments path)
 FINE = 64            # interpolation points between two candidate n (required_n)
 
@@ -182,11 +182,11 @@ class SamplePlan:
     boot_lcb : ndarray or None, shape (k, reps)
         With ``margin_boot > 0``: every replicate's parametric bootstrap lower bound of
         the relative margin (else None: the shift approximation is used).
-    alpha : float
-        One minus the level of the margin's lower bound (as in ``NegDRO.diagnose``).
+    margin_alpha : float
+        One minus the level of the margin's lower bound (``alpha`` of ``NegDRO.diagnose``).
     tol : float
         The margin counts as shown when its lower bound exceeds ``tol``.
-    method : str
+    draw : str
         ``"moments"`` or ``"rows"``.
     gaussian_approximation : bool
         Whether non-Gaussian noise was simulated by Gaussian moments.
@@ -202,9 +202,9 @@ class SamplePlan:
     margins: FloatArray
     population_margin: float
     boot_lcb: FloatArray | None = None
-    alpha: float = 0.05
+    margin_alpha: float = 0.05
     tol: float = DEFAULT_TOL
-    method: str = "moments"
+    draw: str = "moments"
     gaussian_approximation: bool = False
     failed: int = 0
     seconds: float = float("nan")
@@ -221,7 +221,7 @@ class SamplePlan:
         ``m_r - (m - Q_alpha(m_1..m_R))`` (module docstring)."""
         if self.boot_lcb is not None:
             return self.boot_lcb
-        spread = self.population_margin - np.quantile(self.margins, self.alpha, axis=1)
+        spread = self.population_margin - np.quantile(self.margins, self.margin_alpha, axis=1)
         return self.margins - spread[:, None]
 
     def _probability(self, criterion: str, target_error: float | None) -> FloatArray:
@@ -230,7 +230,15 @@ class SamplePlan:
             return (self.errors <= target_error).mean(axis=1)
         if criterion == "support":
             return self.support_ok.mean(axis=1)
+        if self.boot_lcb is None and not self.identified:
+            return np.zeros(len(self.n))     # the shift rule would only echo the noise
         return (self.margin_lcb > self.tol).mean(axis=1)
+
+    @property
+    def identified(self) -> bool:
+        """Whether Condition 1b holds on the design's population moments (relative
+        margin above ``tol``); if not, no sample size shows a margin."""
+        return bool(self.population_margin > self.tol)
 
     def to_frame(self) -> pd.DataFrame:
         """Per candidate ``n``: median, mean, 80% quantile and RMS of the error, the
@@ -265,7 +273,7 @@ class SamplePlan:
         Returns
         -------
         float
-            Rows per environment (not rounded).  ``inf`` if the largest candidate does
+            Rows per environment, rounded up.  ``inf`` if the largest candidate does
             not reach ``power``; the smallest candidate if it already does (both warn
             with :class:`~negdro_stats.exceptions.DataWarning`: extend the grid).
 
@@ -297,8 +305,15 @@ class SamplePlan:
         elif target_error is not None:
             raise DataError(f"target_error applies to criterion='error' only; got "
                             f"criterion={criterion!r}.")
+        if criterion == "margin" and not self.identified:
+            warn_user(f"The design does not identify beta* by Condition 1b (population "
+                      f"relative margin {self.population_margin:.3g} <= {self.tol:g}): no "
+                      "sample size shows a margin. Plan other interventions "
+                      "(LinearSEM.suggest_interventions).", DataWarning)
+            return float("inf")
         log_n, share = self._share_curve(criterion, target if criterion == "error" else None)
-        return self._crossing(log_n, np.maximum.accumulate(share), power, criterion)
+        n = self._crossing(log_n, np.maximum.accumulate(share), power, criterion)
+        return float(np.ceil(n - 1e-6)) if np.isfinite(n) else n    # whole rows
 
     def _share_curve(self, criterion: str, target: float | None
                      ) -> tuple[FloatArray, FloatArray]:
@@ -345,20 +360,21 @@ class SamplePlan:
     def summary(self) -> str:
         """The plan in plain words, with the table of :meth:`to_frame`."""
         how = ("moments drawn without rows (Wishart scatter, normal means)"
-               if self.method == "moments" else "rows drawn and fitted")
+               if self.draw == "moments" else "rows drawn and fitted")
         lines = [f"Sample-size plan: {self.reps} replicates per n, {how}, "
                  f"{self.seconds:.1f} s",
-                 f"Population relative margin (Condition 1b): {self.population_margin:.4g}; "
-                 f"p_margin: the {100 * (1 - self.alpha):g}% bootstrap lower bound exceeds "
+                 f"Population relative margin (Condition 1b): {self.population_margin:.4g} "
+                 f"({'holds' if self.identified else 'fails: no n shows a margin'}); "
+                 f"p_margin: the {100 * (1 - self.margin_alpha):g}% bootstrap lower bound exceeds "
                  f"{self.tol:g} ("
                  + ("a parametric bootstrap in every replicate)." if self.boot_lcb is not None
                     else "shift approximation from the replicates' spread; optimistic "
                     "near the threshold, see margin_boot)."),
                  self.to_frame().to_string(float_format=lambda x: f"{x:.4g}")]
         if self.gaussian_approximation:
-            lines.append("Note: the design has uniform noise; its moments were drawn as "
+            lines.append("Note: the design has non-Gaussian noise; its moments were drawn as "
                          "those of Gaussian rows with the same means and covariances "
-                         "(method='rows' is exact).")
+                         "(draw='rows' is exact).")
         if self.failed:
             lines.append(f"Note: {self.failed} fits failed and count as failures.")
         return "\n".join(lines)
@@ -368,7 +384,7 @@ class SamplePlan:
 
     def __repr__(self) -> str:
         return (f"<SamplePlan: n={self.n.tolist()}, reps={self.reps}, "
-                f"method={self.method!r}>")
+                f"draw={self.draw!r}>")
 
     def plot(self, target_error: float | None = None):
         """Error quantiles (left) and the probabilities (right) against ``n``, log axes;
@@ -405,8 +421,8 @@ def plan_sample_size(
     reps: int = 200,
     rng: np.random.Generator | int | None = None,
     gamma: float = 20.0,
-    alpha: float = 0.05,
-    method: str = "moments",
+    draw: str = "moments",
+    margin_alpha: float = 0.05,
     margin_boot: int = 0,
     verbose: bool | None = None,
     **options: Any,
@@ -424,11 +440,12 @@ def plan_sample_size(
     rng : numpy Generator or seed, optional
     gamma : float, default 20
         NegDRO's ``gamma``, as in :class:`~negdro_stats.NegDRO`.
-    alpha : float, default 0.05
-        One minus the level of the margin's lower bound (``NegDRO.diagnose``).
-    method : {"moments", "rows"}
+    draw : {"moments", "rows"}
         Draw each replicate's moments directly (fast; Gaussian, see the module
         docstring), or draw rows and fit them as ``NegDRO(...).fit(n_boot=0)`` does.
+    margin_alpha : float, default 0.05
+        One minus the level of the margin's lower bound (``alpha`` of
+        ``NegDRO.diagnose``).
     margin_boot : int, default 0
         Parametric bootstrap draws per replicate for the margin's lower bound (module
         docstring; 30 is plenty for its normal approximation); 0 uses the faster, and
@@ -436,7 +453,8 @@ def plan_sample_size(
     verbose : bool, optional
         Progress bar over the replicates (tqdm); default: when stderr is a terminal.
     **options
-        Solver settings, as for :meth:`NegDRO.fit <negdro_stats.NegDRO.fit>`.
+        Solver settings, as for :meth:`NegDRO.fit <negdro_stats.NegDRO.fit>` (among
+        them ``method`` and the selection's ``alpha``).
 
     Returns
     -------
@@ -463,12 +481,16 @@ def plan_sample_size(
     if not isinstance(sem, LinearSEM):
         raise DataError(f"The 'sem' parameter of {owner} must be a LinearSEM (a planned "
                         f"design); got {type(sem).__name__}.")
+    if sem.n_envs < 2:
+        raise DataError(f"NegDRO needs at least 2 environments; the design has "
+                        f"{sem.n_envs}. Plan at least two (LinearSEM.with_environment).")
     grid = _check_grid(n, sem.p, owner)
     reps = check_int(reps, "reps", owner, min_val=2)
     rng = check_rng(rng, "rng", owner)
     gamma = check_scalar(gamma, "gamma", owner, min_val=0)
-    alpha = check_scalar(alpha, "alpha", owner, min_val=0, max_val=1, closed="neither")
-    method = check_option(method, "method", owner, METHODS)
+    margin_alpha = check_scalar(margin_alpha, "margin_alpha", owner, min_val=0, max_val=1,
+                                closed="neither")
+    draw = check_option(draw, "draw", owner, DRAWS)
     margin_boot = check_int(margin_boot, "margin_boot", owner, min_val=0)
     if margin_boot == 1:
         raise ValueError(f"The 'margin_boot' parameter of {owner} must be 0 (the shift "
@@ -483,7 +505,7 @@ def plan_sample_size(
     failed, start = 0, time.perf_counter()
     steps = progress(np.ndindex(*shape), verbose, "plan", total=len(grid) * reps)
     for k, r in steps:
-        if method == "moments":
+        if draw == "moments":
             mom = sample_moments(population, int(grid[k]), rng)
             score_cov = cumulant_noise(population, int(grid[k]), rng)(mom)
         else:
@@ -492,7 +514,7 @@ def plan_sample_size(
             mom, score_cov = data.moments, data.score_cov
         margins[k, r] = check_condition_1b(mom).relative_margin
         if margin_boot:
-            boot_lcb[k, r] = _bootstrap_bound(mom, int(grid[k]), margin_boot, alpha, rng)
+            boot_lcb[k, r] = _bootstrap_bound(mom, int(grid[k]), margin_boot, margin_alpha, rng)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")          # the replicates' fit warnings
@@ -505,8 +527,9 @@ def plan_sample_size(
         support_ok[k, r] = np.array_equal(out.support, truth)
     return SamplePlan(n=grid, errors=errors, support_ok=support_ok, margins=margins,
                       population_margin=check_condition_1b(population).relative_margin,
-                      boot_lcb=boot_lcb, alpha=alpha, tol=DEFAULT_TOL, method=method,
-                      gaussian_approximation=method == "moments" and not sem.is_gaussian,
+                      boot_lcb=boot_lcb, margin_alpha=margin_alpha, tol=DEFAULT_TOL,
+                      draw=draw,
+                      gaussian_approximation=draw == "moments" and not sem.is_gaussian,
                       failed=failed, seconds=time.perf_counter() - start)
 
 

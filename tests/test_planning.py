@@ -72,12 +72,12 @@ def test_error_falls_with_n_and_plan_is_reproducible():
     assert plan.gaussian_approximation                      # eq. (33) has uniform noise
     again = plan_sample_size(sem, [40, 4000], reps=12, rng=1, verbose=False)
     assert_allclose(again.errors, plan.errors)
-    assert "Sample-size plan" in str(plan) and "uniform noise" in plan.summary()
+    assert "Sample-size plan" in str(plan) and "non-Gaussian noise" in plan.summary()
 
 
-def test_rows_method_fits_rows():
-    plan = plan_sample_size(_shifted_sem(), [50], reps=2, rng=0, method="rows", verbose=False)
-    assert plan.method == "rows" and not plan.gaussian_approximation
+def test_rows_draw_fits_rows():
+    plan = plan_sample_size(_shifted_sem(), [50], reps=2, rng=0, draw="rows", verbose=False)
+    assert plan.draw == "rows" and not plan.gaussian_approximation
     assert np.isfinite(plan.errors).all()
 
 
@@ -110,8 +110,7 @@ def test_required_n_interpolates_shares_linearly_in_log_n():
     support[0, :5], support[1] = True, True
     plan = SamplePlan(n=n, errors=np.ones((2, 10)), support_ok=support,
                       margins=np.ones((2, 10)), population_margin=1.0)
-    assert plan.required_n(power=0.8, criterion="support") == pytest.approx(100 * 4**0.6,
-                                                                            rel=1e-12)
+    assert plan.required_n(power=0.8, criterion="support") == np.ceil(100 * 4**0.6)
 
 
 def test_required_n_is_monotone_in_target_and_power():
@@ -149,8 +148,8 @@ def test_required_n_warns_outside_the_grid():
     (dict(n=[100.5]), "'n' parameter"),
     (dict(n=[]), "'n' parameter"),
     (dict(reps=1), "'reps' parameter"),
-    (dict(method="moment"), "Did you mean 'moments'"),
-    (dict(alpha=1.5), "'alpha' parameter"),
+    (dict(draw="moment"), "Did you mean 'moments'"),
+    (dict(margin_alpha=1.5), "'margin_alpha' parameter"),
     (dict(threshhold=0.1), "unknown option 'threshhold'. Did you mean 'threshold'"),
     (dict(rng="seed"), "'rng' parameter"),
 ])
@@ -191,7 +190,7 @@ def test_required_n_blends_a_bimodal_error_linearly():
     errors = np.array([[1.0] * 6 + [0.01] * 4, [0.005] * 10])
     plan = SamplePlan(n=np.array([100, 400]), errors=errors, support_ok=errors < 0.1,
                       margins=np.ones((2, 10)), population_margin=1.0)
-    assert plan.required_n(0.05, power=0.8) == pytest.approx(100 * 4 ** (2 / 3), rel=1e-9)
+    assert plan.required_n(0.05, power=0.8) == np.ceil(100 * 4 ** (2 / 3))   # whole rows
 
 
 def test_margin_boot_gives_parametric_bootstrap_bounds():
@@ -204,3 +203,25 @@ def test_margin_boot_gives_parametric_bootstrap_bounds():
     for bad in (-1, 1):
         with pytest.raises(ValueError, match="'margin_boot' parameter"):
             plan_sample_size(sem, [2000], reps=2, margin_boot=bad)
+
+
+def test_unidentified_designs_and_whole_rows():
+    """Identical environments: no n shows a margin (the shift rule echoed the noise and
+    said 0.7-0.8); one environment is refused as NegDRO refuses it; solver options named
+    like the plan's own (method, alpha) reach the solver; required_n is whole rows."""
+    same = LinearSEM.from_equations({"Y": {"X1": 1.0}, "X2": {"Y": 1.0}},
+                                    interventions=[{}, {}, {}])
+    plan = plan_sample_size(same, [100, 400], reps=4, rng=0, verbose=False)
+    assert not plan.identified and (plan.to_frame()["p_margin"] == 0).all()
+    assert "fails: no n shows a margin" in plan.summary()
+    with pytest.warns(DataWarning, match="no sample size shows a margin"):
+        assert plan.required_n(criterion="margin") == np.inf
+    with pytest.raises(DataError, match="at least 2 environments"):
+        plan_sample_size(LinearSEM.from_equations({"Y": {"X1": 1.0}},
+                                                  interventions=[{"X1": 1.0}]), [50], reps=2)
+    strict = plan_sample_size(_shifted_sem(), [60], reps=3, rng=1, alpha=0.3, verbose=False)
+    loose = plan_sample_size(_shifted_sem(), [60], reps=3, rng=1, verbose=False)
+    assert strict.margin_alpha == loose.margin_alpha == 0.05      # alpha went to the solver
+    grid = plan_sample_size(_shifted_sem(), [40, 80, 160], reps=6, rng=2, verbose=False)
+    n = grid.required_n(target_error=float(np.median(grid.errors[1])), power=0.5)
+    assert n == np.ceil(n)
