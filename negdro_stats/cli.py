@@ -63,7 +63,8 @@ _PYTHON_TO_OPTION = {
 }
 _LONG_LIST = 8          # error messages show at most this many items of a list
 
-PLAN_KEYS = ("equations", "interventions", "outcome", "covariates", "noise_var", "envs")
+PLAN_KEYS = ("equations", "interventions", "outcome", "covariates", "noise_var",
+             "confounders", "envs")
 
 
 class CLIError(Exception):
@@ -489,6 +490,14 @@ def _check_plan(plan: object, path: str) -> dict:
         if not (_is_number(nv) or isinstance(nv, dict) and all(map(_is_number, nv.values()))):
             _plan_error(path, f"'noise_var' must be a number or {{name: number}}; got {nv!r}.")
         kwargs["noise_var"] = nv
+    if "confounders" in plan:               # [[a, b, correlation], ...]: JSON/TOML have no
+        conf = plan["confounders"]          # tuple keys
+        if not (isinstance(conf, list) and all(
+                isinstance(c, list) and len(c) == 3 and all(isinstance(v, str) for v in c[:2])
+                and _is_number(c[2]) for c in conf)):
+            _plan_error(path, "'confounders' must be a list of [name, name, correlation] "
+                              f"triples, e.g. [[\"X1\", \"Y\", 0.5]]; got {conf!r}.")
+        kwargs["confounders"] = {(a, b): float(rho) for a, b, rho in conf}
     if "envs" in plan:
         if not isinstance(plan["envs"], list):
             _plan_error(path, f"'envs' must be a list of labels; got {plan['envs']!r}.")
@@ -581,9 +590,13 @@ def _parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="simulate eq. (33), fit NegDRO, print the summary")
     demo.add_argument("--p", type=int, default=10, help="number of covariates (>= 5)")
     demo.add_argument("--n", type=int, default=20_000, help="rows per environment")
-    demo.add_argument("--seed", type=_count, default=0)
-    demo.add_argument("--gamma", type=_gamma, default=20.0)
-    demo.add_argument("--variant", choices=["text", "code"], default="text")
+    demo.add_argument("--seed", type=_count, default=0,
+                      help="seed of the simulation and the bootstrap (default 0)")
+    demo.add_argument("--gamma", type=_gamma, default=20.0,
+                      help="NegDRO's gamma (default 20)")
+    demo.add_argument("--variant", choices=["text", "code"], default="text",
+                      help="eq. (33) as printed in the paper ('text', default) or as in the "
+                           "authors' public code ('code')")
     demo.add_argument("--n-boot", type=_count, default=200,
                       help="bootstrap replicates (0: none)")
     demo.set_defaults(func=_demo)
@@ -620,7 +633,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Check a planned linear SEM. The plan holds 'equations' ({child: {parent: "
                     "coefficient}}), 'interventions' (one table per environment, {covariate: "
                     "variance} or {covariate: [mean, variance]}; {} is observational) and "
-                    "optionally 'outcome' (default Y), 'covariates', 'noise_var' and 'envs'.")
+                    "optionally 'outcome' (default Y), 'covariates', 'noise_var', "
+                    "'confounders' ([[name, name, correlation], ...]: hidden confounding) and "
+                    "'envs'.")
     design.add_argument("path", metavar="PLAN", help="plan file, .json or .toml")
     design.add_argument("--json", action="store_true", help="print one JSON object")
     design.set_defaults(func=_design)

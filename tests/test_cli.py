@@ -355,3 +355,19 @@ def test_decimal_commas(tmp_path, capsys):
     assert "--decimal ','" in capsys.readouterr().err
     assert main(["fit", str(path), "--env", "env", "--outcome", "Y", "--sep", ";",
                  "--decimal", ",", "--n-boot", "0"]) == 0
+
+
+def test_design_plan_with_confounders(tmp_path, capsys):
+    """A plan file declares hidden confounding as [name, name, correlation] triples (JSON
+    and TOML have no tuple keys); a malformed triple is an input error."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text('equations = { Y = { X1 = 1.0 }, X2 = { Y = 0.5 } }\n'
+                    'interventions = [ {}, { X1 = 1.0, X2 = 1.0 } ]\n'
+                    'confounders = [ ["X1", "Y", 0.5] ]\n')
+    assert main(["design", str(plan), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["identified"] is True
+    plan.write_text('equations = { Y = { X1 = 1.0 } }\ninterventions = [ {}, { X1 = 1.0 } ]\n'
+                    'confounders = [ ["X1", "Y"] ]\n')
+    assert main(["design", str(plan)]) == 4
+    assert "[name, name, correlation] triples" in capsys.readouterr().err
