@@ -138,7 +138,7 @@ def leave_one_environment_out(
                         f"{list(envs)}.")
     risks = pd.DataFrame(np.nan, index=pd.Index(envs, name="held_out"),
                          columns=pd.Index(methods, name="method"))
-    nobs, notes = pd.Series(0, index=risks.index, name="nobs"), []
+    nobs, events = pd.Series(0, index=risks.index, name="nobs"), {}
     folds = progress(data.environment_folds(), verbose, "held-out environments",
                      total=len(envs))
     for env, train, X, y in folds:
@@ -149,12 +149,22 @@ def leave_one_environment_out(
                 try:
                     b = _fit(method, train, fit_negdro)
                 except (DataError, np.linalg.LinAlgError) as exc:
-                    notes.append(f"{method} failed with environment {env!r} held out: {exc}")
+                    events.setdefault((method, "failed", str(exc)), []).append(env)
                     continue
-            notes += [f"{method}, environment {env!r} held out: {w.message}" for w in caught]
+            for w in caught:
+                events.setdefault((method, "warned", str(w.message)), []).append(env)
             slope, intercept = (b[:-1], b[-1]) if data.fit_intercept else (b, 0.0)
             risks.loc[env, method] = float(np.mean((y - X @ slope - intercept) ** 2))
-    return LOEOResult(risks=risks, nobs=nobs, notes=tuple(dict.fromkeys(notes)))
+    return LOEOResult(risks=risks, nobs=nobs, notes=tuple(
+        f"{method} {'failed' if kind == 'failed' else 'warned'} with "
+        f"{_environments(list(dict.fromkeys(held)))} held out: {message}"
+        for (method, kind, message), held in events.items()))
+
+
+def _environments(held: list) -> str:
+    """'environment 3' or 'environments 1, 2, 4' (a note per method and message)."""
+    return (f"environment {held[0]!r}" if len(held) == 1
+            else "environments " + ", ".join(map(repr, held)))
 
 
 def _fit(method: str, train: MultiEnvData,
