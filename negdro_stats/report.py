@@ -120,7 +120,11 @@ class IdentificationReport:
         if self.n_perm:
             lines.append(f"  Permutation test of the margin against exchangeable labels "
                          f"({self.n_perm} label "
-                         f"permutations): p = {self.perm_pvalue:.3g}.")
+                         f"permutations): p = {self.perm_pvalue:.3g}"
+                         + ("." if c.holds else " (uninformative here: the observed margin "
+                            "is not above the tolerance, so there is no identifying "
+                            "heterogeneity to test; the equal-risk test below speaks to "
+                            "differences between the environments)."))
         if c.certificate is not None:
             lines.append(f"  Condition 1a certificate: {c.certificate}.")
         if self.invariance is not None:

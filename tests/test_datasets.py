@@ -69,3 +69,21 @@ def test_bad_conditions(conditions, match):
 def test_bad_log():
     with pytest.raises(TypeError, match="'log' parameter of load_sachs"):
         load_sachs(log="yes")
+
+
+def test_sachs_permutation_test_says_when_it_is_uninformative():
+    """On the Sachs data the margin is ~0 (Condition 1b fails): the permutation p-value
+    is printed with the reason it carries no evidence, beside the equal-risk test that
+    does (the review read 'p = 0.82' as 'no heterogeneity' next to chi2 = 154)."""
+    import warnings
+
+    from negdro_stats import NegDRO
+
+    cells = load_sachs(conditions=[1, 2, 3, 4, 5, 7, 8, 9], log=True).drop(
+        columns="condition")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = NegDRO(cells, env="env", outcome="Erk", fit_intercept=True).diagnose(
+            n_boot=0, n_perm=9, rng=0)
+    assert not report.condition_1b.holds
+    assert "uninformative here" in str(report) and "Equal environment risks" in str(report)
