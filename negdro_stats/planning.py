@@ -388,7 +388,11 @@ class SamplePlan:
 
     def plot(self, target_error: float | None = None):
         """Error quantiles (left) and the probabilities (right) against ``n``, log axes;
-        returns the matplotlib ``Figure`` (needs the ``plot`` extra)."""
+        with ``target_error``, the target on the left and ``P(error <= target)`` on the
+        right.  Returns the matplotlib ``Figure`` (needs the ``plot`` extra)."""
+        if target_error is not None:
+            target_error = check_scalar(target_error, "target_error", "SamplePlan.plot",
+                                        min_val=0, closed="neither")
         try:
             import matplotlib.pyplot as plt
         except ImportError as exc:                   # optional dependency
@@ -405,6 +409,9 @@ class SamplePlan:
         left.set(xscale="log", yscale="log", xlabel="n per environment",
                  ylabel="||b - beta*||_2")
         left.legend(fontsize=8)
+        if target_error is not None:
+            right.plot(self.n, self._probability("error", target_error), "^-",
+                       label=f"error <= {target_error:g}")
         right.plot(self.n, frame["p_support"], "o-", label="right support")
         right.plot(self.n, frame["p_margin"], "s-", label="margin shown")
         right.set(xscale="log", ylim=(-0.02, 1.02), xlabel="n per environment",
@@ -548,8 +555,9 @@ def _check_grid(n: object, p: int, owner: str) -> IntArray:
     values = [n] if np.ndim(n) == 0 else list(n)   # type: ignore[arg-type]
     message = (f"The 'n' parameter of {owner} must be distinct integers >= p + 2 = {p + 2} "
                f"(rows per environment). Got {n!r} instead.")
-    if not values or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-                             for v in values):
+    if not values or not all(not isinstance(v, bool) and (
+            isinstance(v, (int, np.integer)) or isinstance(v, (float, np.floating))
+            and float(v).is_integer()) for v in values):      # 200.0 is 200 rows
         raise DataError(message)
     grid = np.sort(np.asarray(values, dtype=np.int64))
     if grid[0] < p + 2 or len(np.unique(grid)) != len(grid):

@@ -225,3 +225,18 @@ def test_unidentified_designs_and_whole_rows():
     grid = plan_sample_size(_shifted_sem(), [40, 80, 160], reps=6, rng=2, verbose=False)
     n = grid.required_n(target_error=float(np.median(grid.errors[1])), power=0.5)
     assert n == np.ceil(n)
+
+
+def test_plot_target_and_integral_float_grid():
+    """n = 200.0 is 200 rows; plot(target_error) draws P(error <= target) and refuses a
+    target that is not a positive number."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    plan = plan_sample_size(_shifted_sem(), [40.0, 80], reps=3, rng=0, verbose=False)
+    assert plan.n.tolist() == [40, 80]
+    fig = plan.plot(target_error=0.2)
+    assert any(line.get_label() == "error <= 0.2" for line in fig.axes[1].get_lines())
+    with pytest.raises(ValueError, match="'target_error' parameter of SamplePlan.plot"):
+        plan.plot(target_error=-1)
+    with pytest.raises(DataError, match="distinct integers"):
+        plan_sample_size(_shifted_sem(), [40.5], reps=2)
