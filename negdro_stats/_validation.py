@@ -29,7 +29,11 @@ def warn_user(message: str, category: type[Warning]) -> None:
 def progress(items, verbose: bool | None, desc: str, total: int | None = None):
     """``items`` wrapped in a tqdm bar when asked for (``verbose=True``), or by default when
     stderr is a terminal; ``items`` unchanged otherwise (or without tqdm)."""
-    if verbose is False or (verbose is None and not sys.stderr.isatty()) or total == 0:
+    if verbose is not None and not isinstance(verbose, (bool, int, np.bool_, np.integer)):
+        raise TypeError(f"verbose must be True, False or None (a progress bar when stderr "
+                        f"is a terminal); got {verbose!r}.")
+    shown = sys.stderr.isatty() if verbose is None else bool(verbose)
+    if not shown or total == 0:
         return items
     try:
         from tqdm.auto import tqdm

@@ -176,3 +176,14 @@ def test_predict_and_plot_inputs_get_clear_errors():
         LinearSEM.from_equations({"Y": {"X1": 1.0}}, interventions=[{}, {"X1": (1, 2, 3)}])
     pair = LinearSEM.from_equations({"Y": {"X1": 1.0}}, interventions=[{}, {"X1": [1.0, 2.0]}])
     assert pair.moments().mean_x[1, 0] == 1.0
+
+
+def test_verbose_is_a_switch():
+    """verbose takes True/False/None (and 0/1, as scikit-learn users write it); anything
+    else is a TypeError naming it instead of a silently shown or hidden bar."""
+    from negdro_stats._validation import progress
+
+    items = [1, 2, 3]
+    assert progress(items, False, "x") is items and progress(items, 0, "x") is items
+    with pytest.raises(TypeError, match="verbose must be True, False or None"):
+        progress(items, "yes", "x")
