@@ -329,7 +329,7 @@ class MultiEnvData:
                             "and covariates only).")
         kept = None
         if missing == "drop":                 # a pass to find them; "raise" needs none
-            finite = _finite_rows(block, n)
+            finite = _finite_rows(block, n)[0]
             if not finite.all():
                 kept = np.flatnonzero(finite)
                 warn_user(f"Dropped {n - len(kept)} of {n} rows with NaN or infinite "
@@ -350,10 +350,13 @@ class MultiEnvData:
         mom = (acc.finish(envs=envs, names=covariates, outcome=outcome) if blocks is None
                else block_moments.moments())
         if not all(np.isfinite(a).all() for a in (mom.Sigma, mom.sxy, mom.syy)):
-            bad = int((~_finite_rows(block, n)).sum())       # only on the error path
-            raise DataError(f"data has {bad} row(s) with NaN or infinite values ("
-                            f"{_nonfinite_columns(block, n, [*covariates, outcome])}; a "
-                            "CSV's empty, 'NA' or 'n/a' cells are read as NaN). Clean them, "
+            finite, counts = _finite_rows(block, n)            # only on the error path
+            by_column = [f"{name}: {count}" for name, count
+                         in zip([*covariates, outcome], counts, strict=True) if count]
+            raise DataError(f"data has {int((~finite).sum())} row(s) with NaN or infinite "
+                            f"values (by column: {', '.join(by_column[:8])}"
+                            f"{', ...' if len(by_column) > 8 else ''}; "
+                            "a CSV's empty, 'NA' or 'n/a' cells are read as NaN). Clean them, "
                             "or pass missing='drop'.")
         if fit_intercept:
             if INTERCEPT_NAME in covariates:
@@ -730,24 +733,17 @@ def _few(items: list, k: int = 5) -> str:
     return shown if len(items) <= k else f"{shown}, ... ({len(items)} in all)"
 
 
-def _nonfinite_columns(block: _FrameBlock | _ArrayBlock, n: int, names: list[str]) -> str:
-    """How many NaN or infinite values each column holds, for a message."""
-    counts = np.zeros(len(names), dtype=int)
+def _finite_rows(block: _FrameBlock | _ArrayBlock, n: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Which of the ``n`` rows hold only finite values, and how many NaN or infinite values
+    each column (covariates, then the outcome) holds: one chunked pass."""
+    finite, counts = np.ones(n, dtype=bool), 0
     for start in range(0, n, DEFAULT_CHUNK_ROWS):
         X, y = block(slice(start, start + DEFAULT_CHUNK_ROWS))
-        counts += (~np.isfinite(np.column_stack([X, y]))).sum(axis=0)
-    bad = [f"{name}: {count}" for name, count in zip(names, counts, strict=True) if count]
-    return "by column: " + ", ".join(bad[:8]) + (f", ... ({len(bad)} columns)"
-                                                  if len(bad) > 8 else "")
-
-
-def _finite_rows(block: _FrameBlock | _ArrayBlock, n: int) -> np.ndarray:
-    """Which of the ``n`` rows hold only finite values (one chunked pass)."""
-    finite = np.ones(n, dtype=bool)
-    for start in range(0, n, DEFAULT_CHUNK_ROWS):
-        X, y = block(slice(start, start + DEFAULT_CHUNK_ROWS))
-        finite[start:start + len(y)] = np.isfinite(X).all(axis=1) & np.isfinite(y)
-    return finite
+        ok = np.isfinite(np.column_stack([X, y]))
+        finite[start:start + len(y)] = ok.all(axis=1)
+        counts = counts + (~ok).sum(axis=0)
+    return finite, counts
 
 
 def _env_labels(env: Any, index: pd.Index) -> np.ndarray:
