@@ -429,9 +429,12 @@ class MultiEnvData:
         return list(range(self.moments.p - (1 if self.fit_intercept else 0)))
 
     def without_constant(self, mom: Moments) -> Moments:
-        """``mom`` without the constant column (a constant is never intervened on, so
-        Condition 1b is checked without it)."""
-        return mom.subset(self.non_constant) if self.fit_intercept else mom
+        """The moments the slopes are judged on: with an intercept, the pooled-centred
+        moments of the other covariates (:meth:`Moments.centred`; the intercept is
+        profiled by the pooled level condition, as the fit does, so Conditions 1b/4/6
+        do not depend on the origin of a covariate, and a constant, never intervened on,
+        is left out); without one, ``mom`` itself."""
+        return mom.subset(self.non_constant).centred()[0] if self.fit_intercept else mom
 
     def _with_constant(self, mom: Moments) -> Moments:
         return mom.add_constant(INTERCEPT_NAME) if self.fit_intercept else mom

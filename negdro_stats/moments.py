@@ -247,6 +247,37 @@ class Moments:
             names=(*self.names, name),
         )
 
+    def pooled_weights(self) -> FloatArray:
+        """Each environment's share of the rows, ``n_e / n`` (equal shares for population
+        moments, whose ``n`` is infinite)."""
+        n = np.where(np.isfinite(self.n), self.n, 1.0)
+        return n / n.sum()
+
+    def centred(self) -> tuple[Moments, FloatArray, float]:
+        """Moments of ``(X - xbar, Y - ybar)``, ``xbar, ybar`` the pooled means
+        (:meth:`pooled_weights`), and those means.
+
+        This profiles an intercept by the pooled level condition ``c = ybar - b^T xbar``
+        (as scikit-learn centres): adding a constant to a covariate or to the outcome
+        leaves the centred moments unchanged, so nothing computed from them depends on
+        the origin.  The per-environment means stay (mean shifts are heterogeneity).
+        Formed from the within-environment covariances, ``Sigma_e - mu_e mu_e^T``, plus
+        ``(mu_e - xbar)(mu_e - xbar)^T``.
+        """
+        w = self.pooled_weights()
+        x_bar, y_bar = w @ self.mean_x, float(w @ self.mean_y)
+        dx, dy = self.mean_x - x_bar, self.mean_y - y_bar
+        outer = np.einsum("ei,ej->eij", self.mean_x, self.mean_x)
+        centred = replace(
+            self,
+            mean_x=dx,
+            mean_y=dy,
+            Sigma=(self.Sigma - outer) + np.einsum("ei,ej->eij", dx, dx),
+            sxy=(self.sxy - self.mean_x * self.mean_y[:, None]) + dx * dy[:, None],
+            syy=(self.syy - self.mean_y**2) + dy**2,
+        )
+        return centred, x_bar, y_bar
+
     def scales(self) -> tuple[FloatArray, float]:
         """Root mean second moments ``d_j`` of each covariate and ``s_y`` of the outcome.
 

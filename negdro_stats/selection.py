@@ -66,10 +66,9 @@ from scipy import linalg, optimize, stats
 from ._typing import FloatArray
 
 __all__ = ["InvarianceGMM", "GMMFit", "Selection", "SelectionReport", "Cumulant",
-           "select_support", "augment_support", "exogenous_support", "ExogenousSupport",
-           "hausman", "pooled_ols",
-           "pooled_t", "critical_value", "gaussian_score_cov",
-           "N_POPULATION"]
+           "select_support", "augment_support", "exogenous_support",
+           "ExogenousSupport", "hausman", "pooled_ols", "pooled_t", "critical_value",
+           "gaussian_score_cov", "N_POPULATION"]
 
 N_POPULATION = 1e12     # rows assumed for population moments: noise far below rounding
 
@@ -115,21 +114,7 @@ class GMMFit:
             return np.inf
         return float(1.0 / np.sqrt(np.linalg.eigvalsh(self.info)[0]))
 
-    def worst_se_free(self, fixed: np.ndarray) -> float:
-        """:attr:`worst_se` of the coordinates outside ``fixed`` (an intercept: only mean
-        shifts identify it, so it must not decide whether the environments identify the
-        covariates), the fixed ones profiled out: ``lambda_min`` of the Schur complement
-        ``P_FF - P_FC P_CC^+ P_CF`` (a pseudo-inverse: an unidentified constant has
-        ``P_CC = P_CF = 0`` and leaves ``P_FF``)."""
-        free = ~np.isin(self.support, fixed)
-        if not free.any():
-            return 0.0
-        P = self.info
-        F, C = np.ix_(free, free), np.ix_(~free, ~free)
-        FC = np.ix_(free, ~free)
-        schur = P[F] - P[FC] @ np.linalg.pinv(P[C], hermitian=True) @ P[FC].T
-        smallest = float(np.linalg.eigvalsh(schur)[0])
-        return 1.0 / np.sqrt(smallest) if smallest > 0 else np.inf
+
 
 
 class InvarianceGMM:
@@ -304,6 +289,10 @@ class InvarianceGMM:
         b[S] = b_S
         return b
 
+    def information(self, S: np.ndarray, b: FloatArray) -> FloatArray:
+        """The information ``P_SS`` of the support ``S`` with the weight at ``b`` (p,)."""
+        return self._solve(np.asarray(S, dtype=int), self._weights(b))[1]
+
     def fit(self, S: np.ndarray) -> GMMFit:
         """GMM estimate, covariance and J test on the support ``S``."""
         S = np.asarray(S, dtype=int)
@@ -337,8 +326,9 @@ class Selection:
         The continuously updated GMM fit on the selected support (None only when no
         support could be tested: too few equations).
     rejected : bool
-        Whether the J test rejected invariance (level ``alpha``) on every support from
-        the BIC choice on; ``fit`` is then the pruned BIC choice.
+        Whether the J test rejects invariance (level ``alpha``) on ``fit`` itself (then
+        no support from the BIC choice on passed it and ``fit`` is the pruned BIC
+        choice).
     truncated : bool
         Whether the walk stopped before the end of the order because larger supports
         have no degrees of freedom left (``(|E| - 1) q <= |S|``): then a rejection may
@@ -359,9 +349,9 @@ class Selection:
     critical_t: float
 
 
-def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
-                   alpha: float, n_min: float) -> Selection:
-    """Choose among the nested supports ``fixed + order[:k]``, then prune.
+def select_support(gmm: InvarianceGMM, order: np.ndarray, *, alpha: float,
+                   n_min: float) -> Selection:
+    """Choose among the nested supports ``order[:k]``, then prune.
 
     1. Two-step J statistic ``J_k`` of every nested support with positive degrees of
        freedom.
@@ -381,9 +371,12 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
        the critical value ``max(z_{1 - alpha / (2 |S|)}, sqrt(log n))``.  Standard errors
        are inflated by ``sqrt(max(1, J / df))``: where invariance fails (J well above its
        degrees of freedom), a misfit would otherwise make covariates look significant
-       that only absorb it; under invariance ``J / df -> 1`` and nothing changes.
+       that only absorb it; under invariance ``J / df -> 1`` and nothing changes.  A
+       removal that makes the J test reject (where it accepted) is not made: pruning
+       never turns an accepted support into a rejected one.
+
+    ``rejected`` is the J test of the reported (pruned) fit itself.
     """
-    fixed = np.asarray(fixed, dtype=int)
     n_eff = N_POPULATION if not np.isfinite(n_min) else n_min
     penalty = np.log(n_eff)
     walk, fits, truncated, k_bic = [], [], False, None
@@ -392,7 +385,7 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
         return fits[k].J + penalty * k
 
     for k in range(len(order) + 1):
-        S = np.concatenate([fixed, order[:k]]).astype(int)
+        S = np.asarray(order[:k], dtype=int)
         if gmm.df_base - len(S) <= 0:
             truncated = True
             break
@@ -410,10 +403,10 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
         return Selection(fit=None, rejected=False, truncated=truncated, walk=tuple(walk),
                          pruned=(), critical_t=np.nan)
     k_bic = min(ok, key=lambda k: fits[k].J + penalty * k)
-    k_sel, fit, k = None, None, k_bic
+    fit, k = None, k_bic
     while k <= len(order):
         if k == len(fits):                          # beyond where the walk stopped
-            S = np.concatenate([fixed, order[:k]]).astype(int)
+            S = np.asarray(order[:k], dtype=int)
             if gmm.df_base - len(S) <= 0:
                 truncated = True
                 break
@@ -422,30 +415,25 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, fixed: np.ndarray,
         if fits[k].identified and fits[k].pvalue >= alpha:
             cue = gmm.fit_cue(fits[k].support)
             if cue.pvalue >= alpha:
-                k_sel, fit = k, cue
+                fit = cue
                 break
         k += 1
-    passing = k_sel is not None
-    if not passing:
-        k_sel, fit = k_bic, gmm.fit_cue(fits[k_bic].support)
+    if fit is None:
+        fit = gmm.fit_cue(fits[k_bic].support)
     pruned, crit = [], np.nan
-    while True:
-        free = np.flatnonzero(~np.isin(fit.support, fixed))
-        if not len(free):
-            break
-        crit = critical_value(alpha, len(free), n_min)
-        t = np.abs(fit.b[free]) / (fit.se[free] * np.sqrt(max(1.0, fit.J / fit.df)))
-        j = free[np.argmin(t)]
-        if t.min() >= crit:
+    while len(fit.support):
+        crit = critical_value(alpha, len(fit.support), n_min)
+        t = np.abs(fit.b) / (fit.se * np.sqrt(max(1.0, fit.J / fit.df)))
+        j = int(np.argmin(t))
+        if t[j] >= crit:
             break
         trial = gmm.fit_cue(np.delete(fit.support, j))
-        if not trial.identified:
+        if not trial.identified or (trial.pvalue < alpha <= fit.pvalue):
             break
         pruned.append(int(fit.support[j]))
         fit = trial
-    return Selection(fit=fit, rejected=not passing, truncated=truncated, walk=tuple(walk),
-                     pruned=tuple(pruned),
-                     critical_t=float(crit))
+    return Selection(fit=fit, rejected=not fit.pvalue >= alpha, truncated=truncated,
+                     walk=tuple(walk), pruned=tuple(pruned), critical_t=float(crit))
 
 
 def pooled_ols(mom, S: np.ndarray) -> tuple[FloatArray, FloatArray]:
@@ -465,12 +453,26 @@ def pooled_ols(mom, S: np.ndarray) -> tuple[FloatArray, FloatArray]:
 
 
 def pooled_t(mom, S: np.ndarray, js) -> FloatArray:
-    """``|t|`` of pooled least squares for each ``j`` in ``js`` on ``S + {j}``."""
-    out = np.zeros(len(js))
-    for i, j in enumerate(js):
-        b, cov = pooled_ols(mom, np.append(S, j))
-        out[i] = abs(b[-1]) / max(np.sqrt(cov[-1, -1]), 1e-300)
-    return out
+    """``|t|`` of pooled least squares for each ``j`` in ``js`` on ``S + {j}`` (classical
+    standard errors, as :func:`pooled_ols`), all at once by partial regression on ``S``."""
+    S, js = np.asarray(S, dtype=int), np.asarray(js, dtype=int)
+    if not len(js):
+        return np.zeros(0)
+    n = np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
+    G = np.tensordot(n, mom.Sigma, axes=1)
+    c, yy = n @ mom.sxy, float(n @ mom.syy)
+    if len(S):
+        proj = linalg.solve(G[np.ix_(S, S)], np.column_stack([G[np.ix_(S, js)], c[S]]),
+                            assume_a="pos")
+        s_jj = np.diag(G)[js] - np.einsum("si,si->i", G[np.ix_(S, js)], proj[:, :-1])
+        c_j = c[js] - proj[:, :-1].T @ c[S]
+        rss = yy - c[S] @ proj[:, -1]
+    else:
+        s_jj, c_j, rss = np.diag(G)[js], c[js], yy
+    s_jj = np.maximum(s_jj, 1e-300)
+    rss_j = np.maximum(rss - c_j**2 / s_jj, 0.0)
+    sigma2 = rss_j / max(n.sum() - len(S) - 1, 1.0)
+    return np.abs(c_j / s_jj) / np.maximum(np.sqrt(sigma2 / s_jj), 1e-300)
 
 
 def critical_value(alpha: float, m: int, n_min: float) -> float:
@@ -499,16 +501,17 @@ def augment_support(gmm: InvarianceGMM, mom, S: np.ndarray, candidates: np.ndarr
     - ``t_j``: the pooled OLS t statistic of ``j`` on ``S + {j}``, for every candidate;
     - the candidate with the largest ``|t_j| >= max(z_{1 - alpha / (2 m)}, sqrt(log n))``
       (the rate and Bonferroni bound of :func:`select_support`; ``m = screened``, the
-      number of covariates the candidates were chosen from -- beyond 30 covariates they
-      are chosen by pooled association, which inflates their ``t``) is
-      added unless pooled least squares and the continuously updated invariance fit on
-      ``S + {j}`` differ, on some coordinate, by ``max(z_{1 - alpha / (2 |S + {j}|)},
-      sqrt(log n))`` or more invariance standard errors; a candidate that fails this is
-      set aside.  All coordinates, not only ``j``'s: when ``S`` lacks a cause, the
-      invariance fit on ``S + {child}`` is misspecified and can wander far on the other
-      coordinates while matching least squares on the child's by chance (found by
-      hypothesis on exact moments: a CUE coefficient of -24,743 next to agreement on the
-      child's).
+      number of covariates searched) is added unless pooled least squares and the
+      continuously updated invariance fit on ``S + {j}`` differ, on some coordinate, by
+      ``max(z_{1 - alpha / (2 |S + {j}|)}, sqrt(log n))`` or more invariance standard
+      errors; a candidate that fails this is set aside.  All coordinates, not only
+      ``j``'s: when ``S`` lacks a cause, the invariance fit on ``S + {child}`` is
+      misspecified and can wander far on the other coordinates while matching least
+      squares on the child's by chance (found by hypothesis on exact moments: a CUE
+      coefficient of -24,743 next to agreement on the child's);
+    - then every earlier addition is re-checked on the grown support: one whose pooled
+      ``|t|`` there has fallen below the cut (it only stood in for the later one, e.g. a
+      descendant of the cause added after it) is removed and not offered again.
 
     Both cuts grow like ``sqrt(log n)`` while a cause's ``t`` and a child's contrast grow
     like ``sqrt(n)``: the step keeps causes and excludes children with probability
@@ -531,6 +534,13 @@ def augment_support(gmm: InvarianceGMM, mom, S: np.ndarray, candidates: np.ndarr
                 break
         else:
             break
+        while len(added) > 1:                      # re-check the earlier additions
+            own = {a: pooled_t(mom, np.setdiff1d(S, [a]), [a])[0] for a in added[:-1]}
+            weakest = min(own, key=own.get)
+            if own[weakest] >= crit:
+                break
+            S = np.setdiff1d(S, [weakest])
+            added.remove(weakest)
     return S, tuple(added)
 
 
@@ -693,11 +703,14 @@ class SelectionReport:
 
     Attributes
     ----------
-    route : {"invariance", "negdro"}
-        ``"invariance"``: the support passed the J test and is identified by the
-        environment differences, so the coefficients come from ``estimator``.
-        ``"negdro"``: Algorithm 3's support and its Phi_mu fit (the paper), because
-        ``reason``.
+    route : {"invariance", "negdro", "not identified"}
+        ``"invariance"``: the environment differences determine every coefficient and
+        the support was chosen by J tests, so the coefficients come from
+        ``estimator``.  ``"negdro"``: Algorithm 3's support and its Phi_mu fit (the
+        paper), because ``reason`` (e.g. limited interventions, where Condition 4 on the
+        data holds).  ``"not identified"``: the environments do not determine the
+        coefficients of ``undetermined`` and Condition 4 fails on the data; Algorithm
+        3's fit is reported without a claim.
     reason : str
         Why the route was taken, in words.
     estimator : {"ols", "gmm", "negdro"}
@@ -718,16 +731,26 @@ class SelectionReport:
     J, df, pvalue : float, int, float
         Hansen's J test (continuously updated) of invariance on the reported support.
     rejected : bool
-        The J test rejected invariance on every nested support from the BIC choice on
-        (then the BIC choice is reported, with a warning).
+        The J test rejects invariance on the reported support (then no nested support
+        from the BIC choice on passed it; reported with a warning).
+    identified : bool
+        False when the route is ``"not identified"``.
+    undetermined : tuple of str
+        Covariates whose coefficients the environment differences do not determine
+        (their share in the directions the rank test finds undetermined is at least
+        0.1), least determined first.
     exogeneity : tuple of (H, df, pvalue)
         Hausman contrast of pooled OLS against the invariance GMM on the support
         (:func:`hausman`); OLS is reported when it does not reject.
     worst_se : float
-        Standardised standard error along the least identified direction of the union
-        of this support and Algorithm 3's; the invariance route needs it below
+        Standardised standard error along the least identified direction of the
+        selected support's invariance fit; the invariance route needs it at most
         ``gate_se``.
     gate_se : float
+    rank_test : tuple of (stat, df, pvalue)
+        The rank test of the invariance conditions on every covariate
+        (:func:`negdro_stats.route.rank_test`): the smallest normalised information; a
+        p-value above ``alpha`` means some direction is not determined.
     instruments : tuple of str
         The covariates whose residual moments are required to be invariant.
     cumulant : Cumulant
@@ -760,15 +783,20 @@ class SelectionReport:
     cumulant: Cumulant
     misfit: FloatArray | None = None
     rejected: bool = False
+    rank_test: tuple = (np.nan, 0, np.nan)
+    identified: bool = True
+    undetermined: tuple = ()
 
     def __repr__(self) -> str:
         """The route and its evidence in a few lines (the arrays stay attributes)."""
         lines = [f"<SelectionReport: route={self.route!r}, estimator={self.estimator!r}",
                  f"  reason: {self.reason}"]
+        lines.append(f"  J = {self.J:.4g}, df = {self.df}, p = {self.pvalue:.3g}; "
+                     f"worst standardised s.e. {self.worst_se:.3g} (gate {self.gate_se:g})")
+        if self.undetermined:
+            lines.append(f"  not determined: {', '.join(self.undetermined[:10])}"
+                         + (" ..." if len(self.undetermined) > 10 else ""))
         if self.route == "invariance":
-            lines.append(f"  J = {self.J:.4g}, df = {self.df}, p = {self.pvalue:.3g}; "
-                         f"worst standardised s.e. {self.worst_se:.3g} (gate "
-                         f"{self.gate_se:g})")
             lines += [f"  {label}: {', '.join(map(str, names))}" for label, names in
                       (("pruned", self.pruned), ("added", self.added),
                        ("removed", self.removed)) if names]

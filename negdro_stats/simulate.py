@@ -18,6 +18,7 @@ from typing import Literal
 
 import numpy as np
 
+from ._validation import check_option
 from .design import Intervention, LinearSEM
 from .exceptions import DataError
 
@@ -139,6 +140,7 @@ def random_sem(
     edge_prob: float | None = None,
     intervened: float = 1.0,
     strong_env: bool = False,
+    shift: Literal["both", "mean", "variance"] = "both",
     rng: int | np.random.Generator | None = None,
 ) -> LinearSEM:
     """A random acyclic linear SEM with additive interventions, for studies on designs
@@ -155,11 +157,53 @@ def random_sem(
     adds a hidden factor loading ``0.8`` on ``Y`` and ``+-U(0.5, 1)`` on three random
     covariates (eq. (12) with non-diagonal ``Omega``).  Environment 1 is observational;
     a share ``intervened`` of the covariates (default all) is shifted in one or two of
-    the other environments (variance ``U(0.5, 2)``, and a mean shift ``N(0, 1)`` with
-    probability 0.3).  Then no weighting of the environments need dominate their average
-    in every direction: Condition 1b's margin is often tiny (relative 1e-5 to 1e-3).
-    ``strong_env=True`` adds variance ``U(1, 2)`` to every covariate in the last
-    environment, so that Condition 1b holds with a clear margin.
+    the other environments, as ``shift`` says.  With the default shifts no weighting of
+    the environments need dominate their average in every direction: Condition 1b's
+    margin is often tiny (relative 1e-5 to 1e-3).
+
+    Parameters
+    ----------
+    p : int, default 30
+        Number of covariates.
+    n_envs : int, default 5
+        Number of environments (at least 2); the first is observational.
+    n_parents : int, default 3
+        Causes of ``Y`` with coefficients ``+-U(0.5, 1.5)``.
+    n_children : int, default 3
+        Children of ``Y``.
+    weak_effects : tuple of float, default ()
+        Standardised effects of further, weak causes of ``Y``.
+    confounding : bool, default False
+        Add a hidden factor on ``Y`` and three covariates.
+    edge_prob : float, optional
+        Probability of each forward edge among the covariates; default ``2 / p``.
+    intervened : float, default 1.0
+        Share of the covariates that are shifted in some environment.
+    strong_env : bool, default False
+        Add variance ``U(1, 2)`` to every covariate in the last environment, so that
+        Condition 1b holds with a clear margin.
+    shift : {"both", "mean", "variance"}, default "both"
+        The law of each intervention ``delta^e_j`` on an intervened (covariate,
+        environment) pair.  ``"both"``: variance ``U(0.5, 2)``, and a mean shift
+        ``N(0, 1)`` with probability 0.3.  ``"mean"``: a mean shift ``N(0, 1)`` only
+        (``Cov(delta^e) = 0``), so that ``A(w)`` of eq. (16) has rank below ``|E|`` and
+        Condition 1b fails whenever ``p >= |E|``.  ``"variance"``: variance ``U(0.5, 2)``
+        only (no mean shift).  The graph, coefficients and ``Omega`` do not depend on
+        ``shift``.
+    rng : int or numpy Generator, optional
+        Seed or generator; the same seed gives the same design.
+
+    Returns
+    -------
+    LinearSEM
+        Over ``(Y, X1, ..., Xp)``, with ``beta* = B[0, 1:]``.
+
+    Raises
+    ------
+    DataError
+        If there are too few upstream or downstream covariates, or ``n_envs < 2``.
+    ValueError
+        If ``shift`` is not one of "both", "mean", "variance".
 
     Examples
     --------
@@ -167,7 +211,11 @@ def random_sem(
     >>> sem = simulate.random_sem(20, weak_effects=(0.05,), rng=1)
     >>> int((sem.beta_star != 0).sum()), len(sem.D)
     (4, 3)
+    >>> sem = simulate.random_sem(20, n_envs=6, shift="mean", rng=1)
+    >>> bool(sem.Delta.any()), sem.check_identification().condition_1b.holds
+    (True, False)
     """
+    shift = check_option(shift, "shift", "random_sem", ("both", "mean", "variance"))
     rng = np.random.default_rng(rng)
     n_weak = len(weak_effects)
     half = p // 2
@@ -201,8 +249,12 @@ def random_sem(
     for j in np.flatnonzero(shifted):
         for e in rng.choice(np.arange(1, n_envs), size=min(n_envs - 1, rng.integers(1, 3)),
                             replace=False):
-            var[e, j] = rng.uniform(0.5, 2.0)
-            mean[e, j] = rng.normal() if rng.random() < 0.3 else 0.0
+            if shift != "mean":
+                var[e, j] = rng.uniform(0.5, 2.0)
+            if shift == "mean":
+                mean[e, j] = rng.normal()
+            elif shift == "both":
+                mean[e, j] = rng.normal() if rng.random() < 0.3 else 0.0
     if strong_env:
         var[-1] += rng.uniform(1.0, 2.0, p)
     ivs += [Intervention(mean[e], np.diag(var[e])) for e in range(1, n_envs)]

@@ -1,10 +1,11 @@
 """Solvers for NegDRO on per-environment moments: Algorithms 1, 2, 3, SQP and refits.
 
 All routines work on the arrays of :class:`~negdro_stats.moments.Moments` (see the
-glossary in :mod:`negdro_stats.objective`).  :func:`solve` is the entry point: it
-rescales the moments so that every covariate and the outcome have unit root mean square
-(which makes ``mu``, ``threshold`` and the tolerances scale-free), runs the chosen
-method and maps the coefficients back.
+glossary in :mod:`negdro_stats.objective`).  :func:`run_method` runs the chosen method on
+moments rescaled so that every covariate and the outcome have unit root mean square
+(which makes ``mu``, ``threshold`` and the tolerances scale-free); the entry point that
+standardises, profiles an intercept and chooses the support is
+:func:`negdro_stats.route.solve`.
 
 Methods
 -------
@@ -13,7 +14,8 @@ Methods
     halve tau, repeat on the support until it is stable, then minimise Phi_mu on it.
     Each inner minimisation uses ``inner="sqp"`` (default) or ``inner="gdm"``
     (Algorithm 1, as printed).  With ``refit="auto"`` (default) the support is then
-    chosen by over-identified gradient invariance and refitted (see :func:`solve` and
+    chosen by over-identified gradient invariance and refitted (see
+    :func:`negdro_stats.route.solve` and
     :mod:`negdro_stats.selection`); ``refit="negdro"`` is the paper's algorithm
     verbatim; ``refit="invariant"`` refits Algorithm 3's support by (31)
     (:func:`invariant_refit`).
@@ -60,32 +62,20 @@ dual ``f(w) = min_b [sum_e a_e R_e(b) + rho ||b - center||^2]``.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
 from scipy import linalg
-from threadpoolctl import threadpool_limits
 
 from ._typing import FloatArray
 from ._validation import check_int, check_option, check_scalar
 from .exceptions import DataError, SolverError
 from .moments import Moments
 from .objective import best_response, env_risks, gradient, negative_weight, objective
-from .selection import (
-    Cumulant,
-    InvarianceGMM,
-    SelectionReport,
-    critical_value,
-    exogenous_support,
-    gaussian_score_cov,
-    pooled_ols,
-    pooled_t,
-    select_support,
-)
+from .selection import SelectionReport
 
 __all__ = [
-    "SolverOptions", "SolverOutput", "solve", "sqp", "invariant_refit", "prox_map", "gdm",
+    "SolverOptions", "SolverOutput", "run_method", "sqp", "invariant_refit", "prox_map", "gdm",
     "subgradient_prox", "METHODS",
 ]
 
@@ -94,10 +84,6 @@ REFITS = ("auto", "negdro", "invariant")
 # Defaults of Algorithm 3 (standardised scale); reasons in the SolverOptions docstring.
 DEFAULT_MU, DEFAULT_TAU, DEFAULT_THRESHOLD = 1e-3, 0.1, 0.15
 DEFAULT_ALPHA = 0.05     # level of the invariance (J), pruning and Hausman tests
-MAX_INSTRUMENTS = 30     # covariates whose residual moments the J test uses
-MAX_CANDIDATES = 15      # ... of which, when p is larger, chosen by pooled association
-GATE_SE = 0.1            # invariance route only if its worst standardised s.e. is below this
-SCORE_ITERATIONS = 3     # walks with a common weight (again while the J test rejects)
 INNER_SOLVERS = ("sqp", "gdm")
 
 
@@ -642,53 +628,23 @@ def _lipschitz(Sigma: FloatArray, gamma: float, tau: float) -> float:
     return 2.0 * (1.0 + tau + negative_weight(gamma, E) * E) * top
 
 
-def solve(
-    mom: Moments,
-    options: SolverOptions | None = None,
-    *,
-    score_cov: Callable[[FloatArray, np.ndarray], FloatArray] | None = None,
-    cumulant: Cumulant | None = None,
-    recentre: FloatArray | None = None,
-) -> SolverOutput:
-    """Run a NegDRO method on moments; see the module docstring for the methods.
+def run_method(std: Moments, options: SolverOptions
+               ) -> tuple[list[InnerResult], tuple, np.ndarray, SolverOptions]:
+    """Run ``options.method`` on standardised moments (see the module docstring).
 
-    ``refit`` (Algorithm 3 only) chooses the support and the coefficients on it:
-
-    - ``"auto"`` (default): consistent selection by over-identified gradient invariance
-      (:mod:`negdro_stats.selection`): walk the supports nested in the order of a pilot
-      GMM fit's t statistics, take the BIC choice grown until the J test accepts at level
-      ``alpha``, prune it by t statistics, add the causes that only the pooled regression
-      sees (:func:`~negdro_stats.selection.exogenous_support`), and report pooled OLS on
-      the support when the Hausman contrast accepts, else the invariance GMM.  Taken only when the
-      environment differences identify the support (worst standardised s.e. of the
-      union with Algorithm 3's support below ``GATE_SE``); otherwise -- e.g. the limited
-      and weak regimes of Example 3, where only Phi_mu identifies beta* -- or when
-      every nested support is rejected, Algorithm 3's support and Phi_mu fit.
-    - ``"negdro"``: the paper verbatim (fixed threshold, Phi_mu on the support).
-    - ``"invariant"``: Algorithm 3's support, coefficients by :func:`invariant_refit`.
-
-    ``options.fixed`` lists covariates (e.g. an intercept column) that are never
-    thresholded, pruned or ordered.  ``score_cov(b, cols)`` returns ``Var_e(X_cols (Y - b^T X))``
-    (``(E, len(cols), len(cols))``) on the original scale from the rows; it is used only for the
-    fourth-cumulant correction of :func:`~negdro_stats.selection.gaussian_score_cov`,
-    which bootstrap replicates pass fixed as ``cumulant``.  ``recentre`` (E, p) is
-    subtracted from ``sxy`` in the invariance conditions and the pooled regressions of
-    the selection (the bootstrap's recentring, :attr:`SelectionReport.misfit`; replicates
-    do not compute their own).  Both on the original scale.
-
-    The settings are those of :class:`SolverOptions` (default: its defaults); the
-    output's ``options`` has the defaults resolved from the data filled in.
+    Returns the inner results in order, the stages of Algorithm 3 (``tau``, support size,
+    iterations, convergence), the final support ``S`` (all covariates for Algorithms 1
+    and 2; Algorithm 3's thresholded support, whose coefficients are the last result's),
+    and the options with the defaults resolved from the data (``step_size``,
+    ``max_iter``, ``tol``, ``upsilon``).  Only optimisation: the choice of the support
+    by invariance and the intercept live in :mod:`negdro_stats.route`.
     """
-    options = SolverOptions() if options is None else options
     gamma, method, inner, mu = options.gamma, options.method, options.inner, options.mu
-    tau, threshold, refit, alpha = options.tau, options.threshold, options.refit, options.alpha
+    tau, threshold = options.tau, options.threshold
     step_size, max_iter, tol, upsilon = (options.step_size, options.max_iter, options.tol,
                                          options.upsilon)
-    d, s_y = mom.scales()
-    std = mom.rescale(d, s_y)
     Sigma, sxy, syy = std.Sigma, std.sxy, std.syy
     E, p = std.n_envs, std.p
-    fixed_idx = np.asarray(options.fixed, dtype=int)
     is_sqp = method == "algorithm3" and inner == "sqp"
     if max_iter is None:
         max_iter = 200 if is_sqp else 10_000
@@ -703,11 +659,11 @@ def solve(
         top = linalg.eigvalsh(Sigma.sum(0), subset_by_index=[p - 1, p - 1])[0]
         upsilon = 1.0 / (4.0 * negative_weight(gamma, E) * top)
 
-    def solve(S: np.ndarray, tau_s: float, b0: FloatArray) -> InnerResult:
+    def minimise(S: np.ndarray, tau_s: float, b0: FloatArray) -> InnerResult:
         Sig, sx = Sigma[:, S][:, :, S], sxy[:, S]
         if inner == "sqp":
             return sqp(Sig, sx, syy, gamma=gamma, mu=mu, tau=tau_s, b_init=b0,
-                          tol=tol, max_iter=max_iter)
+                       tol=tol, max_iter=max_iter)
         return gdm(Sig, sx, syy, gamma=gamma, mu=mu, tau=tau_s, step_size=step_size,
                    max_iter=max_iter, tol=tol, b_init=b0)
 
@@ -723,242 +679,21 @@ def solve(
     else:                                                     # Algorithm 3, Appendix F.3
         results, tau_s, b = [], tau, np.zeros(p)
         while len(S):
-            res = solve(S, tau_s, b)
+            res = minimise(S, tau_s, b)
             results.append(res)
             stages.append(dict(tau=tau_s, size=len(S), n_iter=res.n_iter,
                                converged=res.converged))
-            # S^tau = {j : |b_j| >= c0}; the fixed columns (an intercept) always stay
-            keep = (np.abs(res.b) >= threshold) | np.isin(S, fixed_idx)
+            keep = np.abs(res.b) >= threshold                 # S^tau = {j : |b_j| >= c0}
             tau_s /= 2.0
             S, b = S[keep], res.b[keep]
             if keep.all():
                 break
         if len(S):
-            results.append(solve(S, 0.0, b))                  # final: Phi_mu on S
+            results.append(minimise(S, 0.0, b))               # final: Phi_mu on S
             stages.append(dict(tau=0.0, size=len(S), n_iter=results[-1].n_iter,
                                converged=results[-1].converged))
     if not all(np.isfinite(r.b).all() for r in results):
         raise SolverError(f"The {method} iterates diverged (non-finite coefficients); lower "
                           "step_size, or use the default method='algorithm3' with inner='sqp'.")
-    b_std = np.zeros(p)
-    used_refit, report = "none", None
-    if method != "algorithm3":
-        b_std = results[-1].b
-    else:
-        if len(S):
-            b_std[S], used_refit = results[-1].b, "negdro"
-        if refit == "invariant" and len(S):
-            b_inv = invariant_refit(Sigma[:, S][:, :, S], sxy[:, S])
-            if b_inv is not None:
-                b_std[S], used_refit = b_inv, "invariant"
-        elif refit == "auto":
-            unit = np.multiply.outer(d, d)[None] * s_y**2    # scale of Var(X r), (1, p, p)
-            rows_cov = None if score_cov is None else (
-                lambda b_std, R: score_cov(b_std * s_y / d, R) / unit[0][np.ix_(R, R)])
-            with threadpool_limits(limits=1):   # q <= 30: threads only add overhead
-                report, chosen = _select_by_invariance(
-                    std, S, fixed_idx, alpha, rows_cov,
-                    None if cumulant is None else cumulant.scaled(1.0 / unit[0]),
-                    None if recentre is None else recentre / (d * s_y))
-            if report is not None:                           # back to the original scale
-                report = replace(report, cumulant=report.cumulant.scaled(unit[0]),
-                                 misfit=None if report.misfit is None
-                                 else report.misfit * (d * s_y))
-            if chosen is not None:
-                S, b_std = chosen
-                used_refit = report.estimator
-    if not np.isfinite(b_std).all():
-        raise SolverError("The refit produced non-finite coefficients; check the scale of "
-                          "the data, or use refit='negdro'.")
-    support = np.zeros(p, dtype=bool)
-    support[S] = True
-    risks = env_risks(b_std, Sigma, sxy, syy)
-    g, w = gradient(b_std, Sigma, sxy, syy, gamma=gamma, mu=mu)
-    stalled = [r for r in results if not r.converged]      # report the stage that stalled
-    grad_norm = (stalled[0] if stalled else results[-1]).grad_norm if results else float(
-        np.linalg.norm(g[S]))
-    return SolverOutput(
-        b=b_std * s_y / d,
-        support=support,
-        w=w,
-        objective=objective(b_std, Sigma, sxy, syy, gamma=gamma, mu=mu) * s_y**2,
-        risks=risks * s_y**2,
-        grad_norm=grad_norm,
-        n_iter=sum(r.n_iter for r in results),
-        converged=all(r.converged for r in results),
-        method=method,
-        inner=inner if method == "algorithm3" else method,
-        stages=tuple(stages),
-        options=replace(options, step_size=step_size, max_iter=max_iter, tol=tol,
-                        upsilon=upsilon),
-        refit=used_refit,
-        selection=report,
-    )
-
-
-def _candidates(std: Moments, S3: np.ndarray, free: np.ndarray, fixed: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """The covariates the walk may select and the instruments of the J test.
-
-    All covariates when there are at most ``MAX_INSTRUMENTS``.  Beyond, the walk's
-    candidates are Algorithm 3's support ``S3`` and the covariates with the largest
-    pooled association ``|mean_e E_e[X_j Y]|`` (standardised; sure-independence
-    screening), ``MAX_CANDIDATES`` in all unless ``S3`` is larger, and the instruments add
-    the covariates whose second moment varies most across environments (a criterion that
-    does not look at the outcome), up to ``MAX_INSTRUMENTS``.  The J test looks only at
-    differences across environments, which the pooled association leaves (nearly)
-    untouched; instruments chosen by the NegDRO first stage would be chosen *because*
-    their residual moments look non-invariant, which inflates J (eq. (33), p = 100: 6 to 8
-    rejections in 20 samples at level 0.05) -- only the few in ``S3`` are kept, as a cause
-    can have no pooled association at all (eq. (33), authors' code: ``E[X1 Y] = 0``).
-    More than about 30 instruments inflate J through the estimated weight at n = 2,000
-    per environment.
-    """
-    if len(free) <= MAX_INSTRUMENTS:
-        return free, np.sort(np.concatenate([fixed, free]))
-    pooled = np.abs(std.sxy.mean(axis=0))[free]
-    first = [j for j in S3 if j in set(free)][:MAX_INSTRUMENTS]
-    screened = [j for j in free[np.argsort(-pooled, kind="stable")] if j not in first]
-    candidates = np.array(first + screened[:max(MAX_CANDIDATES - len(first), 0)], dtype=int)
-    second = np.einsum("ejj->ej", std.Sigma)[:, free]             # E_e[X_j^2] (standardised)
-    spread = second.std(axis=0) / second.mean(axis=0)
-    others = free[np.argsort(-spread, kind="stable")]
-    others = others[~np.isin(others, candidates)][:MAX_INSTRUMENTS - len(candidates)]
-    return candidates, np.sort(np.concatenate([fixed, candidates, others]))
-
-
-def _recentring(std: Moments, b_gmm: FloatArray, S: np.ndarray, b_ols: FloatArray | None,
-                candidates: np.ndarray, alpha: float, n_min: float, screened: int
-                ) -> FloatArray:
-    """What the bootstrap subtracts from every replicate's ``sxy`` so that the selected
-    model holds exactly in the bootstrap world (Hall and Horowitz 1996), as the true
-    one does in the real world.
-
-    - Invariance: ``g_e(b_gmm) - gbar(b_gmm)``, ``gbar`` the row-weighted mean over
-      environments (which GMM profiles out with ``m``); without it the J test rejects the
-      true support in most replicates.
-    - Exogeneity, when pooled OLS on ``S`` was reported: the pooled score
-      ``gbar_j(b_ols)`` of every candidate ``j`` whose pooled ``|t|`` on ``S + {j}`` is
-      below the cut of :func:`augment_support` -- those that the sample says are not
-      causes -- so that replicates do not find, half the time, a non-cause whose ``t`` sat
-      just under the cut in the sample.  Candidates above the cut that were not added
-      (set aside as children of Y) keep their pooled association.
-    """
-    w = np.where(np.isfinite(std.n), std.n, 1.0)
-    w = w / w.sum()
-    g = std.sxy - std.Sigma @ b_gmm                                   # g_e(b)
-    misfit = g - w @ g
-    if b_ols is not None:
-        rest = np.setdiff1d(candidates, S)
-        null = rest[pooled_t(std, S, rest) < critical_value(alpha, screened, n_min)]
-        misfit[:, null] += (w @ (std.sxy - std.Sigma @ b_ols))[null]
-    return misfit
-
-
-def _select_by_invariance(
-    std: Moments, S3: np.ndarray, fixed: np.ndarray, alpha: float,
-    rows_cov: Callable[[FloatArray, np.ndarray], FloatArray] | None,
-    cumulant: Cumulant | None,
-    recentre: FloatArray | None,
-) -> tuple[SelectionReport, tuple[np.ndarray, FloatArray] | None]:
-    """The invariance route of ``refit="auto"`` on standardised moments (see :func:`solve`).
-
-    Candidates and instruments come from :func:`_candidates`.  Score covariances are
-    :func:`gaussian_score_cov` (Isserlis) plus a fourth-cumulant term,
-    ``rows_cov(b) - gaussian_score_cov(b)``, at a pilot (the GMM fit on all candidates)
-    when the rows are at hand, the fixed ``cumulant`` in bootstrap replicates, else 0.  The
-    candidates are ordered by the ``|t|`` of the pilot and :func:`select_support` runs with
-    each J test a two-step GMM of its own model.  Then, iterated GMM: it is rerun with one
-    weight for every support, evaluated at the chosen (pruned, continuously updated) fit,
-    the cumulant re-estimated there when rows are at hand (two passes over the rows in
-    all), and again while the J test rejects every support (at most ``SCORE_ITERATIONS``
-    walks with a common weight).
-    ``recentre`` (a bootstrap replicate; :attr:`SelectionReport.misfit`) recentres the
-    bootstrap world at the sample's choice: it is subtracted from ``sxy`` in the invariance
-    conditions (M) and in the pooled regressions (where only its row-weighted mean, the
-    pooled part, matters); the score covariances keep the replicate's own moments, which
-    stay a consistent set (a large misfit subtracted from ``sxy`` alone could even make
-    ``E[r^2]`` negative).
-    All arrays are on the standardised scale.  Returns the report and, when the route is
-    taken, ``(support, b_std)``; None means keep Algorithm 3's support and fit.
-    """
-    pooled = std if recentre is None else replace(std, sxy=std.sxy - recentre)
-    p, E = std.p, std.n_envs
-    free = np.setdiff1d(np.arange(p), fixed)
-    candidates, instruments = _candidates(std, S3, free, fixed)
-    full = np.concatenate([fixed, candidates]).astype(int)
-    n_min = float(std.n.min())
-    K = Cumulant.zero(E) if cumulant is None else cumulant
-
-    def gmm_at(K: Cumulant, b_ref: FloatArray, own_weight: bool) -> InvarianceGMM:
-        return InvarianceGMM(std, instruments=instruments, cumulant=K, b_ref=b_ref,
-                             own_weight=own_weight, recentre=recentre)
-
-    def at(fit) -> FloatArray:
-        b = np.zeros(p)
-        b[fit.support] = fit.b
-        return b
-
-    def cumulant_at(b: FloatArray) -> Cumulant:
-        """Rows minus Isserlis, on the instruments."""
-        return Cumulant(instruments, rows_cov(b, instruments)
-                        - gaussian_score_cov(std, b, instruments))
-
-    refresh = rows_cov is not None and cumulant is None
-    gmm = gmm_at(K, np.zeros(p), True)
-    pilot = gmm.fit(full)
-    if refresh:                                # one pass over the rows at the pilot
-        K = cumulant_at(at(pilot))
-        gmm = gmm_at(K, at(pilot), True)
-        pilot = gmm.fit(full)
-    t_stat = np.abs(pilot.b) / np.maximum(pilot.se, 1e-300)
-    order = full[len(fixed):][np.argsort(-t_stat[len(fixed):], kind="stable")]
-    sel = select_support(gmm, order, fixed=fixed, alpha=alpha, n_min=n_min)
-    for k in range(SCORE_ITERATIONS):        # iterated GMM: one weight, at the choice
-        if sel.fit is None or (k and not sel.rejected):
-            break
-        b0 = at(sel.fit)
-        if refresh and k == 0:                 # second (last) pass over the rows
-            K = cumulant_at(b0)
-        gmm = gmm_at(K, b0, False)
-        sel = select_support(gmm, order, fixed=fixed, alpha=alpha, n_min=n_min)
-    names = std.names
-
-    def report(route, reason, estimator, fit=None, exo=(np.nan, 0, np.nan), worst=np.nan,
-               misfit=None, added=(), removed=()):
-        return SelectionReport(
-            route=route, reason=reason, estimator=estimator, walk=sel.walk,
-            pruned=tuple(names[j] for j in sel.pruned), critical_t=sel.critical_t,
-            added=tuple(names[j] for j in added), removed=tuple(names[j] for j in removed),
-            J=np.nan if fit is None else fit.J, df=0 if fit is None else fit.df,
-            pvalue=np.nan if fit is None else fit.pvalue, exogeneity=exo, worst_se=worst,
-            gate_se=GATE_SE, instruments=tuple(names[j] for j in instruments),
-            cumulant=K, misfit=misfit, rejected=sel.rejected and route == "invariance")
-
-    if sel.fit is None or (sel.rejected and sel.truncated):
-        return report("negdro", "too few equations to test invariance on the larger "
-                      "supports ((|E| - 1) q must exceed the support size)", "negdro"), None
-    fit = sel.fit
-    worst = gmm.fit(np.union1d(fit.support, S3)).worst_se_free(fixed)
-    if worst > GATE_SE:
-        return report("negdro", f"the environment differences identify the support only "
-                      f"weakly (worst standardised s.e. {worst:.3g} > {GATE_SE:g})", "negdro",
-                      fit, worst=worst), None
-    ols = exogenous_support(gmm, pooled, fit.support, candidates, alpha=alpha, n_min=n_min,
-                            screened=len(free))
-    S = ols.support
-    if ols.exogeneity[2] >= alpha:                  # no sign of confounding: OLS is efficient
-        if ols.added or ols.removed:
-            fit = gmm.fit_cue(S)
-        b_std, estimator = np.zeros(p), "ols"
-        b_std[S] = pooled_ols(pooled, S)[0]
-    else:
-        b_std, estimator = at(fit), "gmm"
-    misfit = None if recentre is not None else _recentring(      # the sample only
-        std, at(fit), S, b_std if estimator == "ols" else None, candidates, alpha, n_min,
-        len(free))
-    reason = (f"the J test rejects invariance (level {alpha:g}) on every support from the "
-              "BIC choice on; the BIC choice is reported" if sel.rejected else
-              "the J test accepts a support that the environments identify")
-    return report("invariance", reason, estimator, fit, ols.exogeneity, worst, misfit,
-                  ols.added, ols.removed), (S, b_std)
+    return results, tuple(stages), S, replace(options, step_size=step_size,
+                                              max_iter=max_iter, tol=tol, upsilon=upsilon)

@@ -32,7 +32,8 @@ from .exceptions import DataError
 from .model import NegDRO
 from .moments import Moments
 from .objective import env_risks, gradient, negative_weight
-from .solvers import SolverOptions, solve
+from .route import solve
+from .solvers import SolverOptions
 
 __all__ = [
     "StatementCheck",

@@ -10,7 +10,9 @@ RANKING = [
     "_typing", "exceptions", "_validation",    # foundations
     "moments", "data",                         # the currency, and every source of it
     "objective", "selection", "solvers",       # the maths on moments
-    "diagnostics", "design",                   # conditions; planned designs
+    "diagnostics",                             # conditions
+    "route",                                   # the estimator on moments: selection, verdict
+    "design",                                  # planned designs
     "baselines", "simulate",                   # peers and the paper's SEMs: moments/design only
     "datasets",                                # bundled real data
     "holdout",                                 # LOEO validation: peers + a NegDRO callable

@@ -163,3 +163,23 @@ def test_confounder_of_a_constant_noise():
     with pytest.raises(DataError, match="variance 0"):
         LinearSEM.from_equations({"Y": {"X1": 1.0}}, interventions=[{}],
                                  noise_var={"X1": 0.0}, confounders={("X1", "Y"): 0.5})
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_random_sem_shift_kinds(seed):
+    """random_sem(shift=...): the same graph; "mean" shifts means only (then A(w) of
+    eq. (16) has rank < |E| <= p, so Condition 1b fails), "variance" variances only."""
+    both, mean, var = (simulate.random_sem(12, n_envs=4, shift=s, rng=seed)
+                       for s in ("both", "mean", "variance"))
+    assert_allclose(mean.B, both.B, rtol=0, atol=0)
+    assert_allclose(var.Omega, both.Omega, rtol=0, atol=0)
+    assert all(not iv.cov.any() for iv in mean.interventions)
+    assert all(iv.mean.any() for iv in mean.interventions[1:])
+    assert all(not iv.mean.any() for iv in var.interventions)
+    assert all(iv.cov.any() for iv in var.interventions[1:])
+    assert not mean.check_identification().condition_1b.holds
+
+
+def test_random_sem_bad_shift():
+    with pytest.raises(ValueError, match="'shift' parameter of random_sem.*Did you mean 'mean'"):
+        simulate.random_sem(12, shift="means")

@@ -19,7 +19,8 @@ from negdro_stats import (
     simulate,
 )
 from negdro_stats import testing as nt
-from negdro_stats.solvers import SolverOptions, solve
+from negdro_stats.route import solve
+from negdro_stats.solvers import SolverOptions
 
 
 # --------------------------------------------------------------------- known answers

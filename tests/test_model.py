@@ -9,6 +9,7 @@ from numpy.testing import assert_allclose
 
 from negdro_stats import ConvergenceWarning, DataError, DataWarning, NegDRO, simulate
 from negdro_stats.cli import main
+from negdro_stats.diagnostics import check_condition_1b
 
 
 @pytest.fixture(scope="module")
@@ -149,9 +150,14 @@ def test_identification_and_invariance_in_results(df):
     assert "Cond. 1b rel. margin" in text and "Equal environment risks" in text
     off = NegDRO(df, env="env", outcome="Y").fit(check_identification=False, n_boot=0)
     assert off.identification is None and np.isnan(off.ident_margin)
-    # With an intercept the margin leaves the constant out (it is never intervened on).
+    # With an intercept the margin is that of the pooled-centred covariates (the constant,
+    # never intervened on, is profiled out as in the fit), so a shifted origin leaves it.
     res_c = NegDRO(df, env="env", outcome="Y", fit_intercept=True).fit(n_boot=0)
-    assert_allclose(res_c.ident_margin, res.ident_margin, rtol=1e-6)
+    centred = check_condition_1b(res.model.moments.centred()[0])
+    assert_allclose(res_c.ident_margin, centred.margin, rtol=1e-6)
+    moved = df.assign(X1=df["X1"] + 100.0)
+    res_m = NegDRO(moved, env="env", outcome="Y", fit_intercept=True).fit(n_boot=0)
+    assert_allclose(res_m.ident_margin, res_c.ident_margin, rtol=1e-6)
 
 
 def test_diagnose_function_form(df):
