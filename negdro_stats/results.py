@@ -202,11 +202,23 @@ class NegDROResults(_Saveable):
         self.converged = solver.converged
         self.n_iter = solver.n_iter
 
+    @property
+    def undetermined(self) -> pd.Series:
+        """Whether each coefficient is left undetermined by these environments (the
+        route ``"not identified"``; :attr:`selection`): its standard error is
+        infinite and its interval unbounded, whatever the bootstrap says."""
+        sel = self.selection
+        names = set(() if sel is None or sel.identified else sel.undetermined)
+        return pd.Series([name in names for name in self.params.index],
+                         index=self.params.index, name="undetermined")
+
     @cached_property
     def bse(self) -> pd.Series:
-        """Bootstrap standard errors (sd of the refits); NaN without a bootstrap."""
+        """Bootstrap standard errors (sd of the refits); NaN without a bootstrap; inf for
+        a coefficient the environments do not determine (:attr:`undetermined`)."""
         values = (np.full(len(self.params), np.nan) if self.bootstrap is None
                   else self.bootstrap.standard_error())
+        values = np.where(self.undetermined.to_numpy(), np.inf, values)
         return pd.Series(values, index=self.params.index, name="boot se")
 
     @cached_property
@@ -233,6 +245,9 @@ class NegDROResults(_Saveable):
 
         ``method`` is ``"percentile"`` (default), ``"basic"`` or ``"normal"``; see
         :meth:`negdro_stats.inference.BootstrapResult.interval`.  NaN without a bootstrap.
+        A coefficient the environments do not determine (:attr:`undetermined`, route
+        ``"not identified"``) gets ``(-inf, inf)``: the data are consistent with any value
+        of it, so a bootstrap of the reported fit would only show that fit's noise.
         """
         alpha = check_scalar(alpha, "alpha", "conf_int", min_val=0, max_val=1,
                              closed="neither")
@@ -241,6 +256,8 @@ class NegDROResults(_Saveable):
             lo = hi = np.full(len(self.params), np.nan)
         else:
             lo, hi = self.bootstrap.interval(self.params.to_numpy(), alpha, method)
+        free = self.undetermined.to_numpy()
+        lo, hi = np.where(free, -np.inf, lo), np.where(free, np.inf, hi)
         return pd.DataFrame({"lower": lo, "upper": hi}, index=self.params.index)
 
     @cached_property
@@ -369,8 +386,12 @@ def _verdict(res: NegDROResults) -> str | None:
     if ident is not None and not ident.holds:
         problems.append(f"Condition 1b fails (relative margin {ident.relative_margin:.3g}): "
                         "the environments may not identify the causal model")
-    if res.selection is not None and res.selection.rejected:
-        problems.append("the J test rejects invariance on every support tried")
+    sel = res.selection
+    if sel is not None and not sel.identified:
+        names = ", ".join(sel.undetermined[:5]) + (" ..." if len(sel.undetermined) > 5 else "")
+        problems.append(f"NOT IDENTIFIED: these environments do not determine {names}")
+    if sel is not None and sel.rejected:
+        problems.append("the J test rejects invariance on the reported support")
     if res.invariance is not None and res.invariance.pvalue < 0.05:
         problems.append(f"the environment risks differ at the estimate "
                         f"(p = {res.invariance.pvalue:.2g})")
@@ -402,7 +423,8 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
         ("Cond. 1b rel. margin:", "n/a" if ident is None else
          f"{ident.relative_margin:.3g} {'holds' if ident.holds else 'fails'}"),
         ("Selected:", f"{int(res.support.sum())} of {len(res.params)}"),
-        ("Selection:", "J test + BIC" if res.selection is not None
+        ("Selection:", "not identified" if res.selection is not None
+         and not res.selection.identified else "J test + BIC" if res.selection is not None
          and res.selection.route == "invariance" else f"c0 = {s['threshold']:g}"
          if s["method"] == "algorithm3" else "none"),
         ("Converged:", "yes" if res.converged else "NO"),
@@ -443,7 +465,7 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
     verdict = _verdict(res)
     smry.verdict = None if verdict is None else _wrap(verdict, width, indent="")
     sel = res.selection
-    if sel is not None and sel.route == "invariance":
+    if sel is not None and sel.estimator != "negdro":
         notes = [
             "std coef = coef x RMS(X_j) / RMS(Y).  Support chosen by invariance: GMM-BIC "
             "over nested supports of the gradient-invariance conditions (Lemma 1), "
@@ -452,9 +474,9 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
             f"{sel.critical_t:.3g}" + (f" (removed: {', '.join(sel.pruned)})" if sel.pruned
                                        else "") + f"; J = {sel.J:.3g}, df = {sel.df}, "
             f"p = {sel.pvalue:.3g}.",
-            *(["WARNING: the J test rejects invariance on every support from the BIC "
-               "choice on; the invariance assumption may be violated."] if sel.rejected
-              else []),
+            *(["WARNING: the J test rejects invariance on the reported support (no support "
+               "from the BIC choice on passed it); the invariance assumption may be "
+               "violated."] if sel.rejected else []),
             ("Hausman contrast of pooled OLS with the invariance GMM on the support "
              + _format_test(sel.exogeneity) + ": " + (
                 "not rejected, so pooled OLS on the support is reported (efficient)."
@@ -473,6 +495,12 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
         if sel is not None:
             notes.append(f"Invariance selection not used: {sel.reason}; Algorithm 3's "
                          "support and Phi_mu fit are reported.")
+    if sel is not None and not sel.identified:
+        notes.insert(0, f"NOT IDENTIFIED: {sel.reason}.  The intervals of "
+                     f"{', '.join(sel.undetermined)} are (-inf, inf) and their standard "
+                     "errors inf: the data are consistent with other values of them "
+                     "(more environments, or interventions on these covariates, would "
+                     "determine them).")
     if has_boot:
         boot = res.bootstrap
         unconverged = int((~boot.converged & ~boot.failed).sum())

@@ -164,10 +164,24 @@ class InvarianceGMM:
 
     def _score(self, b: FloatArray) -> FloatArray:
         """``Var_e(Z r)`` at ``b``: :func:`gaussian_score_cov` on the instruments plus the
-        cumulant."""
+        cumulant.  The cumulant was estimated at another ``b``; where adding it leaves an
+        environment's covariance not positive definite (far from that ``b``), it is
+        halved until it does, and dropped after ten halvings (a covariance, unlike the
+        estimate of a correction to it, must be positive definite)."""
         mu, mu_r, _, g, risk, c, Sig = _isserlis_parts(self.mom, b, self.R)
-        return (Sig * risk[:, None, None] + 2.0 * mu_r[:, None, None] * (_outer(mu, c)
-                + _outer(c, mu)) + 2.0 * _outer(c, c) - _outer(g, g) + self.K)
+        gauss = (Sig * risk[:, None, None] + 2.0 * mu_r[:, None, None] * (_outer(mu, c)
+                 + _outer(c, mu)) + 2.0 * _outer(c, c) - _outer(g, g))
+        V = gauss + self.K
+        if not self.K.any() or _is_pd(V):
+            return V
+        for e in range(len(V)):
+            t = 1.0
+            while t > 2.0**-10 and not _is_pd(V[e]):
+                t /= 2.0
+                V[e] = gauss[e] + t * self.K[e]
+            if not _is_pd(V[e]):
+                V[e] = gauss[e]
+        return V
 
     def _score_form(self, b: FloatArray, S: np.ndarray, a: FloatArray) -> FloatArray:
         """``sum_e a_e^T (dV_e / db_k) a_e / n_e`` for ``k`` in ``S``: the derivative of the
@@ -228,7 +242,18 @@ class InvarianceGMM:
         covariance is ``P_SS^{-1}`` with the weight at the CUE estimate.  (Its correction of
         the two-step estimate can exceed several two-step standard errors: those are too
         small with many moments; measured on the random designs of
-        ``benchmarks/bench_selection.py``, bounding the step made the errors worse.)"""
+        ``benchmarks/bench_selection.py``, bounding the step made the errors worse.)
+
+        The guard against its drift: the CUE objective flattens as ``|b|`` grows, because
+        the score variance grows with the residual mean square, so with many moment
+        conditions it can slide to large coefficients and a J of nearly 0 (measured: a
+        child of Y at coefficient 12 at n = 500; J = 0 on 112 degrees of freedom at
+        n = 2,000).  A CUE estimate whose mean residual mean square exceeds that of the
+        zero model, ``mean_e E_e[Y^2]``, explains less than nothing: that is a drift,
+        and the two-step estimate is kept.  (Legitimate corrections, which move a child's
+        coefficient back towards 0, raise the residual mean square by factors of up to
+        about 4 on the random designs at n = 2,000; drifts at n = 500 by factors of
+        10-2,800.)"""
         S = np.asarray(S, dtype=int)
         two = self.fit(S)
         b_S = two.b
@@ -238,7 +263,9 @@ class InvarianceGMM:
                     opt = optimize.minimize(self._cue_objective, two.b, args=(S,),
                                             jac=True, method="L-BFGS-B",
                                             options={"maxiter": 200})
-                    if np.isfinite(opt.fun) and np.all(np.isfinite(opt.x)):
+                    if (np.isfinite(opt.fun) and np.all(np.isfinite(opt.x))
+                            and self._risk(S, opt.x) <= max(self._risk(S, 0 * two.b),
+                                                            self._risk(S, two.b))):
                         b_S = opt.x
                 except (linalg.LinAlgError, ValueError):
                     pass                                   # keep the two-step estimate
@@ -249,6 +276,11 @@ class InvarianceGMM:
         return GMMFit(support=S, b=b_S, info=info, J=J, df=df,
                       pvalue=float(stats.chi2.sf(J, df)) if df > 0 else np.nan,
                       identified=identified)
+
+    def _risk(self, S: np.ndarray, b_S: FloatArray) -> float:
+        """Mean over environments of the residual mean square ``E_e[(Y - b_S^T X_S)^2]``."""
+        mom, b = self.mom, self._full(S, b_S)
+        return float(np.mean(mom.syy - 2.0 * mom.sxy @ b + (mom.Sigma @ b) @ b))
 
     def _solve(self, S: np.ndarray, W: FloatArray):
         """Minimise ``J(b_S) = min_m sum_e (g_e - m)^T W_e (g_e - m)`` with m profiled out."""
@@ -303,6 +335,15 @@ class InvarianceGMM:
         pvalue = float(stats.chi2.sf(J, df)) if df > 0 else np.nan
         return GMMFit(support=S, b=b, info=info, J=J, df=df, pvalue=pvalue,
                       identified=identified)
+
+
+def _is_pd(A: FloatArray) -> bool:
+    """Whether a (stack of) symmetric matrices is positive definite (Cholesky)."""
+    try:
+        np.linalg.cholesky(A)
+        return True
+    except np.linalg.LinAlgError:
+        return False
 
 
 def _inv_psd(A: FloatArray) -> FloatArray:
@@ -371,9 +412,10 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, alpha: float,
        the critical value ``max(z_{1 - alpha / (2 |S|)}, sqrt(log n))``.  Standard errors
        are inflated by ``sqrt(max(1, J / df))``: where invariance fails (J well above its
        degrees of freedom), a misfit would otherwise make covariates look significant
-       that only absorb it; under invariance ``J / df -> 1`` and nothing changes.  A
-       removal that makes the J test reject (where it accepted) is not made: pruning
-       never turns an accepted support into a rejected one.
+       that only absorb it; under invariance ``J / df -> 1`` and nothing changes.
+       Pruning never turns an accepted support into a rejected one: where the support
+       it starts from passes the J test, the result is the last step of the pruning
+       whose J test passes.
 
     ``rejected`` is the J test of the reported (pruned) fit itself.
     """
@@ -420,7 +462,7 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, alpha: float,
         k += 1
     if fit is None:
         fit = gmm.fit_cue(fits[k_bic].support)
-    pruned, crit = [], np.nan
+    path, pruned, crit = [fit], [], np.nan
     while len(fit.support):
         crit = critical_value(alpha, len(fit.support), n_min)
         t = np.abs(fit.b) / (fit.se * np.sqrt(max(1.0, fit.J / fit.df)))
@@ -428,10 +470,14 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, alpha: float,
         if t[j] >= crit:
             break
         trial = gmm.fit_cue(np.delete(fit.support, j))
-        if not trial.identified or (trial.pvalue < alpha <= fit.pvalue):
+        if not trial.identified:
             break
         pruned.append(int(fit.support[j]))
         fit = trial
+        path.append(fit)
+    if path[0].pvalue >= alpha:                 # the last step of the pruning J accepts
+        k = max(k for k, f in enumerate(path) if f.pvalue >= alpha)
+        fit, pruned = path[k], pruned[:k]
     return Selection(fit=fit, rejected=not fit.pvalue >= alpha, truncated=truncated,
                      walk=tuple(walk), pruned=tuple(pruned), critical_t=float(crit))
 
