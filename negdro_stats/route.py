@@ -26,10 +26,12 @@ descendants of ``Y``).  The nested supports in that order are then scored by J t
 rate; :func:`~negdro_stats.selection.select_support`), causes that only the pooled
 regression sees are added, and pooled OLS or the invariance GMM is reported.
 
-The J tests use ``q`` instruments with ``(|E| - 1) q^2 <= 2 n`` (``n`` the smallest
-environment; :func:`instrument_budget`): with more, the estimated weight of ~100+
-moment conditions makes the J test over-reject and the continuously updated estimator
-drift at small ``n`` (its objective flattens as ``|b|`` grows).  All covariates when
+The J tests use ``q`` instruments with ``m = (|E| - 1) q <= 2 sqrt(n)`` moment
+conditions (``n`` the smallest environment; :func:`instrument_budget`): the many-moment
+bias of GMM is of order ``m / n``, so the Hausman contrast, scaled by the information
+(order ``n``), is distorted by about ``m^2 / n``, and with ~100+ conditions at small
+``n`` the J test over-rejects and the continuously updated estimator drifts (its
+objective flattens as ``|b|`` grows).  All covariates when
 ``p`` is within the budget; beyond it, the first half of the pilot's order and then the
 covariates whose second moments vary most across environments (a rule that does not
 look at ``Y``).
@@ -86,17 +88,17 @@ __all__ = ["solve", "select_by_invariance", "instrument_budget", "rank_test", "R
 
 GATE_SE = 0.1            # invariance route only if its worst standardised s.e. is below this
 SCORE_ITERATIONS = 3     # walks with a common weight (again while the J test rejects)
-INSTRUMENT_BUDGET = 2.0  # (|E| - 1) q^2 <= INSTRUMENT_BUDGET * n
+INSTRUMENT_BUDGET = 2.0  # (|E| - 1) q <= INSTRUMENT_BUDGET * sqrt(n) moment conditions
 BIAS_MAX = 0.5           # Algorithm 3 trusted where Theorem 4's bound is at most this
 SMALL_P = 64             # up to here one BLAS thread is faster (small products)
 
 
 def instrument_budget(n_envs: int, n_min: float, p: int) -> int:
-    """Instruments of the J tests: ``q = floor(sqrt(2 n / (|E| - 1)))``, at most ``p``
-    (about 30 at n = 2,000 with five environments; all covariates for population
-    moments)."""
+    """Instruments of the J tests: ``q`` with ``(|E| - 1) q <= 2 sqrt(n)`` moment
+    conditions, at most ``p`` (22 at n = 2,000 with five environments, 31 at n = 20,000
+    with ten; all covariates for population moments)."""
     n = N_POPULATION if not np.isfinite(n_min) else n_min
-    return int(min(p, max(1, np.sqrt(INSTRUMENT_BUDGET * n / max(n_envs - 1, 1)))))
+    return int(min(p, max(1, INSTRUMENT_BUDGET * np.sqrt(n) / max(n_envs - 1, 1))))
 
 
 def solve(
@@ -287,9 +289,7 @@ class RankTest:
     ``stat``: the smallest normalised information (below), referred to ``chi2(df)``
     with ``pvalue``, ``df = (equations) - p + 1``; ``null``: the directions not determined (columns, unit length),
     ``determined``: an orthonormal basis of the others; ``undetermined``: the
-    covariates with a share of at least ``0.1`` in the null directions, most first;
-    ``se``: each coefficient's standardised standard error with every covariate free
-    (``sqrt(diag(info^-1))``).
+    covariates with a share of at least ``0.1`` in the null directions, most first.
     """
 
     stat: float
@@ -298,7 +298,6 @@ class RankTest:
     null: FloatArray
     determined: FloatArray
     undetermined: tuple
-    se: FloatArray
 
 
 def rank_test(std: Moments, info: FloatArray, b: FloatArray, *, df: int, alpha: float
@@ -332,11 +331,9 @@ def rank_test(std: Moments, info: FloatArray, b: FloatArray, *, df: int, alpha: 
     share = (unit[:, null] ** 2).sum(axis=1)
     order = np.argsort(-share, kind="stable")
     determined = np.linalg.qr(vecs[:, ~null])[0] if (~null).any() else np.zeros((p, 0))
-    with np.errstate(divide="ignore"):     # info^-1 = V diag(1 / vals) V^T (N-orthonormal V)
-        se = np.sqrt((vecs**2) @ np.where(vals > 0, 1.0 / vals, np.inf))
     return RankTest(stat=float(vals[0]), df=dof, pvalue=float(stats.chi2.sf(vals[0], dof)),
                     null=unit[:, null], determined=determined,
-                    undetermined=tuple(int(j) for j in order if share[j] >= 0.1), se=se)
+                    undetermined=tuple(int(j) for j in order if share[j] >= 0.1))
 
 
 def select_by_invariance(
@@ -420,9 +417,7 @@ def select_by_invariance(
     b_sel = pilot.b if sel.fit is None else at(sel.fit)
     rank = rank_test(std, wide.information(every, b_sel), b_sel, df=wide.df_base,
                      alpha=alpha)
-    se_all = rank.se
-    loose = [j for j in np.argsort(-se_all, kind="stable") if se_all[j] > GATE_SE]
-    undetermined = tuple(names[j] for j in dict.fromkeys([*rank.undetermined, *loose]))
+    undetermined = tuple(names[j] for j in rank.undetermined)
 
     def report(taken, reason, estimator, fit=None, exo=(np.nan, 0, np.nan), misfit=None,
                added=(), removed=(), identified=True):
@@ -438,15 +433,22 @@ def select_by_invariance(
             rejected=fit is not None and estimator != "negdro" and not fit.pvalue >= alpha,
             identified=identified, undetermined=undetermined)
 
-    identified = True
+    doubts = []
     if undetermined:
         listed = ", ".join(undetermined[:8]) + (
             f" and {len(undetermined) - 8} more" if len(undetermined) > 8 else "")
-        weak = (f"the environment differences do not determine the coefficients of "
-                f"{listed} (rank test of the invariance conditions on every covariate: "
-                f"{rank.null.shape[1]} direction(s) not determined, smallest information "
-                f"chi2({rank.df}) = {rank.stat:.3g}, p = {rank.pvalue:.2g}; largest "
-                f"standardised s.e. {se_all.max():.3g}, gate {GATE_SE:g})")
+        doubts.append(f"the environment differences do not determine the coefficients of "
+                      f"{listed} (rank test of the invariance conditions on every covariate: "
+                      f"{rank.null.shape[1]} direction(s) not determined, smallest "
+                      f"information chi2({rank.df}) = {rank.stat:.3g}, p = "
+                      f"{rank.pvalue:.2g})")
+    if sel.fit is not None and sel.fit.worst_se > GATE_SE:
+        doubts.append("the environment differences identify the selected support only "
+                      f"weakly (worst standardised s.e. {sel.fit.worst_se:.3g} > {GATE_SE:g})")
+        undetermined = undetermined or tuple(names[j] for j in sel.fit.support)
+    identified = True
+    if doubts:
+        weak = "; ".join(doubts)
         if route is None:                      # the sample: Condition 4 on the data
             holds, margin = _condition_4_on_data(std, rank.determined)
             bound = 1.0 / (margin * (1.0 + gamma * E)) if margin > 0 else np.inf
@@ -463,17 +465,14 @@ def select_by_invariance(
         identified = False
         verdict = (weak + "; nor does Condition 1b hold clearly on the directions they "
                    f"determine (relative margin {margin:.3g}, Theorem 4's bound {bound:.2g} "
-                   f"> {BIAS_MAX:g}): beta* is not identified by these data; ")
+                   f"> {BIAS_MAX:g}), so Algorithm 3's fit carries no guarantee either: "
+                   "beta* is not identified by these data; ")
     if sel.fit is None or (sel.rejected and sel.truncated):
         return report("negdro" if identified else "not identified", (
             "" if identified else verdict + "Algorithm 3's fit is reported, ")
             + "too few equations to test invariance on the larger supports ((|E| - 1) q "
             "must exceed the support size)", "negdro", identified=identified), None
     fit = sel.fit
-    if identified and fit.worst_se > GATE_SE:
-        return report("negdro", "the environment differences identify the support only "
-                      f"weakly (worst standardised s.e. {fit.worst_se:.3g} > {GATE_SE:g})",
-                      "negdro", fit), None
     ols = exogenous_support(gmm, pooled, fit.support, every, alpha=alpha, n_min=n_min,
                             screened=p)
     S = ols.support
