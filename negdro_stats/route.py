@@ -274,12 +274,19 @@ def _recentring(std: Moments, b_gmm: FloatArray, S: np.ndarray, b_ols: FloatArra
 def _condition_4_on_data(std: Moments, U: FloatArray) -> tuple[bool, float]:
     """Condition 1b on the directions the environment differences determine (an
     orthonormal basis ``U``, from :func:`rank_test`): the data's form of Condition 4.
-    Returns whether it holds and its relative margin (0 when no direction is
-    determined)."""
+    Checked on the second moments and on the within-environment covariances: Condition
+    4 needs ``Delta(w)`` positive definite on every intervened coordinate, which mean
+    shifts alone (rank one per environment) cannot give beyond ``|E| - 1`` directions --
+    yet with an observational environment they can make ``A(w)`` positive definite on
+    the span of the shifts, so the covariances must differ there too.  Returns whether
+    both hold and the smaller relative margin (0 when no direction is determined)."""
     if not U.shape[1]:
         return False, 0.0
-    res = check_condition_1b(np.einsum("ji,ejk,kl->eil", U, std.Sigma, U))
-    return bool(res.holds), float(res.relative_margin)
+    cov = std.Sigma - np.einsum("ei,ej->eij", std.mean_x, std.mean_x)     # Cov_e(X)
+    raw, centred = (check_condition_1b(np.einsum("ji,ejk,kl->eil", U, M, U))
+                    for M in (std.Sigma, cov))
+    return bool(raw.holds and centred.holds), float(min(raw.relative_margin,
+                                                        centred.relative_margin))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
