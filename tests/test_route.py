@@ -1,0 +1,150 @@
+"""The default estimator on moments (negdro_stats.route): selection at any p, the rank
+test that says when the environments do not decide, and the intercept profiled by
+pooled centring."""
+
+import warnings
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+
+from negdro_stats import IdentificationWarning, NegDRO, simulate
+from negdro_stats.route import instrument_budget, rank_test, solve
+from negdro_stats.selection import Cumulant, InvarianceGMM
+from negdro_stats.solvers import SolverOptions
+
+
+def _shifted(mom, j, c):
+    """Population moments of the same design with ``c`` added to covariate ``j``."""
+    a = np.zeros(mom.p)
+    a[j] = c
+    mu = mom.mean_x
+    Sigma = (mom.Sigma + np.einsum("ei,j->eij", mu, a) + np.einsum("i,ej->eij", a, mu)
+             + np.outer(a, a)[None])
+    return replace(mom, mean_x=mu + a, Sigma=Sigma, sxy=mom.sxy + np.outer(mom.mean_y, a))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(p=st.integers(5, 100), seed=st.integers(0, 2**31 - 1))
+def test_population_moments_give_the_exact_support_at_any_p(p, seed):
+    """Condition 1b holds (``strong_env``): on exact moments the default returns beta*
+    and its support, whatever p -- the walk's candidates are not capped."""
+    sem = simulate.random_sem(p, n_envs=6, n_parents=min(3, p // 2),
+                              n_children=min(3, p - p // 2), strong_env=True, rng=seed)
+    out = solve(sem.moments())
+    assert out.selection.route == "invariance" and out.selection.identified
+    assert np.array_equal(out.support, sem.beta_star != 0)
+    assert_allclose(out.b, sem.beta_star, atol=1e-6)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), j=st.integers(0, 9),
+       c=st.floats(-100, 100).filter(lambda c: abs(c) > 0.1))
+def test_a_shifted_covariate_changes_only_the_intercept(seed, j, c):
+    """fit_intercept: the constant is profiled by the pooled level condition, so adding
+    c to a covariate leaves the slopes (to 1e-8), the support, the route and the J test
+    unchanged; the intercept moves by -c b_j."""
+    sem = simulate.random_sem(10, n_envs=5, n_parents=2, n_children=2, rng=seed)
+    mom = sem.moments()
+    opts = SolverOptions(fixed=(mom.p,))
+    base = solve(mom.add_constant(), opts)
+    moved = solve(_shifted(mom, j, c).add_constant(), opts)
+    assert_allclose(moved.b[:-1], base.b[:-1], atol=1e-8)
+    assert np.array_equal(moved.support, base.support)
+    assert moved.selection.route == base.selection.route
+    assert_allclose(moved.b[-1], base.b[-1] - c * base.b[j], atol=1e-6 * (1 + abs(c)))
+
+
+def test_a_shifted_covariate_on_rows_changes_only_the_intercept():
+    """The issue's case: eq. (33), p = 6, n = 500, X6 += 10 (and X1 -= 1,000): the slopes,
+    support, route, J statistic and the Condition 1b margin stay; only the intercept
+    moves (it used to flip the route and move the slopes by 0.1)."""
+    df = simulate.eq33(p=6).sample(500, rng=0)
+    fits = []
+    for shift in (0.0, 10.0, 1000.0):
+        d = df.assign(X6=df["X6"] + shift, X1=df["X1"] - shift)
+        fits.append(NegDRO(d, env="env", outcome="Y", fit_intercept=True).fit(n_boot=0))
+    for res in fits[1:]:
+        assert_allclose(res.params.drop("const"), fits[0].params.drop("const"), atol=1e-8)
+        assert res.selection.route == fits[0].selection.route
+        assert_allclose(res.selection.J, fits[0].selection.J, rtol=1e-6)
+        assert_allclose(res.ident_margin, fits[0].ident_margin, rtol=1e-6)
+    assert not np.isclose(fits[1].params["const"], fits[0].params["const"])
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n_envs=st.integers(3, 7))
+def test_mean_shifts_only_are_not_identified(seed, n_envs):
+    """Mean shifts only: Conditions 1b and 4 fail on population moments, every small
+    support satisfies the few rank-one constraints, and the fit says so."""
+    sem = simulate.random_sem(12, n_envs=n_envs, n_parents=2, n_children=2, shift="mean",
+                              rng=seed)
+    sel = solve(sem.moments()).selection
+    assert sel.route == "not identified" and not sel.identified and sel.undetermined
+
+
+def test_mean_shifts_only_on_rows_say_not_identified_with_unbounded_intervals():
+    sem = simulate.random_sem(8, n_envs=4, n_parents=2, n_children=2, shift="mean", rng=3)
+    df = sem.sample(3000, rng=1)
+    with pytest.warns(IdentificationWarning, match="Not identified"):
+        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=10, rng=0, verbose=False)
+    free = res.undetermined
+    assert free.any() and res.selection.route == "not identified"
+    ci = res.conf_int()
+    assert np.isinf(ci.loc[free, "lower"]).all() and np.isinf(ci.loc[free, "upper"]).all()
+    assert np.isinf(res.bse[free]).all()
+    text = str(res.summary())
+    assert "NOT IDENTIFIED" in text and "Selection:" in text and "not identified" in text
+
+
+def test_rank_test_counts_null_directions():
+    """Population moments of Example 3's limited regime: one covariate is intervened on,
+    so the invariance conditions leave three of the four directions undetermined."""
+    mom = simulate.example3("limited").moments()
+    d, s_y = mom.scales()
+    std = mom.rescale(d, s_y)
+    gmm = InvarianceGMM(std, instruments=np.arange(4), cumulant=Cumulant.zero(2),
+                        b_ref=np.zeros(4))
+    b = simulate.example3("limited").beta_star * d / s_y
+    rank = rank_test(std, gmm.information(np.arange(4), b), b, df=gmm.df_base, alpha=0.05)
+    assert rank.null.shape[1] == 3 and rank.determined.shape[1] == 1
+    strong = simulate.example3("strong").moments().rescale(d, s_y)
+    gmm = InvarianceGMM(strong, instruments=np.arange(4), cumulant=Cumulant.zero(2),
+                        b_ref=np.zeros(4))
+    rank = rank_test(strong, gmm.information(np.arange(4), b), b, df=gmm.df_base,
+                     alpha=0.05)
+    assert rank.null.shape[1] == 0 and rank.undetermined == ()
+
+
+def test_limited_interventions_population_take_the_negdro_route():
+    """Example 3's limited regime on exact moments: the differences determine one
+    direction, Condition 1b holds there on second moments and covariances (Condition 4
+    on the data), so Algorithm 3's fit is reported, and it is exact."""
+    sem = simulate.example3("limited")
+    out = solve(sem.moments())
+    assert out.selection.route == "negdro" and out.selection.identified
+    assert_allclose(out.b, sem.beta_star, atol=1e-6)
+
+
+def test_instrument_budget():
+    assert instrument_budget(5, 2000, 100) == 22
+    assert instrument_budget(10, 20_000, 100) == 31
+    assert instrument_budget(5, 2000, 10) == 10
+    assert instrument_budget(4, np.inf, 1000) == 1000
+
+
+def test_no_report_of_a_support_whose_j_test_rejects_as_accepted():
+    """Whatever the route, the reason text and the rejected flag agree with the J test of
+    the reported support (it used to say 'accepts' next to p = 4e-10)."""
+    for seed in range(4):
+        sem = simulate.random_sem(30, n_envs=5, weak_effects=(0.05,), rng=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = NegDRO(sem.sample(500, rng=seed), env="env", outcome="Y").fit(n_boot=0)
+        sel = res.selection
+        if sel.estimator != "negdro":
+            assert sel.rejected == (sel.pvalue < 0.05)
+            assert ("rejects" in sel.reason) == sel.rejected
