@@ -26,12 +26,14 @@ descendants of ``Y``).  The nested supports in that order are then scored by J t
 rate; :func:`~negdro_stats.selection.select_support`), causes that only the pooled
 regression sees are added, and pooled OLS or the invariance GMM is reported.
 
-The J tests use ``q`` instruments with ``m = (|E| - 1) q <= 2 sqrt(n)`` moment
-conditions (``n`` the smallest environment; :func:`instrument_budget`): the many-moment
-bias of GMM is of order ``m / n``, so the Hausman contrast, scaled by the information
-(order ``n``), is distorted by about ``m^2 / n``, and with ~100+ conditions at small
-``n`` the J test over-rejects and the continuously updated estimator drifts (its
-objective flattens as ``|b|`` grows).  All covariates when
+The J tests use ``q`` instruments with ``(|E| - 1) q^2 <= 2 n`` and
+``m = (|E| - 1) q <= 3 sqrt(n)`` moment conditions (``n`` the smallest environment;
+:func:`instrument_budget`): the estimated weights of ``q``-dimensional score
+covariances distort J by about ``m q / n``, and the many-moment bias of GMM is of order
+``m / n``, so the Hausman contrast, scaled by the information (order ``n``), is
+distorted by about ``m^2 / n``; with ~100+ conditions at small ``n`` the J test
+over-rejects and the continuously updated estimator drifts (its objective flattens as
+``|b|`` grows).  All covariates when
 ``p`` is within the budget; beyond it, the first half of the pilot's order and then the
 covariates whose second moments vary most across environments (a rule that does not
 look at ``Y``).
@@ -88,17 +90,18 @@ __all__ = ["solve", "select_by_invariance", "instrument_budget", "rank_test", "R
 
 GATE_SE = 0.1            # invariance route only if its worst standardised s.e. is below this
 SCORE_ITERATIONS = 3     # walks with a common weight (again while the J test rejects)
-INSTRUMENT_BUDGET = 2.0  # (|E| - 1) q <= INSTRUMENT_BUDGET * sqrt(n) moment conditions
 BIAS_MAX = 0.5           # Algorithm 3 trusted where Theorem 4's bound is at most this
 SMALL_P = 64             # up to here one BLAS thread is faster (small products)
 
 
 def instrument_budget(n_envs: int, n_min: float, p: int) -> int:
-    """Instruments of the J tests: ``q`` with ``(|E| - 1) q <= 2 sqrt(n)`` moment
-    conditions, at most ``p`` (22 at n = 2,000 with five environments, 31 at n = 20,000
-    with ten; all covariates for population moments)."""
+    """Instruments of the J tests: the largest ``q <= p`` with ``(|E| - 1) q^2 <= 2 n``
+    (the estimated weights) and ``m = (|E| - 1) q <= 3 sqrt(n)`` moment conditions (the
+    many-moment bias): 31 at n = 2,000 with five environments, 47 at n = 20,000 with ten,
+    15 at n = 500 with five; all covariates for population moments."""
     n = N_POPULATION if not np.isfinite(n_min) else n_min
-    return int(min(p, max(1, INSTRUMENT_BUDGET * np.sqrt(n) / max(n_envs - 1, 1))))
+    k = max(n_envs - 1, 1)
+    return int(min(p, max(1.0, min(np.sqrt(2.0 * n / k), 3.0 * np.sqrt(n) / k))))
 
 
 def solve(
@@ -279,12 +282,16 @@ def _condition_4_on_data(std: Moments, U: FloatArray) -> tuple[bool, float]:
     shifts alone (rank one per environment) cannot give beyond ``|E| - 1`` directions --
     yet with an observational environment they can make ``A(w)`` positive definite on
     the span of the shifts, so the covariances must differ there too.  Returns whether
-    both hold and the smaller relative margin (0 when no direction is determined)."""
+    both hold and the smaller relative margin (0 when no direction is determined; NaN,
+    and no claim, when the large-p solution path does not converge)."""
     if not U.shape[1]:
         return False, 0.0
     cov = std.Sigma - np.einsum("ei,ej->eij", std.mean_x, std.mean_x)     # Cov_e(X)
-    raw, centred = (check_condition_1b(np.einsum("ji,ejk,kl->eil", U, M, U))
-                    for M in (std.Sigma, cov))
+    try:
+        raw, centred = (check_condition_1b(np.einsum("ji,ejk,kl->eil", U, M, U))
+                        for M in (std.Sigma, cov))
+    except SolverError:                     # the large-p path did not converge: no claim
+        return False, float("nan")
     return bool(raw.holds and centred.holds), float(min(raw.relative_margin,
                                                         centred.relative_margin))
 
@@ -360,10 +367,7 @@ def select_by_invariance(
     one weight for every support, evaluated at the chosen (pruned, continuously updated)
     fit, the cumulant re-estimated there when rows are at hand (two passes over the rows
     in all), and again while the J test rejects every support (at most
-    ``SCORE_ITERATIONS`` walks with a common weight); a rerun that rejects every support
-    where the walk before it accepted one is not taken (with a weight at a fit that lacks
-    only a weak cause, the J tests reject until children of Y absorb the misfit, which
-    the pooled step below repairs from the accepted support instead).  ``recentre`` (a bootstrap
+    ``SCORE_ITERATIONS`` walks with a common weight).  ``recentre`` (a bootstrap
     replicate; :attr:`SelectionReport.misfit`) recentres the bootstrap world at the
     sample's choice: it is subtracted from ``sxy`` in the invariance conditions (M) and
     in the pooled regressions; the score covariances keep the replicate's own moments.
@@ -414,11 +418,8 @@ def select_by_invariance(
         b0 = at(sel.fit)
         if refresh and k == 0:                 # second (last) pass over the rows
             K = cumulant_at(b0)
-        again = gmm_at(K, b0, False)
-        walk = select_support(again, order, alpha=alpha, n_min=n_min)
-        if walk.rejected and not sel.rejected:  # never trade an accepted choice for none
-            break
-        gmm, sel = again, walk
+        gmm = gmm_at(K, b0, False)
+        sel = select_support(gmm, order, alpha=alpha, n_min=n_min)
     names = std.names
     # whether the environment differences determine every coefficient, at the choice
     b_sel = pilot.b if sel.fit is None else at(sel.fit)

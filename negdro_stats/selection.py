@@ -242,18 +242,7 @@ class InvarianceGMM:
         covariance is ``P_SS^{-1}`` with the weight at the CUE estimate.  (Its correction of
         the two-step estimate can exceed several two-step standard errors: those are too
         small with many moments; measured on the random designs of
-        ``benchmarks/bench_selection.py``, bounding the step made the errors worse.)
-
-        The guard against its drift: the CUE objective flattens as ``|b|`` grows, because
-        the score variance grows with the residual mean square, so with many moment
-        conditions it can slide to large coefficients and a J of nearly 0 (measured: a
-        child of Y at coefficient 12 at n = 500; J = 0 on 112 degrees of freedom at
-        n = 2,000).  A CUE estimate whose mean residual mean square exceeds that of the
-        zero model, ``mean_e E_e[Y^2]``, explains less than nothing: that is a drift,
-        and the two-step estimate is kept.  (Legitimate corrections, which move a child's
-        coefficient back towards 0, raise the residual mean square by factors of up to
-        about 4 on the random designs at n = 2,000; drifts at n = 500 by factors of
-        10-2,800.)"""
+        ``benchmarks/bench_selection.py``, bounding the step made the errors worse.)"""
         S = np.asarray(S, dtype=int)
         two = self.fit(S)
         b_S = two.b
@@ -263,9 +252,7 @@ class InvarianceGMM:
                     opt = optimize.minimize(self._cue_objective, two.b, args=(S,),
                                             jac=True, method="L-BFGS-B",
                                             options={"maxiter": 200})
-                    if (np.isfinite(opt.fun) and np.all(np.isfinite(opt.x))
-                            and self._risk(S, opt.x) <= max(self._risk(S, 0 * two.b),
-                                                            self._risk(S, two.b))):
+                    if np.isfinite(opt.fun) and np.all(np.isfinite(opt.x)):
                         b_S = opt.x
                 except (linalg.LinAlgError, ValueError):
                     pass                                   # keep the two-step estimate
@@ -276,11 +263,6 @@ class InvarianceGMM:
         return GMMFit(support=S, b=b_S, info=info, J=J, df=df,
                       pvalue=float(stats.chi2.sf(J, df)) if df > 0 else np.nan,
                       identified=identified)
-
-    def _risk(self, S: np.ndarray, b_S: FloatArray) -> float:
-        """Mean over environments of the residual mean square ``E_e[(Y - b_S^T X_S)^2]``."""
-        mom, b = self.mom, self._full(S, b_S)
-        return float(np.mean(mom.syy - 2.0 * mom.sxy @ b + (mom.Sigma @ b) @ b))
 
     def _solve(self, S: np.ndarray, W: FloatArray):
         """Minimise ``J(b_S) = min_m sum_e (g_e - m)^T W_e (g_e - m)`` with m profiled out."""
@@ -413,9 +395,12 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, alpha: float,
        are inflated by ``sqrt(max(1, J / df))``: where invariance fails (J well above its
        degrees of freedom), a misfit would otherwise make covariates look significant
        that only absorb it; under invariance ``J / df -> 1`` and nothing changes.
-       Pruning never turns an accepted support into a rejected one: where the support
-       it starts from passes the J test, the result is the last step of the pruning
-       whose J test passes.
+       Each removal is re-tested by the distance statistic ``J(S - j) - J(S)`` of the
+       two-step fits (chi-square(1) where ``b_j = 0``, scaled alike; the CUE's J can
+       fall as a support loses causes) against the same cut squared:
+       a covariate whose t statistic looks small while its removal raises J sharply
+       (measured: true parents pruned at n = 500, leaving a support with J's p = 4e-10)
+       stays.
 
     ``rejected`` is the J test of the reported (pruned) fit itself.
     """
@@ -462,10 +447,11 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, alpha: float,
         k += 1
     if fit is None:
         fit = gmm.fit_cue(fits[k_bic].support)
-    path, pruned, crit = [fit], [], np.nan
+    pruned, crit = [], np.nan
     while len(fit.support):
         crit = critical_value(alpha, len(fit.support), n_min)
-        t = np.abs(fit.b) / (fit.se * np.sqrt(max(1.0, fit.J / fit.df)))
+        inflation = max(1.0, fit.J / fit.df)
+        t = np.abs(fit.b) / (fit.se * np.sqrt(inflation))
         j = int(np.argmin(t))
         if t[j] >= crit:
             break
@@ -474,10 +460,6 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, alpha: float,
             break
         pruned.append(int(fit.support[j]))
         fit = trial
-        path.append(fit)
-    if path[0].pvalue >= alpha:                 # the last step of the pruning J accepts
-        k = max(k for k, f in enumerate(path) if f.pvalue >= alpha)
-        fit, pruned = path[k], pruned[:k]
     return Selection(fit=fit, rejected=not fit.pvalue >= alpha, truncated=truncated,
                      walk=tuple(walk), pruned=tuple(pruned), critical_t=float(crit))
 

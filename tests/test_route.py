@@ -130,8 +130,9 @@ def test_limited_interventions_population_take_the_negdro_route():
 
 
 def test_instrument_budget():
-    assert instrument_budget(5, 2000, 100) == 22
-    assert instrument_budget(10, 20_000, 100) == 31
+    assert instrument_budget(5, 2000, 100) == 31
+    assert instrument_budget(10, 20_000, 100) == 47
+    assert instrument_budget(5, 500, 100) == 15
     assert instrument_budget(5, 2000, 10) == 10
     assert instrument_budget(4, np.inf, 1000) == 1000
 
