@@ -481,7 +481,7 @@ def plan_sample_size(
     >>> plan = plan_sample_size(simulate.example3("strong"), [200, 500, 2000], reps=20,
     ...                         rng=0, verbose=False)
     >>> plan.to_frame()["p_support"].tolist()
-    [0.6, 0.95, 0.95]
+    [0.6, 0.95, 1.0]
     >>> round(plan.required_n(criterion="support"))      # P(right support) >= 0.8
     338
     """
