@@ -237,9 +237,11 @@ class InvarianceGMM:
                 - self._score_form(b, S, Wd))
         return J, grad
 
-    def fit_cue(self, S: np.ndarray) -> GMMFit:
-        """Continuously updated GMM on ``S``, started at the two-step estimate; the
-        covariance is ``P_SS^{-1}`` with the weight at the CUE estimate.  (Its correction of
+    def fit_cue(self, S: np.ndarray, start: FloatArray | None = None) -> GMMFit:
+        """Continuously updated GMM on ``S``, started at ``start`` (default: the two-step
+        estimate; the pruning passes the previous CUE fit without the removed coordinate,
+        which saves most of the iterations on large supports); the covariance is
+        ``P_SS^{-1}`` with the weight at the CUE estimate.  (Its correction of
         the two-step estimate can exceed several two-step standard errors: those are too
         small with many moments; measured on the random designs of
         ``benchmarks/bench_selection.py``, bounding the step made the errors worse.)"""
@@ -249,7 +251,8 @@ class InvarianceGMM:
         if len(S) and two.identified:
             with np.errstate(all="ignore"):           # (no warnings module: threads)
                 try:
-                    opt = optimize.minimize(self._cue_objective, two.b, args=(S,),
+                    opt = optimize.minimize(self._cue_objective,
+                                            two.b if start is None else start, args=(S,),
                                             jac=True, method="L-BFGS-B",
                                             options={"maxiter": 200})
                     if np.isfinite(opt.fun) and np.all(np.isfinite(opt.x)):
@@ -455,7 +458,7 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, alpha: float,
         j = int(np.argmin(t))
         if t[j] >= crit:
             break
-        trial = gmm.fit_cue(np.delete(fit.support, j))
+        trial = gmm.fit_cue(np.delete(fit.support, j), start=np.delete(fit.b, j))
         if not trial.identified:
             break
         pruned.append(int(fit.support[j]))
