@@ -175,11 +175,16 @@ class InvarianceGMM:
         if not self.K.any() or _is_pd(V):
             return V
         for e in range(len(V)):
-            t = 1.0
-            while t > 2.0**-10 and not _is_pd(V[e]):
-                t /= 2.0
-                V[e] = gauss[e] + t * self.K[e]
-            if not _is_pd(V[e]):
+            if _is_pd(V[e]):
+                continue
+            try:                                 # the largest t = 2^-k with G + t K > 0
+                L = np.linalg.cholesky(gauss[e])
+                half = linalg.solve_triangular(L, self.K[e], lower=True)
+                low = float(np.linalg.eigvalsh(linalg.solve_triangular(L, half.T,
+                                                                       lower=True))[0])
+                k = int(np.floor(np.log2(-low))) + 1 if low <= -1.0 else 1
+                V[e] = gauss[e] + 2.0**-k * self.K[e] if k <= 10 else gauss[e]
+            except np.linalg.LinAlgError:        # the Gaussian part itself is singular
                 V[e] = gauss[e]
         return V
 
