@@ -2,7 +2,7 @@
 
 Usage:  python benchmarks/bench_selection.py [--seeds 20] [--ns 2000 20000 100000]
         [--boot-reps 100] [--only random|strong|paper|coverage|families]
-        [--family-ns 500 2000 20000] [--families large_p mean_only ...]
+        [--family-ns 500 2000 20000] [--families large_p mean_only ...] [--large-p 100 200]
         [--out benchmarks/results/selection.json]
 
 1. ``random``: ``simulate.random_sem(30, n_envs=5, n_parents=3, n_children=3,
@@ -380,14 +380,15 @@ def _intercept_rows(sem, seed, n, facts):
     return row
 
 
-def family_rows(family, seeds, ns):
-    """Per-fit records of one family (see the module docstring)."""
+def family_rows(family, seeds, ns, large_p=None):
+    """Per-fit records of one family (see the module docstring); ``large_p``: the
+    numbers of covariates of the large-p family to run (default all of ``LARGE_P``)."""
     small = dict(n_parents=3, n_children=3)
     rows = []
     if family == "large_p":
         designs = [lambda s, p=p, E=E: simulate.random_sem(
             p, n_envs=E, n_parents=5, n_children=5, edge_prob=4 / p, rng=s)
-            for p, E in LARGE_P]
+            for p, E in LARGE_P if large_p is None or p in large_p]
     else:
         shift = {"mean_only": "mean", "variance_only": "variance"}.get(family, "both")
         E = 6 if family in ("mean_only", "variance_only") else 5
@@ -480,6 +481,8 @@ def main():
                     default=None)
     ap.add_argument("--family-ns", type=int, nargs="+", default=[500, 2000, 20_000])
     ap.add_argument("--families", choices=FAMILIES, nargs="+", default=list(FAMILIES))
+    ap.add_argument("--large-p", type=int, nargs="+", choices=[p for p, _ in LARGE_P],
+                    help="covariate counts of the large_p family to run (default all)")
     ap.add_argument("--out", default="benchmarks/results/selection.json")
     a = ap.parse_args()
     result = dict(date=time.strftime("%Y-%m-%d %H:%M"), command=" ".join(sys.argv),
@@ -506,7 +509,7 @@ def main():
         rows, seconds = [], {}
         for family in a.families:
             t = time.perf_counter()
-            rows += family_rows(family, a.seeds, a.family_ns)
+            rows += family_rows(family, a.seeds, a.family_ns, a.large_p)
             seconds[family] = time.perf_counter() - t
         result["families"] = dict(
             seeds=a.seeds, seconds=seconds, rows=rows, summary=summarise_families(rows),

@@ -139,16 +139,24 @@ def test_instrument_budget():
 
 def test_no_report_of_a_support_whose_j_test_rejects_as_accepted():
     """Whatever the route, the reason text and the rejected flag agree with the J test of
-    the reported support (it used to say 'accepts' next to p = 4e-10)."""
-    checked = 0
+    the invariance fit (it used to say 'accepts' next to p = 4e-10); a "not identified"
+    fit that reports Algorithm 3's estimate reports it exactly."""
+    checked, routes = 0, set()
     for seed in range(4):
         sem = simulate.random_sem(30, n_envs=5, weak_effects=(0.05,), rng=seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = NegDRO(sem.sample(500, rng=seed), env="env", outcome="Y").fit(n_boot=0)
         sel = res.selection
-        if sel.estimator != "negdro":
+        routes.add(sel.route)
+        if np.isfinite(sel.pvalue):
             checked += 1
-            assert sel.rejected == (sel.pvalue < 0.05)
-            assert ("rejects" in sel.reason) == sel.rejected
+            says_rejects = "J test rejects" in sel.reason
+            assert says_rejects == (sel.pvalue < 0.05)
+            assert sel.rejected == (says_rejects and sel.route == "invariance")
+        if sel.route == "not identified" and sel.estimator == "negdro":
+            assert res.params.to_numpy() == pytest.approx(NegDRO(
+                sem.sample(500, rng=seed), env="env", outcome="Y").fit(
+                n_boot=0, refit="negdro").params.to_numpy())
+    assert routes >= {"invariance", "not identified"}          # both kinds were checked
     assert checked >= 2                          # the check ran on invariance fits
