@@ -78,8 +78,8 @@ from .exceptions import SolverError
 from .moments import Moments
 from .objective import env_risks, gradient, objective
 from .selection import (
+    GATE_SE,
     N_POPULATION,
-    SHARP_SE,
     Cumulant,
     InvarianceGMM,
     Selection,
@@ -96,7 +96,6 @@ from .solvers import SolverOptions, SolverOutput, invariant_refit, run_method
 __all__ = ["solve", "select_by_invariance", "instrument_budget", "rank_test", "RankTest",
            "GATE_SE"]
 
-GATE_SE = SHARP_SE       # invariance route only if its worst standardised s.e. is below this
 SCORE_ITERATIONS = 3     # walks with a common weight (again while the J test rejects)
 BIAS_MAX = 0.5           # Algorithm 3 trusted where Theorem 4's bound is at most this
 SMALL_P = 64             # up to here one BLAS thread is faster (small products)
