@@ -447,8 +447,9 @@ def select_by_invariance(
         t_pilot = np.nan_to_num(np.abs(pilot.b) / pilot.se, nan=0.0)
     order = every[np.argsort(-t_pilot, kind="stable")]
     q = instrument_budget(E, n_min, p)
-    instruments = every if q >= p else _instruments(
-        std, order, t_pilot, q, critical_value(alpha, p, n_min))
+    cut = critical_value(alpha, p, n_min)
+    instruments = every if q >= p else _instruments(std, order, t_pilot, q, cut)
+    grow_to = int((t_pilot >= stats.norm.isf(alpha / 2)).sum())   # (select_support, 3.)
 
     def gmm_at(K: Cumulant, b_ref: FloatArray, own_weight: bool) -> InvarianceGMM:
         return InvarianceGMM(std, instruments=instruments, cumulant=K, b_ref=b_ref,
@@ -463,7 +464,7 @@ def select_by_invariance(
     if refresh:                                # one pass over the rows at the pilot
         K = cumulant_at(pilot.b)
     gmm = gmm_at(K, pilot.b, True)
-    sel = select_support(gmm, order, alpha=alpha, n_min=n_min)
+    sel = select_support(gmm, order, alpha=alpha, n_min=n_min, grow_to=grow_to)
     walks = [sel]
     for k in range(SCORE_ITERATIONS):        # iterated GMM: one weight, at the choice
         if sel.fit is None or (k and not sel.rejected):
@@ -472,7 +473,7 @@ def select_by_invariance(
         if refresh and k == 0:                 # second (last) pass over the rows
             K = cumulant_at(b0)
         gmm = gmm_at(K, b0, False)
-        sel = select_support(gmm, order, alpha=alpha, n_min=n_min)
+        sel = select_support(gmm, order, alpha=alpha, n_min=n_min, grow_to=grow_to)
         walks.append(sel)
     sel = _best_of(gmm, walks, alpha=alpha, n_min=n_min)
     names = std.names
