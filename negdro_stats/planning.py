@@ -478,12 +478,12 @@ def plan_sample_size(
     --------
     >>> from negdro_stats import simulate
     >>> from negdro_stats.planning import plan_sample_size
-    >>> plan = plan_sample_size(simulate.example3("strong"), [200, 500, 2000], reps=20,
+    >>> plan = plan_sample_size(simulate.example3("strong"), [100, 500, 2000], reps=20,
     ...                         rng=0, verbose=False)
     >>> plan.to_frame()["p_support"].tolist()
-    [0.65, 1.0, 1.0]
+    [0.3, 0.9, 0.95]
     >>> round(plan.required_n(criterion="support"))      # P(right support) >= 0.8
-    297
+    383
     """
     owner = "plan_sample_size"
     if not isinstance(sem, LinearSEM):

@@ -465,7 +465,20 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
     verdict = _verdict(res)
     smry.verdict = None if verdict is None else _wrap(verdict, width, indent="")
     sel = res.selection
-    if sel is not None and sel.estimator != "negdro":
+    if sel is not None and np.isfinite(sel.fixed_test[3]):
+        J, df, pvalue, level = sel.fixed_test
+        notes = [
+            "std coef = coef x RMS(X_j) / RMS(Y).  The environment differences do not "
+            "determine the coefficients, so the support is the one, among those whose "
+            "pooled OLS fit passes the invariance test at that fixed fit (residual moments "
+            "E_e[X (Y - b'X)] equal across environments, Lemma 1; no estimation from the "
+            "differences), with the smallest pooled risk (BIC); pooled OLS on it is "
+            f"reported.  Test at the reported fit: J = {J:.3g}, df = {df}, p = "
+            f"{pvalue:.3g}, accepted at level alpha / p = {level:.2g}.  This is beta* if "
+            "every child of the outcome is among the intervened covariates and nothing is "
+            "confounded (Condition 4), which the data cannot check.",
+        ]
+    elif sel is not None and sel.estimator != "negdro":
         notes = [
             "std coef = coef x RMS(X_j) / RMS(Y).  Support chosen by invariance: GMM-BIC "
             "over nested supports of the gradient-invariance conditions (Lemma 1), "

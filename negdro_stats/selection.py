@@ -318,6 +318,14 @@ class InvarianceGMM:
         difference of sizes where the extra coefficients are 0)."""
         return self._solve(np.asarray(S, dtype=int), self._W_ref)[2]
 
+    def test_at(self, S: np.ndarray, b_S: FloatArray) -> tuple[float, int, float]:
+        """The invariance conditions (M) tested at a fixed ``b`` (not fitted to them):
+        ``J(b)`` with the weight at ``b``, referred to ``chi2((|E| - 1) q)``.  Returns
+        ``(J, df, pvalue)``."""
+        J = max(self._cue_objective(np.asarray(b_S, dtype=float),
+                                    np.asarray(S, dtype=int))[0], 0.0)
+        return J, self.df_base, float(stats.chi2.sf(J, self.df_base))
+
     def information(self, S: np.ndarray, b: FloatArray) -> FloatArray:
         """The information ``P_SS`` of the support ``S`` with the weight at ``b`` (p,)."""
         return self._solve(np.asarray(S, dtype=int), self._weights(b))[1]
@@ -866,6 +874,12 @@ class SelectionReport:
         that the selected model holds exactly in the bootstrap world, as the true one
         does in the real world; without it the J test rejects the true support in most
         replicates.
+    fixed_test : tuple of (J, df, pvalue, level)
+        Where the environment differences do not determine the coefficients: the
+        invariance test at the reported pooled OLS fit itself (a fixed ``b``), which
+        accepted it at ``level`` among the supports tried, the one with the smallest
+        pooled risk (:func:`negdro_stats.route._invariant_ols`; then ``J``, ``df``,
+        ``pvalue`` are this test's).  NaN when that path was not taken.
     """
 
     route: str
@@ -889,6 +903,7 @@ class SelectionReport:
     rank_test: tuple = (np.nan, 0, np.nan)
     identified: bool = True
     undetermined: tuple = ()
+    fixed_test: tuple = (np.nan, 0, np.nan, np.nan)
 
     def __repr__(self) -> str:
         """The route and its evidence in a few lines (the arrays stay attributes)."""

@@ -141,6 +141,7 @@ def random_sem(
     intervened: float = 1.0,
     strong_env: bool = False,
     shift: Literal["both", "mean", "variance"] = "both",
+    shift_downstream: bool = False,
     rng: int | np.random.Generator | None = None,
 ) -> LinearSEM:
     """A random acyclic linear SEM with additive interventions, for studies on designs
@@ -190,6 +191,11 @@ def random_sem(
         Condition 1b fails whenever ``p >= |E|``.  ``"variance"``: variance ``U(0.5, 2)``
         only (no mean shift).  The graph, coefficients and ``Omega`` do not depend on
         ``shift``.
+    shift_downstream : bool, default False
+        Shift every covariate of the downstream half (all descendants of ``Y`` among
+        them) and only a share ``intervened`` of the upstream half: the limited
+        interventions of Condition 4 (``D`` within ``S_L``; causes of ``Y`` may never be
+        shifted).
     rng : int or numpy Generator, optional
         Seed or generator; the same seed gives the same design.
 
@@ -246,6 +252,8 @@ def random_sem(
     ivs = [Intervention.none(p)]
     var, mean = np.zeros((n_envs, p)), np.zeros((n_envs, p))
     shifted = rng.random(p) < intervened
+    if shift_downstream:
+        shifted[down] = True
     for j in np.flatnonzero(shifted):
         for e in rng.choice(np.arange(1, n_envs), size=min(n_envs - 1, rng.integers(1, 3)),
                             replace=False):

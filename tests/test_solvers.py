@@ -67,8 +67,9 @@ def test_limited_regime_example3_population():
     mom = sem.moments()
     assert check_condition_1b(mom).margin < 1e-6
     out = solve(mom)
-    assert out.refit == "negdro"                    # gradient invariance not identified
-    assert_allclose(out.b, sem.beta_star, atol=1e-4)
+    assert out.refit == "ols"            # OLS on the invariant support of least risk
+    assert out.selection.route == "negdro"          # gradient invariance not identified
+    assert_allclose(out.b, sem.beta_star, atol=1e-6)
 
 
 def test_empty_support_is_handled():
@@ -108,15 +109,17 @@ def test_invariant_refit():
     assert_allclose(out.b, limited.beta_star, atol=1e-4)
 
 
-def test_auto_refit_falls_back_in_weak_regime():
+def test_weak_regime_reports_invariant_ols():
     """Example 3's weak regime at n = 10,000 per environment: the environments differ on
     X2 by far less than sampling noise (the invariance GMM's worst standardised s.e. is
-    above 0.1), so "auto" keeps Algorithm 3's Phi_mu fit."""
+    above 0.1), so "auto" does not report the invariance GMM; pooled OLS on X2, whose
+    fit passes the invariance test at itself, is reported instead of Algorithm 3's."""
     sem = simulate.example3("weak")
     df = sem.sample(10_000, rng=3)
     with pytest.warns(IdentificationWarning):       # the sample margin is ~0 here too
         res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
-    assert res.solver.refit == "negdro"
+    assert res.solver.refit == "ols" and res.selection.worst_se > res.selection.gate_se
+    assert list(res.support[res.support].index) == ["X2"]
 
 
 def test_invariant_refit_more_accurate_on_samples():
