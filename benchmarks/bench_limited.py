@@ -180,8 +180,8 @@ def summarise(rows):
             exact=mean("exact"), child=mean("child"),
             err_all=mean("err", group), seconds_median=float(np.median(
                 [r["seconds"] for r in group])),
-            routes=dict(pd.Series([r["route"] + "/" + r["estimator"] for r in held])
-                        .value_counts())))
+            routes={k: int(v) for k, v in pd.Series(
+                [r["route"] + "/" + r["estimator"] for r in held]).value_counts().items()}))
     return out
 
 

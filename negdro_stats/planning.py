@@ -481,9 +481,9 @@ def plan_sample_size(
     >>> plan = plan_sample_size(simulate.example3("strong"), [100, 500, 2000], reps=20,
     ...                         rng=0, verbose=False)
     >>> plan.to_frame()["p_support"].tolist()
-    [0.3, 0.9, 0.95]
+    [0.1, 0.9, 0.95]
     >>> round(plan.required_n(criterion="support"))      # P(right support) >= 0.8
-    383
+    409
     """
     owner = "plan_sample_size"
     if not isinstance(sem, LinearSEM):
