@@ -376,10 +376,14 @@ def _invariant_ols(test_at: Callable, pooled: Moments, starts: list, *, alpha: f
     level = alpha / max(pooled.p, 1)
     crit = critical_value(alpha, pooled.p, n_min)
 
+    seen: dict[tuple, InvariantOLS] = {}             # each support is fitted once
+
     def fitted(S) -> InvariantOLS:
         S = np.sort(np.asarray(S, dtype=int))
-        b = pooled_ols(pooled, S)[0]
-        return InvariantOLS(support=S, b=b, test=test_at(S, b), level=level)
+        if (key := tuple(S.tolist())) not in seen:
+            b = pooled_ols(pooled, S)[0]
+            seen[key] = InvariantOLS(support=S, b=b, test=test_at(S, b), level=level)
+        return seen[key]
 
     def tested(S) -> InvariantOLS | None:
         fit = fitted(S)
