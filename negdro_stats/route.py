@@ -330,8 +330,8 @@ class InvariantOLS:
 
 def _invariant_ols(test_at: Callable, pooled: Moments, starts: list, *, alpha: float,
                    n_min: float, keep: tuple = ()) -> InvariantOLS | None:
-    """Where the environment differences do not determine the coefficients but a support
-    was chosen (Condition 4 on the data): pooled least squares, with invariance tested
+    """Where the environment differences do not determine the coefficients (the routes
+    "negdro" and "not identified"): pooled least squares, with invariance tested
     at that fixed fit (:meth:`InvarianceGMM.test_at`) -- no estimation from the
     differences is needed, so the test keeps its level however weak they are.
     ``test_at(S, b_S)`` returns ``(J, df, pvalue)`` (:meth:`InvarianceGMM.test_at` on the
@@ -398,7 +398,7 @@ def _invariant_ols(test_at: Callable, pooled: Moments, starts: list, *, alpha: f
     def ranked(S, skip=()) -> np.ndarray:
         """The covariates outside ``S`` with pooled ``|t| >= crit`` on ``S + {j}``, largest
         first."""
-        rest = np.array([j for j in range(pooled.p) if j not in set(S) | set(skip)], dtype=int)
+        rest = np.setdiff1d(np.arange(pooled.p), np.union1d(S, list(skip))).astype(int)
         t = pooled_t(pooled, S, rest) if len(rest) else np.zeros(0)
         return rest[np.argsort(-t, kind="stable")][:np.count_nonzero(t >= crit)]
 
