@@ -352,7 +352,7 @@ class NegDROResults(_Saveable):
 
 
 _REFIT_LABELS = {"ols": "pooled OLS", "gmm": "invariance GMM", "negdro": "Phi_mu (paper)",
-                 "invariant": "gradient inv., eq. (31)"}
+                 "invariant": "gradient inv., eq. (31)", "ils": "invariance-constrained LS"}
 
 
 def _is_intercept(res: NegDROResults, j: int) -> bool:

@@ -68,7 +68,7 @@ from ._typing import FloatArray
 __all__ = ["InvarianceGMM", "GMMFit", "Selection", "SelectionReport", "Cumulant",
            "select_support", "augment_support", "exogenous_support",
            "ExogenousSupport", "hausman", "pooled_ols", "pooled_t", "critical_value",
-           "gaussian_score_cov", "N_POPULATION"]
+           "gaussian_score_cov", "invariant_ls", "null_count", "N_POPULATION"]
 
 N_POPULATION = 1e12     # rows assumed for population moments: noise far below rounding
 GATE_SE = 0.1           # sharply determined: worst standardised s.e. below this (route, growth)
@@ -536,6 +536,58 @@ def pooled_ols(mom, S: np.ndarray) -> tuple[FloatArray, FloatArray]:
     return b, sigma2 * _inv_psd(G)
 
 
+def null_count(vals: FloatArray, df: int, alpha: float) -> int:
+    """How many directions the invariance conditions leave undetermined, from ``vals``,
+    the ascending generalised eigenvalues of their information against the second
+    moments over the risk (``route.rank_test``): the largest ``k`` whose ``k``
+    smallest sum to at most the ``1 - alpha`` quantile of ``chi2(k (df - p + k))``
+    (Cragg and Donald 1997), ``p = len(vals)``; 0 when every direction is determined."""
+    p = len(vals)
+    for k in range(p, 0, -1):
+        if vals[:k].sum() <= stats.chi2.isf(alpha, k * max(df - p + k, 1)):
+            return k
+    return 0
+
+
+def invariant_ls(fit: GMMFit, mom, *, df: int, alpha: float) -> tuple[FloatArray, int]:
+    """Pooled least squares constrained by the invariance conditions (M) where they
+    determine the coefficients: ``b = argmin R_pool(b)`` subject to the GMM estimate
+    ``fit`` in the directions it determines, on ``fit.support``.
+
+    With ``G`` the pooled second moments of ``X_S`` and ``V`` the generalised
+    eigenvectors of ``fit.info`` against ``G / R_pool(b_ols)`` (``V^T G V / R = I``),
+    the criterion and the constraints separate along ``V``:
+
+        b = b_ols + V_d V_d^T (G / R) (b_gmm - b_ols),
+
+    ``V_d`` the ``r`` determined directions (:func:`null_count` at level ``alpha`` with
+    ``df`` equations): pooled OLS along the directions the environment differences do
+    not determine, GMM along the others.  On population moments, the moment-invariant
+    set ``{b: E_e[X (Y - X^T b)] equal for all e}`` holds ``beta*`` (Lemma 1) and lies
+    inside the risk-invariant set, on which ``beta*`` has the smallest pooled risk when
+    Condition 4 (Theorem 6) or 6 (Theorem 12, hidden confounding) holds: the constrained
+    least squares is then ``beta*`` exactly -- the global answer that Algorithm 3, a
+    descent on the non-convex objective (9), need not reach.  Returns ``(b_S, r, se)``:
+    ``se`` from ``Cov(b) = V_d diag(1 / vals_d) V_d^T + V_n V_n^T / N`` (GMM along the
+    determined directions, OLS along the others; ``N`` the rows).
+    """
+    S = np.asarray(fit.support, dtype=int)
+    b_ols, cov_ols = pooled_ols(mom, S)
+    if not len(S):
+        return b_ols, 0, np.zeros(0)
+    n = np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
+    G = np.tensordot(n / n.sum(), mom.Sigma[:, S][:, :, S], axes=1)
+    sxy, syy = (n / n.sum()) @ mom.sxy[:, S], float((n / n.sum()) @ mom.syy)
+    risk = max(syy - 2.0 * b_ols @ sxy + b_ols @ G @ b_ols, 1e-12 * max(syy, 1e-300))
+    vals, V = linalg.eigh((fit.info + fit.info.T) / 2.0, G / risk)
+    k = null_count(vals, df, alpha)
+    if k == len(S):
+        return b_ols, 0, np.sqrt(np.diag(cov_ols))
+    Vd, Vn = V[:, k:], V[:, :k]
+    var = (Vd**2) @ (1.0 / np.maximum(vals[k:], 1e-300)) + (Vn**2).sum(axis=1) / n.sum()
+    return b_ols + Vd @ (Vd.T @ (G / risk) @ (fit.b - b_ols)), len(S) - k, np.sqrt(var)
+
+
 def pooled_t(mom, S: np.ndarray, js) -> FloatArray:
     """``|t|`` of pooled least squares for each ``j`` in ``js`` on ``S + {j}`` (classical
     standard errors, as :func:`pooled_ols`), all at once by partial regression on ``S``."""
@@ -824,9 +876,12 @@ class SelectionReport:
         3's fit is reported without a claim.
     reason : str
         Why the route was taken, in words.
-    estimator : {"ols", "gmm", "negdro"}
-        Pooled OLS on the support (when the exogeneity test does not reject), the
-        invariance GMM, or NegDRO's final stage.
+    estimator : {"ols", "ils", "gmm", "negdro"}
+        Pooled OLS on the support (when the exogeneity test does not reject, or where the
+        differences do not determine the coefficients and the invariance conditions
+        accept OLS), least squares constrained by the invariance conditions where they
+        determine the coefficients (:func:`invariant_ls`: OLS is not invariant there, as
+        with hidden confounding), the invariance GMM, or NegDRO's final stage.
     walk : tuple of (size, J, df, pvalue)
         The J test along the nested supports.
     pruned : tuple of str
