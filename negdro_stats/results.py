@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import importlib.metadata
 import os
 import pickle
@@ -35,11 +36,38 @@ _METHOD_LABELS = {
 }
 
 
-def _latex_escape(text: str) -> str:
-    for a, b in (("\\", r"\textbackslash{}"), ("%", r"\%"), ("&", r"\&"), ("_", r"\_"),
-                 ("#", r"\#"), ("$", r"\$")):
-        text = text.replace(a, b)
-    return text
+_LATEX = {"\\": r"\textbackslash{}", "%": r"\%", "&": r"\&", "_": r"\_", "#": r"\#",
+          "$": r"\$", "{": r"\{", "}": r"\}", "^": r"\textasciicircum{}",
+          "~": r"\textasciitilde{}"}
+
+
+# statsmodels' table cells already replace # $ % & > _ | (its default_latex_fmt)
+_LATEX_CELL = {ch: _LATEX[ch] for ch in "\\{}^~"} | {"<": r"\textless{}"}
+
+
+def _latex_escape(text: str, table: dict = _LATEX) -> str:
+    return "".join(table.get(ch, ch) for ch in text)
+
+
+def _escaped_cells(summary: Summary, escape: Callable[[str], str]) -> list:
+    """Escape the text of every table cell of ``summary`` in place; returns what
+    :func:`_restore` puts back (statsmodels writes cell text into HTML and LaTeX as it
+    is: a column name ``<script>`` would run in a notebook)."""
+    saved = []
+    for table in summary.tables:
+        saved.append((table, "title", table.title))
+        table.title = escape(table.title) if isinstance(table.title, str) else table.title
+        for row in table:
+            for cell in row:
+                if isinstance(cell.data, str):
+                    saved.append((cell, "data", cell.data))
+                    cell.data = escape(cell.data)
+    return saved
+
+
+def _restore(saved: list) -> None:
+    for obj, attr, value in saved:
+        setattr(obj, attr, value)
 
 
 class NegDROSummary(Summary):
@@ -54,14 +82,23 @@ class NegDROSummary(Summary):
         return text if self.verdict is None else f"{self.verdict}\n{text}"
 
     def as_html(self) -> str:
-        html = super().as_html()
-        return html if self.verdict is None else f"<p><b>{self.verdict}</b></p>\n{html}"
+        saved, notes = _escaped_cells(self, html.escape), self.extra_txt
+        self.extra_txt = None if notes is None else html.escape(notes)
+        try:
+            page = super().as_html()
+        finally:
+            _restore(saved)
+            self.extra_txt = notes
+        return (page if self.verdict is None else
+                f"<p><b>{html.escape(self.verdict)}</b></p>\n{page}")
 
     def as_latex(self) -> str:
         notes, self.extra_txt = self.extra_txt, None
+        saved = _escaped_cells(self, lambda text: _latex_escape(text, _LATEX_CELL))
         try:
             latex = super().as_latex()
         finally:
+            _restore(saved)
             self.extra_txt = notes
         if notes:
             latex += "\n\n" + _latex_escape(notes).replace("\n", "\n\n")
@@ -72,17 +109,31 @@ class NegDROSummary(Summary):
 
 class _Saveable:
     """``save(path)`` and ``load(path)`` by pickle, as statsmodels' results: the model
-    and its data are saved with them (so ``predict`` works after loading).  Unpickling
-    runs code: load only files you trust."""
+    and its data are saved with them (so ``predict`` works after loading).  Loading
+    refuses anything but the package's own classes and the types they hold
+    (:func:`load`); load only files from a source you trust."""
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Save to ``path`` (a pickle with the package version); see :meth:`load`."""
+    def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> None:
+        """Save to ``path`` (a pickle with the package version); see :meth:`load`.  An
+        existing file is replaced only with ``overwrite=True``; a symbolic link is never
+        followed."""
+        if not isinstance(overwrite, bool | np.bool_):
+            raise DataError(f"overwrite must be True or False; got {overwrite!r}.")
+        flags = (os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
+                 | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
+        if os.path.islink(path):
+            raise DataError(f"path={str(path)!r} is a symbolic link; save() does not follow "
+                            "links: give the target's own path.")
         try:
-            with open(path, "wb") as f:
-                pickle.dump({"negdro_stats": _version(), "results": self}, f,
-                            protocol=pickle.HIGHEST_PROTOCOL)
+            fd = os.open(path, flags, 0o644)
+        except FileExistsError as exc:
+            raise DataError(f"path={str(path)!r} exists; pass overwrite=True to replace "
+                            "it.") from exc
         except OSError as exc:
             raise DataError(f"Could not save to path={str(path)!r}: {exc}") from exc
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump({"negdro_stats": _version(), "results": self}, f,
+                        protocol=pickle.HIGHEST_PROTOCOL)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Any:
@@ -91,12 +142,77 @@ class _Saveable:
         return load(path, cls)
 
 
+# What a saved result may refer to besides the package's own classes: the builtins,
+# numpy, pandas and pyarrow types and reconstruction functions that its arrays, frames
+# and labels pickle as (measured on fits from frames, arrays, moments and fit_path with
+# integer, string, categorical and datetime environment labels).
+_SAFE_GLOBALS = {
+    "builtins": {"slice", "set", "frozenset", "complex", "range", "bytearray", "dict",
+                 "list", "tuple", "int", "float", "str", "bool", "bytes"},
+    "collections": {"OrderedDict"},
+    "datetime": {"datetime", "date", "time", "timedelta", "timezone"},
+    "numpy": {"dtype", "ndarray"},
+    "numpy._core.multiarray": {"_reconstruct", "scalar"},
+    "numpy.core.multiarray": {"_reconstruct", "scalar"},
+    "numpy._core.numeric": {"_frombuffer"},
+    "numpy.core.numeric": {"_frombuffer"},
+    "pandas._libs.arrays": {"__pyx_unpickle_NDArrayBacked"},
+    "pandas._libs.internals": {"_unpickle_block"},
+    "pandas._libs.tslibs.timestamps": {"_unpickle_timestamp"},
+    "pandas._libs.tslibs.timedeltas": {"_timedelta_unpickle"},
+    "pandas.core.indexes.base": {"_new_Index"},
+    "pandas.core.indexes.datetimes": {"_new_DatetimeIndex"},
+    "pandas.core.indexes.period": {"_new_PeriodIndex"},
+    "pyarrow.lib": {"_restore_array", "py_buffer", "type_for_alias"},
+}
+
+
+_PANDAS_DATA = (pd.Index, pd.Series, pd.DataFrame, pd.api.extensions.ExtensionArray,
+                pd.api.extensions.ExtensionDtype, pd.Timestamp, pd.Timedelta, pd.Period,
+                pd.Interval, pd.DateOffset)
+
+
+def _safe_global(module: str, name: str, obj: object) -> bool:
+    """The package's classes, numpy dtypes and scalars, pandas' data classes and block
+    managers, and :data:`_SAFE_GLOBALS`: never a function that could run code."""
+    if name in _SAFE_GLOBALS.get(module, ()):
+        return True
+    if not isinstance(obj, type):
+        return False
+    top = module.split(".")[0]
+    return (obj.__module__.split(".")[0] == "negdro_stats"
+            or (top == "numpy" and issubclass(obj, (np.dtype, np.generic)))
+            or (top == "pandas" and (issubclass(obj, _PANDAS_DATA) or name in (
+                "BlockManager", "SingleBlockManager"))))
+
+
+class _ResultsUnpickler(pickle.Unpickler):
+    """Refuses every global but :func:`_safe_global`'s: a crafted file cannot reach
+    ``os.system`` or any other callable."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        obj = None
+        if module.split(".")[0] in ("negdro_stats", "numpy", "pandas"):
+            try:
+                obj = super().find_class(module, name)
+            except (AttributeError, ImportError):
+                obj = None
+        if not _safe_global(module, name, obj):
+            raise pickle.UnpicklingError(
+                f"it refers to {module}.{name}, which no result of negdro_stats holds "
+                "(refused without running it)")
+        return super().find_class(module, name)
+
+
 def load(path: str | os.PathLike, kind: type | None = None) -> Any:
     """Results saved by ``save(path)`` (:class:`NegDROResults` or :class:`PathResult`; of
-    class ``kind`` when given).  Unpickling runs code: load only files you trust."""
+    class ``kind`` when given).  The file is read by a restricted unpickler that refuses
+    any global but the package's classes and the numpy / pandas / pyarrow types its
+    results hold, so a crafted file cannot run code through it; still load only files
+    from a source you trust (a result is data you will act on)."""
     try:
         with open(path, "rb") as f:
-            payload = pickle.load(f)
+            payload = _ResultsUnpickler(f).load()
     except OSError as exc:
         raise DataError(f"Could not read path={str(path)!r}: {exc}") from exc
     except Exception as exc:           # pickle raises many kinds on a foreign file

@@ -1,5 +1,6 @@
 """NegDRO model: input handling, validation messages, results and printing."""
 
+import os
 import warnings
 
 import numpy as np
@@ -275,3 +276,53 @@ def test_unconverged_fit_reports_the_stage_that_stalled(df):
         res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0, max_iter=2)
     assert not res.converged and not res.solver.stages[0]["converged"]
     assert res.grad_norm > res.settings["tol"]
+
+
+def test_load_refuses_code_and_save_refuses_to_clobber(df, tmp_path):
+    """A crafted pickle cannot run code through load (the restricted unpickler refuses
+    os.system before calling it); save() neither overwrites without overwrite=True nor
+    follows a symbolic link."""
+    import pickle
+
+    from negdro_stats import NegDROResults, load
+
+    marker = tmp_path / "ran"
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    (tmp_path / "evil.pkl").write_bytes(pickle.dumps({"negdro_stats": "x", "results": Evil()}))
+    with pytest.raises(DataError, match="refers to posix.system|refers to nt.system"):
+        load(tmp_path / "evil.pkl")
+    assert not marker.exists()
+    (tmp_path / "eval.pkl").write_bytes(pickle.dumps(eval))
+    with pytest.raises(DataError, match="builtins.eval"):
+        NegDROResults.load(tmp_path / "eval.pkl")
+
+    res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    res.save(tmp_path / "fit.pkl")
+    with pytest.raises(DataError, match="exists; pass overwrite=True"):
+        res.save(tmp_path / "fit.pkl")
+    res.save(tmp_path / "fit.pkl", overwrite=True)
+    (tmp_path / "link.pkl").symlink_to(tmp_path / "elsewhere.pkl")
+    with pytest.raises(DataError, match="symbolic link"):
+        res.save(tmp_path / "link.pkl", overwrite=True)
+    assert not (tmp_path / "elsewhere.pkl").exists()
+    assert str(load(tmp_path / "fit.pkl").summary()) == str(res.summary())
+
+
+def test_html_and_latex_escape_names_and_labels():
+    """Column names and environment labels are text, never markup: a ``<script>`` name
+    does not reach the notebook's page, and LaTeX specials are escaped once."""
+    data = simulate.eq33(p=5).sample(300, rng=0).rename(
+        columns={"X1": "<script>alert(1)</script>", "X2": "a{b}\\c^~", "X3": "x_3 50%"})
+    data["env"] = data["env"].map(lambda e: f"<b>e{e}</b>")
+    summary = NegDRO(data, env="env", outcome="Y").fit(n_boot=0).summary()
+    page = summary.as_html()
+    assert "<script>" not in page and "<b>e" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    latex = summary.as_latex()
+    assert r"a\{b\}\textbackslash{}c\textasciicircum{}\textasciitilde{}" in latex
+    assert r"x\_3 50\%" in latex and r"x\\_3" not in latex
+    assert "<script>" in str(summary)                 # the text form shows names as they are
