@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ._typing import ArrayLike, FloatArray
+from ._validation import check_int, check_rng
 from .diagnostics import (
     IdentificationResult,
     check_condition_1b,
@@ -307,6 +308,12 @@ class LinearSEM:
                         for v in names], dtype=np.float64)
         if not (np.isfinite(var).all() and (var >= 0).all()):
             raise DataError(f"noise_var must be finite variances >= 0; got {noise_var!r}.")
+        if isinstance(interventions, Mapping) or not all(
+                isinstance(iv, Mapping) for iv in interventions):
+            raise DataError("interventions must be a list with one dict per environment "
+                            "(covariate -> variance or (mean, variance); {} for an "
+                            "observational one), e.g. [{}, {'X1': 1.0}]; got "
+                            f"{interventions!r}.")
         ivs = []
         for iv in interventions:
             mean, cov = np.zeros(p), np.zeros(p)
@@ -429,8 +436,12 @@ class LinearSEM:
         if env_column in self.names:
             raise DataError(f"env_column={env_column!r} is the name of a variable of the SEM "
                             f"{list(self.names)}; choose another name.")
-        rng = np.random.default_rng(rng)
+        rng = check_rng(rng, "rng", "LinearSEM.sample")
         ns = [n_per_env] * self.n_envs if np.ndim(n_per_env) == 0 else list(n_per_env)
+        if len(ns) != self.n_envs:
+            raise DataError(f"n_per_env has {len(ns)} entries; the SEM has {self.n_envs} "
+                            "environments (give one count, or one per environment).")
+        ns = [check_int(n, "n_per_env", "LinearSEM.sample", min_val=1) for n in ns]
         frames = []
         for label, n, m, L, dists in zip(self.envs, ns, self._means, self._loadings,
                                          self._dists, strict=True):

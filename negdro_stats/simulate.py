@@ -18,7 +18,7 @@ from typing import Literal
 
 import numpy as np
 
-from ._validation import check_option
+from ._validation import check_int, check_option, check_rng
 from .design import Intervention, LinearSEM
 from .exceptions import DataError
 
@@ -67,6 +67,20 @@ def _eq33_B(p: int, child_coef: float) -> np.ndarray:
     return B
 
 
+MAX_P = 5000       # the SEMs are dense: (p + 1)^2 doubles per environment, several copies
+
+
+def _check_p(p: object, owner: str, *, min_val: int) -> int:
+    """``p`` as an int in ``[min_val, MAX_P]`` (eq33(p=10**5) tried to allocate 74.5 GiB)."""
+    p = check_int(p, "p", owner, min_val=min_val)
+    if p > MAX_P:
+        raise DataError(f"p = {p} is too large for {owner}: each of its dense (p + 1) x "
+                        f"(p + 1) matrices takes {8 * (p + 1) ** 2 / 2**30:.1f} GiB; p <= "
+                        f"{MAX_P} is supported (for larger designs accumulate Moments from "
+                        "data in blocks).")
+    return p
+
+
 def eq33(p: int = 10, variant: Literal["text", "code"] = "text") -> LinearSEM:
     """Section 6, eq. (33): four environments, ``beta* = (0.5, 0, -0.5, 0, ..., 0)``.
 
@@ -78,8 +92,7 @@ def eq33(p: int = 10, variant: Literal["text", "code"] = "text") -> LinearSEM:
     ``delta^3_{1:5} = (1, 2, -1, -2, 1)``, ``delta^4_{1:5} ~ U(-1, 1)``, irrelevant
     coordinates with variance ``0.25 e^2`` for ``e = 0..3``.
     """
-    if p < 5:
-        raise DataError(f"eq. (33) needs p >= 5 covariates; got p = {p}.")
+    p = _check_p(p, "eq33", min_val=5)
     if variant not in ("text", "code"):
         raise DataError(f"variant must be 'text' or 'code'; got {variant!r}.")
     text = variant == "text"
@@ -222,7 +235,9 @@ def random_sem(
     (True, False)
     """
     shift = check_option(shift, "shift", "random_sem", ("both", "mean", "variance"))
-    rng = np.random.default_rng(rng)
+    p = _check_p(p, "random_sem", min_val=2)
+    n_envs = check_int(n_envs, "n_envs", "random_sem", min_val=2)
+    rng = check_rng(rng, "rng", "random_sem")
     n_weak = len(weak_effects)
     half = p // 2
     if n_parents + n_weak > half or n_children > p - half or n_envs < 2:

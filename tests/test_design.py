@@ -183,3 +183,27 @@ def test_random_sem_shift_kinds(seed):
 def test_random_sem_bad_shift():
     with pytest.raises(ValueError, match="'shift' parameter of random_sem.*Did you mean 'mean'"):
         simulate.random_sem(12, shift="means")
+
+
+def test_constructors_refuse_bad_arguments_with_named_errors():
+    """Each a raw numpy error or a 74.5 GiB allocation before; now the argument is named."""
+    import pytest
+
+    from negdro_stats import DataError, simulate
+    from negdro_stats.design import LinearSEM
+
+    with pytest.raises(DataError, match="one dict per environment"):
+        LinearSEM.from_equations({"Y": {"X1": 1.0}}, interventions={"X1": 1.0})
+    with pytest.raises(TypeError, match="'p' parameter of eq33 must be an int"):
+        simulate.eq33(p=5.0)
+    with pytest.raises(DataError, match="p <= 5000 is supported"):
+        simulate.eq33(p=10**5)
+    sem = simulate.eq33()
+    with pytest.raises(ValueError, match="'n_per_env' parameter"):
+        sem.sample(-1)
+    with pytest.raises(TypeError, match="'rng' parameter"):
+        sem.sample(10, rng="x")
+    with pytest.raises(DataError, match="has 2 entries; the SEM has 4"):
+        sem.sample([10, 20])
+    with pytest.raises(TypeError, match="'rng' parameter of random_sem"):
+        simulate.random_sem(12, rng="x")

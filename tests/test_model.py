@@ -326,3 +326,17 @@ def test_html_and_latex_escape_names_and_labels():
     assert r"a\{b\}\textbackslash{}c\textasciicircum{}\textasciitilde{}" in latex
     assert r"x\_3 50\%" in latex and r"x\\_3" not in latex
     assert "<script>" in str(summary)                 # the text form shows names as they are
+
+
+def test_predict_matches_a_series_by_its_labels(df):
+    """A Series of coefficients is matched by name (reversed, it once changed the
+    predictions by up to 7.6); wrong labels or a wrong length are a DataError."""
+    model = NegDRO(df, env="env", outcome="Y", fit_intercept=True)
+    res = model.fit(n_boot=0)
+    forward = model.predict(res.params)
+    pd.testing.assert_series_equal(model.predict(res.params[::-1]), forward)
+    assert_allclose(model.predict(res.params.to_numpy()), forward)
+    with pytest.raises(DataError, match="labels are not the model's coefficients"):
+        model.predict(res.params.rename({"X1": "Z1"}))
+    with pytest.raises(DataError, match="must hold"):
+        model.predict(res.params.to_numpy()[:-1])
