@@ -13,6 +13,7 @@ bootstrap bound and the permutation test all use.  Everything here pickles.
 from __future__ import annotations
 
 import glob
+import numbers
 import os
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
@@ -327,6 +328,7 @@ class MultiEnvData:
             raise DataError(f"env has {int(env_missing.sum())} missing labels; give those rows "
                             "an environment or drop them (missing='drop' covers the outcome "
                             "and covariates only).")
+        _check_env_values(env_values)
         kept = None
         if missing == "drop":                 # a pass to find them; "raise" needs none
             finite = _finite_rows(block, n)[0]
@@ -701,6 +703,7 @@ def _add_columns(acc: BlockAccumulator, columns: dict, env: str, outcome: str,
         raise DataError(f"env has {int(pd.isna(labels).sum())} missing labels; give those rows "
                         "an environment or drop them (missing='drop' covers the outcome and "
                         "covariates only).")
+    _check_env_values(np.asarray(labels))
     names = [*covariates, outcome]
     text = [c for c in names if columns[c].dtype.kind not in "fiu"]
     if text:
@@ -759,12 +762,43 @@ def _env_labels(env: Any, index: pd.Index) -> np.ndarray:
                                 "index (or repeats labels); pass env.reindex(data.index), "
                                 "or env.to_numpy() to match rows by position.")
             env = env.reindex(index)
-        return env.to_numpy()
-    values = np.asarray(env)
-    if values.ndim != 1 or len(values) != len(index):
-        raise DataError(f"env has {values.size} labels in shape {values.shape} but data has "
-                        f"{len(index)} rows; pass one label per row.")
-    return values
+        env = env.to_numpy()
+    else:
+        values = np.asarray(env)
+        if values.ndim != 1 or len(values) != len(index):
+            raise DataError(f"env has {values.size} labels in shape {values.shape} but data "
+                            f"has {len(index)} rows; pass one label per row.")
+        env = values
+    return env
+
+
+def _check_env_values(values: np.ndarray) -> None:
+    """Labels must be scalars, and distinct labels must stay distinct: Python takes
+    ``1``, ``1.0`` and ``True`` for one key, so they would merge into one environment."""
+    if values.dtype != object:
+        return
+    for v in pd.unique(values):
+        if not pd.api.types.is_scalar(v):
+            raise DataError(f"env labels must be scalars (numbers, strings, dates); got a "
+                            f"{type(v).__name__} ({v!r}); convert them, e.g. "
+                            "env.astype(str).")
+
+    def kind(v: object) -> str:
+        return ("bool" if isinstance(v, bool | np.bool_) else "integer" if isinstance(
+            v, numbers.Integral) else "real" if isinstance(v, numbers.Real) else "other")
+
+    series = pd.Series(values, dtype=object)
+    if len(pd.unique(series.map(type))) == 1:          # one type (e.g. text): no merging
+        return
+    groups: dict = {}
+    for k, v in pd.unique(series.map(lambda v: (kind(v), v))):
+        groups.setdefault(v, []).append(v if k == "other" else (k, v))
+    merged = [" and ".join(repr(x[1] if isinstance(x, tuple) else x) for x in group)
+              for group in groups.values() if len(group) > 1]
+    if merged:
+        raise DataError(f"env labels {merged[0]} are different labels that Python treats as "
+                        "equal, so they would merge into one environment; give env one type "
+                        "(e.g. env.astype(str), or integers only).")
 
 
 def _check_blocks(blocks: BlockMoments) -> BlockMoments:

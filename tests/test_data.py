@@ -172,3 +172,21 @@ def test_polars_and_pyarrow_frames_in_pandas_out():
     assert list(formula.fit(n_boot=0).params.index) == ["X1", "X2"]
     with pytest.raises(DataError, match="lazy"):
         NegDRO(pl.from_pandas(df).lazy(), env="env", outcome="Y")
+
+
+def test_environment_labels_that_python_merges_are_refused():
+    """1, 1.0 and True are one dict key in Python: pandas merged them into one environment
+    without a word; tuple labels crashed after the whole fit."""
+    data = simulate.eq33(p=5).sample(200, rng=0)
+    env = data["env"].astype(object)
+    env[env == 3] = True
+    data["env"] = env
+    with pytest.raises(DataError, match="1 and True are different labels"):
+        NegDRO(data, env="env", outcome="Y")
+    with pytest.raises(DataError, match="1 and True are different labels"):
+        NegDRO(data.drop(columns="env"), env=env.to_numpy(), outcome="Y")
+    data["env"] = [(i % 3, 0) for i in range(len(data))]
+    with pytest.raises(DataError, match="must be scalars"):
+        NegDRO(data, env="env", outcome="Y")
+    data["env"] = env.astype(str)                    # the fix the message suggests
+    assert NegDRO(data, env="env", outcome="Y").moments.envs == ("1", "2", "4", "True")
