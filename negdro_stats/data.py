@@ -225,7 +225,7 @@ class MultiEnvData:
                                      batch_readahead=2, fragment_readahead=1)  # bounded memory
 
         acc, dropped = BlockAccumulator(p=len(covariates), n_blocks=blocks), 0
-        with one_blas_thread():
+        with one_blas_thread():           # (batches in file order: rows keep positions)
             for batch in progress(batches, verbose, "parquet"):
                 columns = {name: batch.column(name).to_numpy(zero_copy_only=False)
                            for name in batch.schema.names}
@@ -251,15 +251,19 @@ class MultiEnvData:
         outcome, covariates = _split_columns(columns, env, outcome, covariates)
         p = len(covariates)
 
-        def partial(part: pd.DataFrame) -> tuple[BlockAccumulator, int]:
-            acc = BlockAccumulator(p=p, n_blocks=blocks)
+        def partial(part: pd.DataFrame, start: int) -> tuple[BlockAccumulator, int]:
+            acc = BlockAccumulator(p=p, n_blocks=blocks, start=start)
             return acc, _add_frame(acc, part, env, outcome, covariates, missing)
 
         def merge(a: tuple, b: tuple) -> tuple[BlockAccumulator, int]:
             return a[0].merge(b[0]), a[1] + b[1]
 
-        parts = [dask.delayed(partial)(d) for d in frame[[env, outcome, *covariates]]
-                 .to_delayed()]
+        # each row's block is drawn from its position in the frame: the partitions' first
+        # positions need their lengths (one light pass, over the labels only)
+        lengths = _dask_compute(frame[env].map_partitions(len), False).tolist()
+        starts = np.cumsum([0, *lengths[:-1]]).tolist()
+        parts = [dask.delayed(partial)(d, start) for d, start in zip(
+            frame[[env, outcome, *covariates]].to_delayed(), starts, strict=True)]
         while len(parts) > 1:                                # tree reduction
             parts = [dask.delayed(merge)(*parts[i:i + 2]) if i + 1 < len(parts) else parts[i]
                      for i in range(0, len(parts), 2)]
@@ -709,14 +713,16 @@ def _add_columns(acc: BlockAccumulator, columns: dict, env: str, outcome: str,
     if text:
         raise DataError(f"Columns {text} are not numeric; encode them first.")
     values = [np.asarray(columns[c], dtype=np.float64) for c in names]
+    positions = acc.positions(len(labels))           # among all rows, dropped or not
     finite = np.logical_and.reduce([np.isfinite(v) for v in values])
     dropped = int(len(finite) - np.count_nonzero(finite))
     if dropped and missing == "raise":
         raise DataError(f"data has row(s) with NaN or infinite values ({dropped} in one "
                         "batch). Clean them, or pass missing='drop'.")
     if dropped:
-        values, labels = [v[finite] for v in values], labels[finite]
-    acc.add_rows(values, labels)
+        values, labels, positions = ([v[finite] for v in values], labels[finite],
+                                     positions[finite])
+    acc.add_rows(values, labels, positions)
     return dropped
 
 

@@ -147,12 +147,16 @@ def test_small_environments_resample_their_non_empty_blocks(frame):
     for _ in range(20):
         for mom in (data.resample(rng), data.permute(rng)):
             assert np.isfinite(mom.Sigma).all() and (mom.n > 0).all()
-    twins = pd.concat([frame[frame.env != 4], frame[frame.env == 4].head(1)] * 1)
-    twins = pd.concat([twins, frame[frame.env == 4].head(1)])       # two identical rows
     from negdro_stats import DataError
+    from negdro_stats.moments import block_of
 
+    rest, two = frame[frame.env != 4], frame[frame.env == 4].head(2)
+    drawn = block_of(np.arange(len(rest), len(rest) + 200), 50)   # the tail's blocks
+    k = 1 + int(np.flatnonzero(drawn[1:] == drawn[0])[0])          # a position sharing it
+    filler = rest.head(k - 1)                                      # (other environments)
+    one_block = pd.concat([rest, two.iloc[:1], filler, two.iloc[1:]])
     with pytest.raises(DataError, match="fewer than 2 non-empty blocks"):
-        MultiEnvData.from_frame(twins, "env", outcome="Y", blocks=50)
+        MultiEnvData.from_frame(one_block, "env", outcome="Y", blocks=50)
 
 
 def test_point_estimates_do_not_depend_on_the_source(tmp_path):
@@ -176,7 +180,8 @@ def test_point_estimates_do_not_depend_on_the_source(tmp_path):
 
 def test_blocks_do_not_depend_on_how_rows_are_split():
     """One call with 60,000 rows (sliced inside for the cache) and 7 uneven calls give the
-    same blocks; the hash spreads continuous, integer and constant-padded rows evenly."""
+    same blocks; blocks drawn from the rows' positions are uniform, and identical rows
+    spread over them like any others (a hash of the values put them in one block)."""
     from scipy import stats
 
     from negdro_stats.moments import BlockAccumulator, block_of
@@ -194,7 +199,10 @@ def test_blocks_do_not_depend_on_how_rows_are_split():
     assert_allclose(a.mean, b.mean, rtol=1e-10, atol=1e-12)
     assert_allclose(a.m2, b.m2, rtol=1e-10, atol=1e-10)
     n = 100_000
-    for columns in ([rng.normal(size=n)], [np.arange(n, dtype=float)],
-                    [np.arange(n) % 100.0, np.arange(n) // 100.0, np.ones(n)]):
-        counts = np.bincount(block_of(columns, 50), minlength=50)
+    for seed in (0, 1, 7):
+        counts = np.bincount(block_of(np.arange(n), 50, seed), minlength=50)
         assert stats.chisquare(counts).pvalue > 1e-3
+    same = BlockAccumulator(p=1, n_blocks=40)
+    same.add(np.ones((4000, 1)), np.zeros(4000), np.zeros(4000, dtype=int))
+    counts = same.finish(names=["x"]).n[0]
+    assert (counts > 0).all() and stats.chisquare(counts).pvalue > 1e-3
