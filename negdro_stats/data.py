@@ -211,16 +211,13 @@ class MultiEnvData:
             raise ImportError("Parquet sources need pyarrow: pip install "
                               "'negdro-stats[scale]'.") from exc
 
-        paths = sorted(glob.glob(path)) if isinstance(path, str) and glob.has_magic(path) \
-            else path
-        if not paths:
-            raise DataError(f"No Parquet files match {path!r}.")
-        try:
-            dataset = ds.dataset(paths, format="parquet")
-        except (OSError, ValueError) as exc:
-            raise DataError(f"Could not open {path!r} as Parquet: {exc}") from exc
-        columns = [str(c) for c in dataset.schema.names]
+        batch_rows = check_int(batch_rows, "batch_rows", "from_parquet", min_val=1)
+        files = _parquet_files(path)
+        schemas = _parquet_schemas(files)
+        columns = list(dict.fromkeys(c for schema in schemas.values() for c in schema))
         outcome, covariates = _split_columns(columns, env, outcome, covariates)
+        dataset = ds.dataset(files, format="parquet", schema=_unified_schema(
+            schemas, env, [outcome, *covariates]))
         batches = dataset.to_batches(columns=[env, outcome, *covariates], batch_size=batch_rows,
                                      batch_readahead=2, fragment_readahead=1)  # bounded memory
 
@@ -626,6 +623,80 @@ class _Rows:
         """``(X, y, codes)`` of all used rows (one copy)."""
         X, y = self.block(slice(None) if self.kept is None else self.kept)
         return X, y, self.codes
+
+
+def _parquet_files(path: str | os.PathLike | Sequence) -> list[str]:
+    """The files of a Parquet source (a file, a directory read recursively, a glob or a
+    list), sorted, each checked to be Parquet (the magic bytes ``PAR1``): a CSV inside a
+    directory raised ArrowInvalid or a DataError depending on the sort order."""
+    if isinstance(path, str | os.PathLike):
+        path = os.fspath(path)
+        if glob.has_magic(path):
+            candidates = sorted(glob.glob(path))
+        elif os.path.isdir(path):
+            candidates = sorted(os.path.join(root, f) for root, _, names in os.walk(path)
+                                for f in names if not f.startswith((".", "_")))
+        else:
+            candidates = [path]
+    else:
+        candidates = [os.fspath(f) for f in path]
+    if not candidates:
+        raise DataError(f"No Parquet files match path={path!r}.")
+    for f in candidates:
+        try:
+            with open(f, "rb") as handle:
+                magic = handle.read(4)
+        except OSError as exc:
+            raise DataError(f"Could not read the Parquet file {f!r}: {exc}") from exc
+        if magic != b"PAR1":
+            raise DataError(f"{f!r} is not a Parquet file; move it out of the source or pass "
+                            "a glob such as 'folder/*.parquet'.")
+    return candidates
+
+
+def _parquet_schemas(files: list[str]) -> dict[str, dict[str, Any]]:
+    """Each file's columns and Arrow types (footers only), without pandas' index columns."""
+    import pyarrow.parquet as pq
+
+    schemas = {}
+    for f in files:
+        try:
+            schema = pq.read_schema(f)
+        except (OSError, ValueError) as exc:
+            raise DataError(f"Could not read the schema of the Parquet file {f!r}: {exc}"
+                            ) from exc
+        index = {c for c in (schema.pandas_metadata or {}).get("index_columns", [])
+                 if isinstance(c, str)}
+        schemas[f] = {str(name): schema.field(name).type for name in schema.names
+                      if name not in index}
+    return schemas
+
+
+def _unified_schema(schemas: dict, env: str, numeric: list[str]) -> Any:
+    """One schema for every file: the variables as float64 (an int64 column that is
+    float64 in a later file raised ArrowInvalid), the labels as they are in every file.
+    A column missing from a file, a non-numeric variable or labels of different types
+    are one DataError naming the file and the column (a covariate missing from the first
+    file was dropped silently, one missing from a later file read as NaN)."""
+    import pyarrow as pa
+
+    for f, schema in schemas.items():
+        absent = [c for c in [env, *numeric] if c not in schema]
+        if absent:
+            raise DataError(f"The Parquet file {f!r} has no column(s) {absent}; every file "
+                            "needs the environment, the outcome and every covariate.")
+        text = [c for c in numeric if not (pa.types.is_integer(schema[c])
+                                           or pa.types.is_floating(schema[c]))]
+        if text:
+            raise DataError(f"Columns {text} of the Parquet file {f!r} are not numeric "
+                            f"({', '.join(str(schema[c]) for c in text)}); encode them first.")
+    env_types = {str(schema[env]) for schema in schemas.values()}
+    if len(env_types) > 1:
+        listed = ", ".join(f"{f!r}: {schema[env]}" for f, schema in schemas.items())
+        raise DataError(f"The environment column {env!r} has different types across the "
+                        f"Parquet files ({listed}); write it with one type.")
+    first = next(iter(schemas.values()))
+    return pa.schema([(env, first[env]), *((c, pa.float64()) for c in numeric)])
 
 
 def _dask_compute(obj: Any, verbose: bool | None) -> Any:

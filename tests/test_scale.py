@@ -206,3 +206,44 @@ def test_blocks_do_not_depend_on_how_rows_are_split():
     same.add(np.ones((4000, 1)), np.zeros(4000), np.zeros(4000, dtype=int))
     counts = same.finish(names=["x"]).n[0]
     assert (counts > 0).all() and stats.chisquare(counts).pvalue > 1e-3
+
+
+def test_parquet_schemas_are_unified_and_checked_up_front(tmp_path):
+    """Every file is checked before the pass: a covariate missing from any file, labels of
+    different types, a CSV among the files and batch_rows=0 are one DataError naming the
+    file and column; an int64 column that is float64 in another file is read as float64
+    (ArrowInvalid before); pandas' index columns are not covariates."""
+    from negdro_stats import DataError
+
+    df = simulate.eq33(p=5).sample(300, rng=0)
+    ints = df.iloc[:600].copy()
+    ints["X1"] = ints["X1"].round().astype("int64")
+    whole = pd.concat([ints, df.iloc[600:]])
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    ints.to_parquet(folder / "a.parquet")
+    df.iloc[600:].sample(frac=1.0, random_state=0).to_parquet(folder / "b.parquet")  # index
+    data = MultiEnvData.from_parquet(str(folder), "env", outcome="Y")
+    memory = MultiEnvData.from_frame(whole, "env", outcome="Y")
+    assert data.moments.names == memory.moments.names == ("X1", "X2", "X3", "X4", "X5")
+    _same_moments(data.moments, memory.moments, rtol=1e-9)
+
+    (folder / "notes.csv").write_text("env,Y\n1,2\n")
+    with pytest.raises(DataError, match="notes.csv' is not a Parquet file"):
+        MultiEnvData.from_parquet(str(folder), "env", outcome="Y")
+    (folder / "notes.csv").unlink()
+    with pytest.raises(ValueError, match="'batch_rows' parameter"):
+        MultiEnvData.from_parquet(str(folder), "env", outcome="Y", batch_rows=0)
+
+    short = tmp_path / "short"
+    short.mkdir()
+    df.iloc[:600].drop(columns="X3").to_parquet(short / "a.parquet")
+    df.iloc[600:].to_parquet(short / "b.parquet")
+    with pytest.raises(DataError, match=r"a.parquet' has no column\(s\) \['X3'\]"):
+        MultiEnvData.from_parquet(str(short), "env", outcome="Y")
+    labels = tmp_path / "labels"
+    labels.mkdir()
+    df.iloc[:600].to_parquet(labels / "a.parquet")
+    df.iloc[600:].astype({"env": str}).to_parquet(labels / "b.parquet")
+    with pytest.raises(DataError, match="different types across the Parquet files"):
+        MultiEnvData.from_parquet(str(labels), "env", outcome="Y")
