@@ -186,14 +186,39 @@ class MultiEnvData:
                               blocks=blocks)
 
     @classmethod
-    def from_moments(cls, moments: Moments) -> MultiEnvData:
+    def from_moments(cls, moments: Moments, *, fit_intercept: bool | None = None
+                     ) -> MultiEnvData:
         """Per-environment moments computed elsewhere (population moments of a design, or
-        :class:`~negdro_stats.moments.MomentAccumulator` on a stream); no rows."""
+        :class:`~negdro_stats.moments.MomentAccumulator` on a stream); no rows.
+
+        A covariate that is the constant 1 in every environment (``model.moments`` of a
+        model with an intercept ends with one, ``const``) is the intercept: by default
+        (``fit_intercept=None``) it is fitted as one, moved last and named ``const``;
+        ``fit_intercept=True`` without one appends it; ``fit_intercept=False`` with one is
+        an error (a constant cannot be a covariate)."""
         if not isinstance(moments, Moments):
             raise DataError(f"moments must be a negdro_stats.Moments; got "
                             f"{type(moments).__name__}.")
+        ones = [j for j in range(moments.p)
+                if np.allclose(moments.mean_x[:, j], 1.0, rtol=0, atol=1e-12)
+                and np.allclose(moments.Sigma[:, j, j], 1.0, rtol=0, atol=1e-12)]
+        fit_intercept = bool(ones) if fit_intercept is None else check_bool(
+            fit_intercept, "fit_intercept", "NegDRO.from_moments")
+        if ones and not fit_intercept:
+            raise DataError(f"Covariate {moments.names[ones[0]]!r} is the constant 1 (an "
+                            "intercept); leave fit_intercept unset or pass fit_intercept=True "
+                            "to fit it as one.")
+        if len(ones) > 1:
+            raise DataError(f"Covariates {[moments.names[j] for j in ones]} are all the "
+                            "constant 1; keep one (the intercept).")
+        if fit_intercept and ones:
+            order = [j for j in range(moments.p) if j != ones[0]] + ones
+            moments = moments.subset(order)
+            moments = replace(moments, names=(*moments.names[:-1], INTERCEPT_NAME))
+        elif fit_intercept:
+            moments = moments.add_constant(INTERCEPT_NAME)
         _check_moments(moments)
-        return cls(moments)
+        return cls(moments, fit_intercept=fit_intercept)
 
     @classmethod
     def from_parquet(cls, path: str | Sequence[str], env: str, *, outcome: str | None = None,

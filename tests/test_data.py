@@ -1,7 +1,7 @@
 """The data layer (MultiEnvData) and the solver options: one validation, one resampler."""
 
 import pickle
-from dataclasses import FrozenInstanceError
+from dataclasses import FrozenInstanceError, replace
 
 import numpy as np
 import pandas as pd
@@ -190,3 +190,28 @@ def test_environment_labels_that_python_merges_are_refused():
         NegDRO(data, env="env", outcome="Y")
     data["env"] = env.astype(str)                    # the fix the message suggests
     assert NegDRO(data, env="env", outcome="Y").moments.envs == ("1", "2", "4", "True")
+
+
+def test_from_moments_keeps_the_intercept():
+    """NegDRO.from_moments(model.moments) of a model with an intercept fitted 'const' as a
+    covariate (Condition 1b flipped); now the constant-1 column is the intercept, wherever
+    it sits and whatever its name, and a constant cannot be a plain covariate."""
+    data = simulate.eq33(p=6).sample(2000, rng=0)
+    data["X1"] += 5.0
+    model = NegDRO(data, env="env", outcome="Y", fit_intercept=True)
+    rows = model.fit(n_boot=0)
+    again = NegDRO.from_moments(model.moments).fit(n_boot=0)
+    assert again.fit_intercept and list(again.params.index) == list(rows.params.index)
+    assert_allclose(again.params, rows.params, atol=1e-10)
+    assert again.identification.holds == rows.identification.holds
+    mom = model.moments
+    first = mom.subset([mom.p - 1, *range(mom.p - 1)])
+    first = replace(first, names=("ones", *first.names[1:]))
+    moved = NegDRO.from_moments(first).fit(n_boot=0)
+    assert list(moved.params.index) == list(rows.params.index)
+    assert_allclose(moved.params, rows.params, atol=1e-10)
+    with pytest.raises(DataError, match="is the constant 1"):
+        NegDRO.from_moments(mom, fit_intercept=False)
+    plain = mom.subset(list(range(mom.p - 1)))
+    assert_allclose(NegDRO.from_moments(plain, fit_intercept=True).fit(n_boot=0).params,
+                    rows.params, atol=1e-10)
