@@ -94,6 +94,8 @@ class MultiEnvData:
         if len(frame) == 0:
             raise DataError("data has no rows.")
         columns = [str(c) for c in frame.columns]
+        if any(not isinstance(c, str) for c in frame.columns):   # 0, None, ("a", 1): the
+            frame = frame.set_axis(columns, axis=1)              # names are their str()
         dupes = sorted({c for c in columns if columns.count(c) > 1})
         if dupes:
             raise DataError(f"data has duplicate column names {dupes}; rename them.")
@@ -360,6 +362,7 @@ class MultiEnvData:
             finite = _finite_rows(block, n)[0]
             if not finite.all():
                 kept = np.flatnonzero(finite)
+                _check_drop(env_values, finite)
                 warn_user(f"Dropped {n - len(kept)} of {n} rows with NaN or infinite "
                           "values (missing='drop').", DataWarning)
         codes, labels = pd.factorize(env_values if kept is None else env_values[kept],
@@ -431,6 +434,8 @@ class MultiEnvData:
                 raise DataError("This model was built from moments; pass exog to predict.")
         exog = pd.DataFrame(exog) if isinstance(exog, Mapping) else _as_pandas(exog)
         if isinstance(exog, pd.DataFrame):
+            if any(not isinstance(c, str) for c in exog.columns):    # as for the fit
+                exog = exog.set_axis([str(c) for c in exog.columns], axis=1)
             missing = [n for n in names if n not in exog.columns]
             if missing:
                 raise DataError(f"exog lacks the covariate columns {missing}.")
@@ -648,6 +653,18 @@ class _Rows:
         """``(X, y, codes)`` of all used rows (one copy)."""
         X, y = self.block(slice(None) if self.kept is None else self.kept)
         return X, y, self.codes
+
+
+def _check_drop(env_values: np.ndarray, finite: np.ndarray) -> None:
+    """``missing='drop'`` must leave rows in every environment."""
+    if not finite.any():
+        raise DataError("missing='drop' drops every row: each has a NaN or infinite value. "
+                        "Check the columns (data.isna().sum() shows where).")
+    labels = pd.unique(env_values).tolist()
+    emptied = [e for e in labels if not finite[env_values == e].any()]
+    if emptied:
+        raise DataError(f"missing='drop' drops every row of environment(s) {_few(emptied)}: "
+                        "clean those rows, or drop the environment(s) explicitly.")
 
 
 def _parquet_files(path: str | os.PathLike | Sequence) -> list[str]:

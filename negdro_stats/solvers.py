@@ -653,11 +653,18 @@ def run_method(std: Moments, options: SolverOptions
     uses_gradient = method != "algorithm3" or inner == "gdm"
     if step_size is None and uses_gradient:
         step_size = 1.0 / _lipschitz(Sigma, gamma, tau if method == "algorithm3" else 0.0)
-    if upsilon is None and method == "algorithm2":
+    if method == "algorithm2":
         # Phi is m-weakly convex with m <= 2 c ||sum_e Sigma_e||; upsilon = 1/(2m) makes
         # the proximal problem (52) m-strongly convex.
         top = linalg.eigvalsh(Sigma.sum(0), subset_by_index=[p - 1, p - 1])[0]
-        upsilon = 1.0 / (4.0 * negative_weight(gamma, E) * top)
+        natural = 1.0 / (4.0 * negative_weight(gamma, E) * top)
+        if upsilon is not None and upsilon < 1e-8 * natural:
+            raise DataError(f"upsilon={upsilon:g} is below 1e-8 of its natural scale "
+                            f"1 / (4 c lambda_max) = {natural:.3g} (standardised moments): "
+                            "the proximal map (52) then equals its centre in floating point, "
+                            "so every point would look stationary. Leave upsilon unset, or "
+                            f"use at least {1e-8 * natural:.3g}.")
+        upsilon = natural if upsilon is None else upsilon
 
     def minimise(S: np.ndarray, tau_s: float, b0: FloatArray) -> InnerResult:
         Sig, sx = Sigma[:, S][:, :, S], sxy[:, S]

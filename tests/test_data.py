@@ -215,3 +215,29 @@ def test_from_moments_keeps_the_intercept():
     plain = mom.subset(list(range(mom.p - 1)))
     assert_allclose(NegDRO.from_moments(plain, fit_intercept=True).fit(n_boot=0).params,
                     rows.params, atol=1e-10)
+
+
+def test_non_string_column_names_and_drops_that_empty_an_environment():
+    """Integer, None and tuple column names gave a bare KeyError (they are named by their
+    str() now, in the fit and in predict); missing='drop' that empties an environment or
+    the whole data set is a DataError naming it (a numpy error or a row count before); a
+    vanishing upsilon made Algorithm 2 report b = 0 stationary after 0 iterations."""
+    base = simulate.eq33(p=5).sample(200, rng=0)
+    for names in ([0, 1, 2, 3, 4, 5], [None, "X1", "X2", "X3", "X4", "X5"],
+                  [("a", 1), "X1", "X2", "X3", "X4", "X5"]):
+        data = base.copy()
+        data.columns = [*names, "env"]
+        model = NegDRO(data, env="env")
+        res = model.fit(n_boot=0)
+        assert model.endog_name == str(data.columns[0])
+        assert_allclose(res.predict(data.drop(columns="env")), model.predict(res.params))
+    data = base.copy()
+    data.loc[data["env"] == 2, "X1"] = np.nan
+    with pytest.raises(DataError, match=r"drops every row of environment\(s\) 2"):
+        NegDRO(data, env="env", outcome="Y", missing="drop")
+    data["X2"] = np.nan
+    with pytest.raises(DataError, match="drops every row: each has a NaN"):
+        NegDRO(data, env="env", outcome="Y", missing="drop")
+    with pytest.raises(DataError, match="upsilon=1e-300 is below 1e-8 of its natural scale"):
+        NegDRO(base, env="env", outcome="Y").fit(n_boot=0, method="algorithm2",
+                                                 upsilon=1e-300)
