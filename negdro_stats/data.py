@@ -373,15 +373,22 @@ class MultiEnvData:
         acc = MomentAccumulator(p=len(covariates), n_envs=len(labels)) if blocks is None \
             else BlockAccumulator(p=len(covariates),
                                   n_blocks=check_int(blocks, "blocks", "NegDRO", min_val=2))
-        with one_blas_thread() if blocks is not None else nullcontext():   # (small
-            for X, y, chunk_codes in rows.chunks():                        # products)
+        with (one_blas_thread() if blocks is not None else nullcontext()), \
+                np.errstate(over="ignore", invalid="ignore"):   # (checked just below)
+            for X, y, chunk_codes in rows.chunks():     # (small products on one thread)
                 acc.add(X, y, chunk_codes)               # codes 0..E-1: sorted like envs
         block_moments = None if blocks is None else replace(
             acc.finish(names=covariates, outcome=outcome), envs=envs)
         mom = (acc.finish(envs=envs, names=covariates, outcome=outcome) if blocks is None
                else block_moments.moments())
         if not all(np.isfinite(a).all() for a in (mom.Sigma, mom.sxy, mom.syy)):
-            finite, counts = _finite_rows(block, n)            # only on the error path
+            finite, counts, top = _finite_rows(block, n)       # only on the error path
+            if finite.all():                                   # finite, but squares overflow
+                big = [f"{name} (up to {value:.3g})" for name, value
+                       in zip([*covariates, outcome], top, strict=True) if value > 1e150]
+                raise DataError(f"Columns {', '.join(big[:8])} hold values whose squares "
+                                "overflow float64; rescale them (e.g. divide by a power of "
+                                "10).")
             by_column = [f"{name}: {count}" for name, count
                          in zip([*covariates, outcome], counts, strict=True) if count]
             raise DataError(f"data has {int((~finite).sum())} row(s) with NaN or infinite "
@@ -860,15 +867,18 @@ def _few(items: list, k: int = 5) -> str:
 
 def _finite_rows(block: _FrameBlock | _ArrayBlock, n: int
                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Which of the ``n`` rows hold only finite values, and how many NaN or infinite values
-    each column (covariates, then the outcome) holds: one chunked pass."""
-    finite, counts = np.ones(n, dtype=bool), 0
+    """Which of the ``n`` rows hold only finite values, how many NaN or infinite values
+    each column (covariates, then the outcome) holds, and each column's largest finite
+    absolute value: one chunked pass."""
+    finite, counts, top = np.ones(n, dtype=bool), 0, 0.0
     for start in range(0, n, DEFAULT_CHUNK_ROWS):
         X, y = block(slice(start, start + DEFAULT_CHUNK_ROWS))
-        ok = np.isfinite(np.column_stack([X, y]))
+        Z = np.column_stack([X, y])
+        ok = np.isfinite(Z)
         finite[start:start + len(y)] = ok.all(axis=1)
         counts = counts + (~ok).sum(axis=0)
-    return finite, counts
+        top = np.maximum(top, np.where(ok, np.abs(Z), 0.0).max(axis=0, initial=0.0))
+    return finite, counts, top
 
 
 def _env_labels(env: Any, index: pd.Index) -> np.ndarray:
@@ -945,10 +955,12 @@ def _check_moments(mom: Moments) -> None:
     if bad or np.isnan(mom.n).any():
         raise DataError(f"The moments hold NaN or infinite values in {bad or ['n']}.")
     scale = np.concatenate([np.einsum("ejj->ej", mom.Sigma).ravel(), mom.syy])
-    if scale.max() > 1e200 or scale[scale > 0].min(initial=1.0) < 1e-200:
+    level = np.abs(np.concatenate([mom.mean_x.ravel(), mom.mean_y]))
+    if scale.max() > 1e200 or scale[scale > 0].min(initial=1.0) < 1e-200 or (
+            (scale == 0) & (level > 0)).any():          # squares that underflowed to 0
         raise DataError("Some columns have values so large or so small (mean squares beyond "
                         "1e200 or below 1e-200) that products of moments overflow or "
-                        "underflow; rescale them (e.g. divide by a power of 10).")
+                        "underflow; rescale them (multiply or divide by a power of 10).")
     if mom.n_envs < 2:
         raise DataError(f"NegDRO needs at least 2 environments; got {mom.n_envs} "
                         f"({list(mom.envs)}). Invariance cannot be learnt from one.")
@@ -995,17 +1007,21 @@ def _check_moments(mom: Moments) -> None:
         raise DataError(f"Covariates {const} are constant (to working precision: their "
                         "variation is below 1e-15 of their mean square). Drop them, use "
                         "fit_intercept=True for an intercept, or subtract a large offset.")
-    d, _ = mom.scales()
-    corr = mom.Sigma.mean(axis=0) / np.multiply.outer(d, d)
+    check, centred = mom, mom.p > 1 and mom.names[-1] == INTERCEPT_NAME
+    if centred:              # the slopes are fitted on pooled-centred moments: an offset
+        check = mom.subset(np.arange(mom.p - 1)).centred()[0]   # is no collinearity
+    d, _ = check.scales()
+    corr = check.Sigma.mean(axis=0) / np.multiply.outer(d, d)
     try:                         # Cholesky: L_jj^2 = share of X_j not explained by X_<j
         resid = np.diag(np.linalg.cholesky(corr)) ** 2
     except np.linalg.LinAlgError:
         resid = np.zeros(1)
     if resid.min() <= 1e-10:
         vals, vecs = np.linalg.eigh(corr)                         # only on the error path
-        involved = [mom.names[j] for j in np.flatnonzero(np.abs(vecs[:, 0]) > 1e-3)]
-        raise DataError(f"Covariates {involved} are collinear (the pooled second-moment "
-                        "matrix is singular); drop one of them.")
+        involved = [check.names[j] for j in np.flatnonzero(np.abs(vecs[:, 0]) > 1e-3)]
+        raise DataError(f"Covariates {involved} are collinear (the pooled "
+                        f"{'covariance' if centred else 'second-moment'} matrix is "
+                        "singular); drop one of them.")
     if resid.min() <= 1e-8:
         warn_user(f"A covariate is nearly collinear with the others (only "
                   f"{resid.min():.1e} of its second moment is unexplained); estimates "

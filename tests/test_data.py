@@ -241,3 +241,28 @@ def test_non_string_column_names_and_drops_that_empty_an_environment():
     with pytest.raises(DataError, match="upsilon=1e-300 is below 1e-8 of its natural scale"):
         NegDRO(base, env="env", outcome="Y").fit(n_boot=0, method="algorithm2",
                                                  upsilon=1e-300)
+
+
+def test_messages_name_the_real_problem():
+    """A 1e160 cell said "0 row(s) with NaN (by column: ;)" after leaked overflow
+    warnings; an offset of 1e6 with an intercept was called collinear with const; values
+    times 1e-300 were 'constant'."""
+    import warnings
+
+    base = simulate.eq33(p=5).sample(200, rng=0)
+    data = base.copy()
+    data.iloc[3, 1] = 1e160
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                   # no numpy warning leaks
+        with pytest.raises(DataError, match=r"X1 \(up to 1e\+160\) hold values whose "
+                                            "squares overflow"):
+            NegDRO(data, env="env", outcome="Y")
+    data = base.copy()
+    data["X1"] += 1e6
+    shifted = NegDRO(data, env="env", outcome="Y", fit_intercept=True).fit(n_boot=0)
+    plain = NegDRO(base, env="env", outcome="Y", fit_intercept=True).fit(n_boot=0)
+    assert_allclose(shifted.params.drop("const"), plain.params.drop("const"), atol=1e-4)
+    data = base.copy()
+    data[["Y", "X1", "X2", "X3", "X4", "X5"]] *= 1e-300
+    with pytest.raises(DataError, match="multiply or divide by a power of 10"):
+        NegDRO(data, env="env", outcome="Y")
