@@ -42,7 +42,7 @@ from typing import Any, NoReturn
 import numpy as np
 import pandas as pd
 
-from . import DataError, LinearSEM, NegDRO, exceptions, simulate
+from . import DataError, LinearSEM, NegDRO, __version__, exceptions, simulate
 
 __all__ = ["main"]
 
@@ -144,13 +144,22 @@ def _read_csv(path: str, sep: str = ",", decimal: str = ".") -> pd.DataFrame:
         raise CLIError(_ragged_message(path, int(line), int(n_row), int(n_header)),
                        EXIT_INPUT) from None
     except pd.errors.ParserWarning as exc:
-        long_row = _first_long_row(path)
+        long_row = _first_odd_row(path, sep, longer=True)
         if long_row is None:
             raise CLIError(f"{path} is not a valid CSV file: {_one_line(exc)}",
                            EXIT_INPUT) from None
         raise CLIError(_ragged_message(path, *long_row), EXIT_INPUT) from None
     if frame.empty:
         raise CLIError(f"{path} has a header but no data rows.", EXIT_INPUT)
+    header = _header(path, sep)
+    repeated = sorted({c for c in header if header.count(c) > 1})
+    if repeated:                         # pandas renames the second one 'X1.1' and reads on
+        raise CLIError(f"{path}: the header repeats the column name(s) {', '.join(repeated)}"
+                       "; rename them.", EXIT_INPUT)
+    if frame.isna().to_numpy().any():    # pandas pads a short row with NaN
+        short = _first_odd_row(path, sep, longer=False)
+        if short is not None:
+            raise CLIError(_ragged_message(path, *short), EXIT_INPUT)
     other = [c for c in (";", "\t", "|", ",") if c != sep and c in str(frame.columns[0])]
     if frame.shape[1] == 1 and other:
         shown = "\\t" if other[0] == "\t" else other[0]
@@ -171,15 +180,21 @@ def _ragged_message(path: str, line: int, n_row: int, n_header: int) -> str:
             "row (a stray comma, or an unquoted comma inside a value?).")
 
 
-def _first_long_row(path: str) -> tuple[int, int, int] | None:
-    """(line number, fields, header fields) of the first row longer than the header."""
+def _first_odd_row(path: str, sep: str, *, longer: bool) -> tuple[int, int, int] | None:
+    """(line number, fields, header fields) of the first row longer (or shorter) than
+    the header; blank lines are skipped, as pandas does."""
     with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.reader(handle)
+        reader = csv.reader(handle, delimiter=sep)
         n_header = len(next(reader, []))
         for row in reader:
-            if len(row) > n_header:
+            if row and (len(row) > n_header if longer else len(row) < n_header):
                 return reader.line_num, len(row), n_header
     return None
+
+
+def _header(path: str, sep: str) -> list[str]:
+    with open(path, newline="", encoding="utf-8") as handle:
+        return next(csv.reader(handle, delimiter=sep), [])
 
 
 def _closest(name: str, options: Sequence[str]) -> str:
@@ -256,9 +271,9 @@ def _model(args: argparse.Namespace, gamma: float = 20.0) -> NegDRO:
         with _package_errors():
             model = NegDRO(frame, env=args.env, outcome=outcome, gamma=gamma,
                            fit_intercept=args.intercept, missing=args.missing)
-    if args.outcome is None:                      # said once the data are known to be usable
-        print(f"negdro: note: no --outcome given; the outcome is {model.endog_name!r}, the "
-              "first column other than --env.", file=sys.stderr)
+    if args.outcome is None:                      # said after the command succeeds (main)
+        args.note = (f"no --outcome given; the outcome was {model.endog_name!r}, the first "
+                     "column other than --env.")
     return model
 
 
@@ -585,6 +600,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="negdro", description=__doc__.split("\n\n", 1)[0],
                      epilog=__doc__[__doc__.index("Exit status:"):].replace("::\n", ":", 1),
                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"negdro {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="simulate eq. (33), fit NegDRO, print the summary")
@@ -652,7 +668,10 @@ def main(argv: list[str] | None = None) -> int:
     warnings.formatwarning = _format_warning
     try:
         args = _parser().parse_args(argv)
-        return args.func(args)
+        status = args.func(args)
+        if status == 0 and getattr(args, "note", None):
+            print(f"negdro: note: {args.note}", file=sys.stderr)
+        return status
     except CLIError as exc:
         print(f"negdro: error: {_one_line(exc)}", file=sys.stderr)
         return exc.code

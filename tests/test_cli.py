@@ -371,3 +371,29 @@ def test_design_plan_with_confounders(tmp_path, capsys):
                     'confounders = [ ["X1", "Y"] ]\n')
     assert main(["design", str(plan)]) == 4
     assert "[name, name, correlation] triples" in capsys.readouterr().err
+
+
+def test_cli_header_short_rows_version_and_the_note(tmp_path, capsys):
+    """A repeated header name was renamed 'X1.1' and fitted; a short row was a NaN error
+    with exit 4; the note about the outcome came before errors; there was no --version."""
+    from negdro_stats import __version__
+
+    (tmp_path / "dup.csv").write_text("env,Y,X1,X1\n1,2,3,4\n1,2,3,5\n2,3,4,5\n2,1,2,3\n")
+    assert main(["fit", str(tmp_path / "dup.csv"), "--env", "env", "--n-boot", "0"]) == 3
+    assert "repeats the column name(s) X1" in capsys.readouterr().err
+    (tmp_path / "short.csv").write_text("env,Y,X1\n1,2,3\n1,2\n2,3,4\n2,3,1\n")
+    assert main(["fit", str(tmp_path / "short.csv"), "--env", "env", "--n-boot", "0"]) == 3
+    assert "line 3: 2 fields, but the header has 3" in capsys.readouterr().err
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"negdro {__version__}"
+    data = simulate.eq33(p=5).sample(300, rng=0)
+    data.to_csv(tmp_path / "ok.csv", index=False)
+    assert main(["fit", str(tmp_path / "ok.csv"), "--env", "env", "--n-boot", "0"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == ("negdro: note: no --outcome given; the outcome was 'Y', the first "
+                       "column other than --env.")
+    bad = data.assign(X1=np.nan)
+    bad.to_csv(tmp_path / "bad.csv", index=False)
+    assert main(["fit", str(tmp_path / "bad.csv"), "--env", "env", "--n-boot", "0"]) == 4
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("negdro: error:")
