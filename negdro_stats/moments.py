@@ -156,9 +156,14 @@ class Moments:
         outcome: str | None = None,
         covariates: Sequence[str] | None = None,
         chunk_rows: int = 200_000,
+        encoding: str = "utf-8",
     ) -> Moments:
         """Sample moments of a CSV file read ``chunk_rows`` rows at a time, for data that
         do not fit in memory.  Two passes: the environment column first, then the rest.
+
+        The labels are read as text and typed once for the whole file: integers if every
+        label is one, else text (typed per chunk, label 4 and a later chunk's "4" were two
+        environments).  ``encoding`` is the file's text encoding.
 
         ``outcome`` defaults to the first column other than ``env``; ``covariates`` to all
         remaining columns.  Rows with missing or infinite values raise an error naming
@@ -170,16 +175,23 @@ class Moments:
             (ragged rows are errors, not silently padded or dropped)."""
             try:
                 yield from pd.read_csv(path, on_bad_lines="error", chunksize=chunk_rows,
-                                       **kwargs)
+                                       encoding=encoding, dtype={env: str}, **kwargs)
             except pd.errors.EmptyDataError as exc:
                 raise DataError(f"{path} is empty.") from exc
             except pd.errors.ParserError as exc:
                 raise DataError(f"{path} could not be parsed: {exc}") from exc
+            except UnicodeDecodeError as exc:
+                raise DataError(f"{path} is not valid {encoding} text (byte {exc.start} of a "
+                                "chunk); pass encoding= with the file's encoding, e.g. "
+                                "encoding='latin-1'.") from exc
 
         try:
-            header = [str(c) for c in pd.read_csv(path, nrows=0).columns]
+            header = [str(c) for c in pd.read_csv(path, nrows=0, encoding=encoding).columns]
         except pd.errors.EmptyDataError as exc:
             raise DataError(f"{path} is empty.") from exc
+        except UnicodeDecodeError as exc:
+            raise DataError(f"{path} is not valid {encoding} text; pass encoding= with the "
+                            "file's encoding, e.g. encoding='latin-1'.") from exc
         if env not in header:
             raise DataError(f"env={env!r} is not a column of {path}; columns are {header}.")
         rest = [c for c in header if c != env]
@@ -201,7 +213,15 @@ class Moments:
         if env_values.isna().any():
             raise DataError(f"{path} has {int(env_values.isna().sum())} rows with a blank "
                             f"{env!r} cell; give every row an environment label.")
-        labels, _ = _sorted_labels(env_values.to_numpy())
+        text = env_values.str.strip()
+        integral = bool(len(text)) and bool(text.str.fullmatch(r"[-+]?\d+").all())
+
+        def typed(values: pd.Series) -> np.ndarray:
+            """The labels with the file's one type (integers, or text)."""
+            values = values.str.strip()
+            return values.astype(np.int64).to_numpy() if integral else values.to_numpy()
+
+        labels, _ = _sorted_labels(typed(env_values))
         if len(labels) == 0:
             raise DataError(f"{path} has a header but no rows.")
         acc = MomentAccumulator(p=len(covariates), n_envs=len(labels))
@@ -214,7 +234,7 @@ class Moments:
                                 "or leave those columns out with covariates=[...].")
             values = sub.to_numpy(dtype=np.float64)
             bad += int((~np.isfinite(values).all(axis=1)).sum())
-            acc.add(values[:, 1:], values[:, 0], _sorted_labels(chunk[env].to_numpy(), labels)[1])
+            acc.add(values[:, 1:], values[:, 0], _sorted_labels(typed(chunk[env]), labels)[1])
         if bad:
             raise DataError(f"{path} has {bad} rows with missing or infinite values; clean "
                             "them first.")

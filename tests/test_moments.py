@@ -94,3 +94,26 @@ def test_offsets_keep_their_variance():
     df = simulate.eq33(p=5).sample(500, rng=1)
     res = NegDRO(df.assign(X2=df.X2 + 1e7), env="env", outcome="Y").fit(n_boot=0)
     assert np.isfinite(res.params).all()
+
+
+def test_from_csv_types_labels_once_and_names_the_encoding(tmp_path):
+    """Labels were typed per chunk (4 and a later chunk's "4" became two environments);
+    a Latin-1 file raised UnicodeDecodeError."""
+    from negdro_stats import DataError
+
+    data = simulate.eq33(p=5).sample(400, rng=0)[["env", "Y", "X1", "X2", "X3", "X4", "X5"]]
+    data.to_csv(tmp_path / "ints.csv", index=False)
+    assert Moments.from_csv(str(tmp_path / "ints.csv"), env="env", chunk_rows=300).envs == (
+        1, 2, 3, 4)
+    mixed = data.astype({"env": object})
+    mixed.loc[mixed.index[-5:], "env"] = "x"                 # text only in the last chunk
+    mixed.to_csv(tmp_path / "mixed.csv", index=False)
+    mom = Moments.from_csv(str(tmp_path / "mixed.csv"), env="env", chunk_rows=300)
+    assert mom.envs == ("1", "2", "3", "4", "x")
+    assert list(mom.n) == [400, 400, 400, 395, 5]
+    (tmp_path / "latin.csv").write_bytes(
+        "env,Y,X1\nZürich,1,2\nBern,2,3\nZürich,1,1\nBern,3,2\n".encode("latin-1"))
+    with pytest.raises(DataError, match="not valid utf-8 text.*encoding='latin-1'"):
+        Moments.from_csv(str(tmp_path / "latin.csv"), env="env")
+    assert Moments.from_csv(str(tmp_path / "latin.csv"), env="env",
+                            encoding="latin-1").envs == ("Bern", "Zürich")
