@@ -111,8 +111,11 @@ class IdentificationReport:
                          "environment's risk unchanged, so invariance alone cannot pin "
                          "down beta*.")
         w = ", ".join(f"{e}: {x:.3f}" for e, x in zip(c.envs, c.weights, strict=True))
-        lines.append(f"  Margin lambda = {c.margin:.4g} (relative {c.relative_margin:.4g}), "
-                     f"weights w0 = ({w}); path {c.path}.")
+        paper = (f"; the paper's lambda of (16), its own solve in raw units = "
+                 f"{c.paper_lambda:.4g}" if np.isfinite(c.paper_lambda) else "")
+        lines.append(f"  Relative margin {c.relative_margin:.4g} (the verdict's, covariates "
+                     f"standardised) at weights w0 = ({w}): lambda_min(A(w0)) = "
+                     f"{c.margin:.4g}{paper}; path {c.path}.")
         if len(self.boot_margins):
             lines.append(f"  Bootstrap ({len(self.boot_margins)} resamples within "
                          f"environments): {level} lower confidence bound of the relative "

@@ -276,3 +276,26 @@ def test_verdicts_cite_the_number_they_rest_on():
     c4 = limited.check_identification().condition_4
     assert not c4.holds and "never intervened" in c4.verdict
     assert c4.relative_margin <= c4.tol or "on the matrix part" in c4.verdict
+
+
+def test_paper_lambda_is_the_maximum_of_16_in_raw_units():
+    """margin is lambda_min(A(w0)) at the scale-free maximiser, a lower bound (0.21 on
+    eq. (33), p = 6); paper=True solves (16) itself: at its weights lambda_min(A(w)) is
+    the reported value, and no weighting of 20,000 random ones does better."""
+    import numpy as np
+
+    from negdro_stats import simulate
+    from negdro_stats.diagnostics import check_condition_1b
+
+    mom = simulate.eq33(p=6).moments()
+    c = check_condition_1b(mom, paper=True)
+    def A(w):
+        return np.tensordot(w - 1.0 / mom.n_envs, mom.Sigma, axes=1)
+
+    assert np.isnan(check_condition_1b(mom).paper_lambda)
+    assert c.paper_lambda > c.margin + 0.1
+    assert abs(np.linalg.eigvalsh(A(c.extras["paper_weights"]))[0] - c.paper_lambda) < 1e-6
+    rng = np.random.default_rng(0)
+    best = max(np.linalg.eigvalsh(A(rng.dirichlet(np.full(mom.n_envs, 0.5))))[0]
+               for _ in range(20_000))
+    assert best <= c.paper_lambda + 1e-9
