@@ -583,16 +583,22 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
     sel = res.selection
     if sel is not None and np.isfinite(sel.fixed_test[3]):
         J, df, pvalue, level = sel.fixed_test
+        fitted = ("pooled OLS fit passes the invariance test at that fixed fit (residual "
+                  "moments E_e[X (Y - b'X)] equal across environments, Lemma 1; no "
+                  "estimation from the differences), with the smallest pooled risk (BIC); "
+                  "pooled OLS on it is reported" if sel.estimator == "ols" else
+                  "fit passes the invariance test at that fit (residual moments E_e[X (Y - "
+                  "b'X)] equal across environments, Lemma 1), with the smallest pooled risk "
+                  "(BIC); reported: least squares constrained by those conditions where the "
+                  "differences determine the coefficients (pooled OLS was not invariant: "
+                  "hidden confounding, or a child of the outcome)")
         notes = [
             "std coef = coef x RMS(X_j) / RMS(Y).  The environment differences do not "
             "determine the coefficients, so the support is the one, among those whose "
-            "pooled OLS fit passes the invariance test at that fixed fit (residual moments "
-            "E_e[X (Y - b'X)] equal across environments, Lemma 1; no estimation from the "
-            "differences), with the smallest pooled risk (BIC); pooled OLS on it is "
-            f"reported.  Test at the reported fit: J = {J:.3g}, df = {df}, p = "
+            f"{fitted}.  Test at the reported fit: J = {J:.3g}, df = {df}, p = "
             f"{pvalue:.3g}, accepted at level alpha / p = {level:.2g}.  This is beta* if "
-            "every child of the outcome is among the intervened covariates and nothing is "
-            "confounded (Condition 4), which the data cannot check.",
+            "every child of the outcome is among the intervened covariates (Condition 4) "
+            "or, with hidden confounding, Condition 6 holds, which the data cannot check.",
         ]
     elif sel is not None and sel.estimator != "negdro":
         notes = [

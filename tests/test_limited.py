@@ -82,3 +82,19 @@ def test_an_intervened_child_breaks_invariance_at_ols():
             res = NegDRO(sem.sample(20_000, rng=100 + seed), env="env", outcome="Y").fit(
                 n_boot=0)
         assert not res.support["X3"]
+
+
+def test_the_summary_names_the_constrained_fit():
+    """Where the constrained least squares is reported (hidden confounding), the notes say
+    so; they said "pooled OLS on it is reported"."""
+    sem = simulate.random_sem(12, n_envs=3, n_parents=3, n_children=3, intervened=0.5,
+                              shift_downstream=True, confounding=True, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = NegDRO.from_moments(sem.moments()).fit(n_boot=0)
+    assert res.selection.estimator == "ils"
+    assert_allclose(res.params, sem.beta_star, atol=1e-6)
+    text = " ".join(str(res.summary()).split())
+    assert "Refit on support: invariance-constrained LS" in text
+    assert "reported: least squares constrained by those conditions" in text
+    assert "pooled OLS on it is reported" not in text
