@@ -375,8 +375,15 @@ class MultiEnvData:
                                   n_blocks=check_int(blocks, "blocks", "NegDRO", min_val=2))
         with (one_blas_thread() if blocks is not None else nullcontext()), \
                 np.errstate(over="ignore", invalid="ignore"):   # (checked just below)
+            start = 0                 # blocks from positions among all rows, as Parquet's
             for X, y, chunk_codes in rows.chunks():     # (small products on one thread)
-                acc.add(X, y, chunk_codes)               # codes 0..E-1: sorted like envs
+                stop = start + len(y)
+                if blocks is None:
+                    acc.add(X, y, chunk_codes)           # codes 0..E-1: sorted like envs
+                else:
+                    acc.add(X, y, chunk_codes, positions=np.arange(start, stop) if kept is None
+                            else kept[start:stop])
+                start = stop
         block_moments = None if blocks is None else replace(
             acc.finish(names=covariates, outcome=outcome), envs=envs)
         mom = (acc.finish(envs=envs, names=covariates, outcome=outcome) if blocks is None

@@ -454,12 +454,14 @@ class BlockAccumulator:
         self.rows += n
         return out
 
-    def add(self, X: ArrayLike, y: ArrayLike, labels: ArrayLike) -> None:
-        """Add rows ``(X, y)`` with their environment labels (the next rows of the source)."""
+    def add(self, X: ArrayLike, y: ArrayLike, labels: ArrayLike,
+            positions: np.ndarray | None = None) -> None:
+        """Add rows ``(X, y)`` with their environment labels and positions in the source
+        (default: the next rows)."""
         X = np.asarray(X, dtype=np.float64)
         Zt = np.empty((self.p + 1, X.shape[0]))           # one variable per row: the
         Zt[: self.p], Zt[self.p] = X.T, np.asarray(y, dtype=np.float64)   # gathers are
-        self.add_rows(list(Zt), labels)                                   # contiguous
+        self.add_rows(list(Zt), labels, positions)                        # contiguous
 
     def add_rows(self, Z: FloatArray | Sequence[FloatArray], labels: ArrayLike,
                  positions: np.ndarray | None = None) -> None:

@@ -247,3 +247,20 @@ def test_parquet_schemas_are_unified_and_checked_up_front(tmp_path):
     df.iloc[600:].astype({"env": str}).to_parquet(labels / "b.parquet")
     with pytest.raises(DataError, match="different types across the Parquet files"):
         MultiEnvData.from_parquet(str(labels), "env", outcome="Y")
+
+
+def test_dropped_rows_leave_the_same_blocks_in_memory_and_in_parquet(frame, tmp_path):
+    """With missing='drop' the blocks are drawn from the positions among all rows, in
+    memory as in Parquet, so both give the same blocks."""
+    holes = frame.copy()
+    holes.loc[holes.index[::97], "X2"] = np.nan
+    holes.iloc[:1500].to_parquet(tmp_path / "a.parquet")
+    holes.iloc[1500:].to_parquet(tmp_path / "b.parquet")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        memory = MultiEnvData.from_frame(holes, "env", outcome="Y", blocks=50,
+                                         missing="drop")
+        pq = MultiEnvData.from_parquet(str(tmp_path), "env", outcome="Y", missing="drop",
+                                       batch_rows=700)
+    assert_allclose(pq.blocks.n, memory.blocks.n)
+    assert_allclose(pq.blocks.m2, memory.blocks.m2, rtol=1e-8, atol=1e-8)
