@@ -336,6 +336,13 @@ class InvariantOLS:
     t: FloatArray | None = None
 
 
+def _decisive_level(alpha: float, p: int, n_min: float) -> float:
+    """``alpha / (p n)`` (``n`` the smallest environment, ``N_POPULATION`` for exact
+    moments): the level at which the limited-interventions search calls a test decisive
+    (on exact moments a wrong support's J is of order 1e11)."""
+    return alpha / (p * (N_POPULATION if not np.isfinite(n_min) else n_min))
+
+
 def _invariant_ols(test_at: Callable, pooled: Moments, starts: list, *, alpha: float,
                    n_min: float, keep: tuple = (), constrained: Callable | None = None,
                    ils_starts: bool = False) -> InvariantOLS | None:
@@ -407,8 +414,7 @@ def _invariant_ols(test_at: Callable, pooled: Moments, starts: list, *, alpha: f
     crit = critical_value(alpha, pooled.p, n_min)
 
     seen: dict[tuple, list] = {}            # each support is fitted once: [OLS, ILS]
-    decisive = stats.norm.isf(alpha / (2.0 * pooled.p * (
-        N_POPULATION if not np.isfinite(n_min) else n_min)))
+    decisive = stats.norm.isf(_decisive_level(alpha, pooled.p, n_min) / 2.0)
 
     def fitted(S, ils: bool = ils_starts) -> InvariantOLS:
         """Pooled OLS on ``S``; where the test rejects it and ``ils``, the constrained
@@ -720,13 +726,19 @@ def select_by_invariance(
         starts = [S for S in (alg3_support, None if fit is None else fit.support,
                               None if ols is None else ols.support, np.zeros(0, dtype=int))
                   if S is not None]
+        built: dict[tuple, InvarianceGMM] = {}     # OLS is tested, then constrained, at
+                                                   # the same b: one pass over the rows
         def gmm_on(S: np.ndarray, b_S: FloatArray) -> InvarianceGMM:
             """The residual moments of the instruments and of ``S`` itself (a child of Y
             in ``S`` shows there first), the weight and the cumulant at ``b``."""
-            b, R = np.zeros(p), np.union1d(instruments, S).astype(int)
-            b[S] = b_S
-            return InvarianceGMM(std, instruments=R, cumulant=cumulant_at(b, R) if refresh
-                                 else K, b_ref=b, own_weight=False, recentre=recentre)
+            key = (tuple(np.asarray(S).tolist()), np.asarray(b_S, dtype=float).tobytes())
+            if key not in built:
+                b, R = np.zeros(p), np.union1d(instruments, S).astype(int)
+                b[S] = b_S
+                built[key] = InvarianceGMM(
+                    std, instruments=R, cumulant=cumulant_at(b, R) if refresh else K,
+                    b_ref=b, own_weight=False, recentre=recentre)
+            return built[key]
 
         def test_at(S: np.ndarray, b_S: FloatArray) -> tuple:
             return gmm_on(S, b_S).test_at(S, b_S)
@@ -745,9 +757,8 @@ def select_by_invariance(
         reliable = holds or gmm.df_base * len(instruments) <= n_min
         keep = ()                   # Algorithm 3's support, unless decisively not invariant
         if holds and alg3_support is not None and len(alg3_support):
-            n_eff = N_POPULATION if not np.isfinite(n_min) else n_min
             if test_at(alg3_support, pooled_ols(pooled, alg3_support)[0])[2] >= (
-                    alpha / (p * n_eff)):
+                    _decisive_level(alpha, p, n_min)):
                 keep = tuple(int(j) for j in alg3_support)
         inv = None       # pooled OLS where it is invariant (efficient), else constrained
         for ils_starts in ((False, True) if reliable else ()):
