@@ -28,6 +28,7 @@ import pandas as pd
 from ._typing import ArrayLike, FloatArray
 from ._validation import check_bool, check_int, check_option, progress, warn_user
 from .exceptions import DataError, DataWarning
+from .fourth import gaussian_score_cov
 from .moments import (
     DEFAULT_BLOCKS,
     DEFAULT_CHUNK_ROWS,
@@ -375,14 +376,11 @@ class MultiEnvData:
                                   n_blocks=check_int(blocks, "blocks", "NegDRO", min_val=2))
         with (one_blas_thread() if blocks is not None else nullcontext()), \
                 np.errstate(over="ignore", invalid="ignore"):   # (checked just below)
-            start = 0                 # blocks from positions among all rows, as Parquet's
-            for X, y, chunk_codes in rows.chunks():     # (small products on one thread)
-                stop = start + len(y)
-                if blocks is None:
-                    acc.add(X, y, chunk_codes)           # codes 0..E-1: sorted like envs
-                else:
-                    acc.add(X, y, chunk_codes, positions=np.arange(start, stop) if kept is None
-                            else kept[start:stop])
+            start = 0     # blocks and the row sample from positions among all rows, as
+            for X, y, chunk_codes in rows.chunks():     # Parquet's (codes 0..E-1: sorted
+                stop = start + len(y)                   # like envs)
+                acc.add(X, y, chunk_codes, positions=np.arange(start, stop) if kept is None
+                        else kept[start:stop])
                 start = stop
         block_moments = None if blocks is None else replace(
             acc.finish(names=covariates, outcome=outcome), envs=envs)
@@ -426,6 +424,16 @@ class MultiEnvData:
     @property
     def has_rows(self) -> bool:
         return self._rows is not None
+
+    @property
+    def has_score_cov(self) -> bool:
+        """Whether :meth:`score_cov` can be computed (fourth moments, or the rows)."""
+        return self.moments.fourth is not None or self._rows is not None
+
+    @property
+    def has_risk_variances(self) -> bool:
+        """Whether :meth:`risk_variances` can be computed (the equal-risk test)."""
+        return self.has_score_cov or self.blocks is not None
 
     @property
     def can_resample(self) -> bool:
@@ -498,11 +506,18 @@ class MultiEnvData:
 
     def risk_variances(self, b: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Per environment the risk ``R_e(b)`` (mean of ``r^2``, ``r = y - b^T x``, ``b`` in
-        model order with the intercept) and the variance of its estimate: from rows
-        ``Var_e(r^2) / n_e`` (one chunked pass); from blocks, the between-block variance
-        of the block risks (ratio-estimator form, ``K / (K - 1)`` corrected)."""
-        E = self.moments.n_envs
-        if self.blocks is not None:
+        model order with the intercept) and the variance of its estimate,
+        ``Var_e(r^2) / n_e``: from the fourth moments where the moments carry them (every
+        source up to :data:`~negdro_stats.fourth.MAX_P` covariates), else from the rows
+        (one chunked pass); from blocks only, the between-block variance of the block
+        risks (ratio-estimator form, ``K / (K - 1)`` corrected)."""
+        E, fourth = self.moments.n_envs, self.moments.fourth
+        if fourth is not None:               # R from every row, Var(r^2) from the sample
+            R_s, r4_s = fourth.risk_moments(np.asarray(b, dtype=np.float64))
+            m = self.moments
+            R = m.syy - 2.0 * (m.sxy @ b) + np.einsum("i,eij,j->e", b, m.Sigma, b)
+            return R, (r4_s - R_s**2) / m.n
+        if self.blocks is not None and self._rows is None:
             cells = self._with_constant(self.blocks.cells())
             K = self.blocks.n_blocks
             n = cells.n.reshape(E, K)
@@ -525,12 +540,18 @@ class MultiEnvData:
 
     def score_cov(self, b: FloatArray, cols: ArrayLike | None = None) -> FloatArray:
         """Per environment ``Var_e(x_cols r)``, ``r = y - b^T x``, for the columns ``cols``
-        of the model's covariates (the constant included; all by default), one chunk at a
-        time: ``(E, |cols|, |cols|)``.  Needs the rows: without them (moments, blocks) the
-        selection uses the Gaussian form of this covariance (no fourth-cumulant term; a
-        between-block estimate, with K - 1 degrees of freedom for up to 30 columns, moved
-        the J tests far more than the term it estimates)."""
+        of the model's covariates (the constant included; all by default):
+        ``(E, |cols|, |cols|)``.  From the fourth moments where the moments carry them
+        (:attr:`has_score_cov`), else from the rows, one chunk at a time.  With neither
+        (population moments; more than :data:`~negdro_stats.fourth.MAX_P` covariates from
+        Parquet or Dask) the selection uses the Gaussian form of this covariance (no
+        fourth-cumulant term; a between-block estimate, with K - 1 degrees of freedom for
+        up to 30 columns, moved the J tests far more than the term it estimates)."""
         cols = np.arange(self.moments.p) if cols is None else np.asarray(cols)
+        if self.moments.fourth is not None:
+            b = np.asarray(b, dtype=np.float64)
+            return (gaussian_score_cov(self.moments, b, cols)
+                    + self.moments.fourth.cumulant(b, cols))
         E, q = self.moments.n_envs, len(cols)
         slope, intercept = self._split(b)
         is_x = cols < len(slope)

@@ -28,6 +28,7 @@ from threadpoolctl import ThreadpoolController
 
 from ._typing import ArrayLike, FloatArray
 from .exceptions import DataError
+from .fourth import FourthAccumulator, FourthMoments
 
 __all__ = ["Moments", "MomentAccumulator"]
 
@@ -60,6 +61,11 @@ class Moments:
         Outcome name.
     source : {"sample", "population"}
         Whether these are sample or population moments.
+    fourth : FourthMoments or None
+        The rows' fourth moments (:mod:`negdro_stats.fourth`), from which the score
+        covariances and risk variances of the tests follow at any ``b``; computed in the
+        pass over the rows up to :data:`negdro_stats.fourth.MAX_P` covariates, None for
+        population moments and beyond it.
     """
 
     n: FloatArray
@@ -72,6 +78,7 @@ class Moments:
     names: tuple[str, ...]
     outcome: str = "y"
     source: Literal["sample", "population"] = "sample"
+    fourth: FourthMoments | None = None
 
     @property
     def n_envs(self) -> int:
@@ -250,6 +257,7 @@ class Moments:
             Sigma=self.Sigma[:, idx][:, :, idx],
             sxy=self.sxy[:, idx],
             names=tuple(self.names[j] for j in idx),
+            fourth=None if self.fourth is None else self.fourth.select(np.append(idx, self.p)),
         )
 
     def add_constant(self, name: str = "const") -> Moments:
@@ -265,6 +273,8 @@ class Moments:
             Sigma=Sigma,
             sxy=np.column_stack([self.sxy, self.mean_y]),
             names=(*self.names, name),
+            fourth=None if self.fourth is None else self.fourth.select(
+                [*range(p), -1, p], constant=1.0),
         )
 
     def pooled_weights(self) -> FloatArray:
@@ -295,6 +305,7 @@ class Moments:
             Sigma=(self.Sigma - outer) + np.einsum("ei,ej->eij", dx, dx),
             sxy=(self.sxy - self.mean_x * self.mean_y[:, None]) + dx * dy[:, None],
             syy=(self.syy - self.mean_y**2) + dy**2,
+            fourth=None if self.fourth is None else self.fourth.moved(np.append(x_bar, y_bar)),
         )
         return centred, x_bar, y_bar
 
@@ -321,6 +332,8 @@ class Moments:
             Sigma=self.Sigma / np.multiply.outer(d, d),
             sxy=self.sxy / (d * s_y),
             syy=self.syy / s_y**2,
+            fourth=None if self.fourth is None else self.fourth.scaled(np.append(1.0 / d,
+                                                                                 1.0 / s_y)),
         )
 
 
@@ -336,7 +349,8 @@ def _sorted_labels(values: np.ndarray, labels: list | None = None) -> tuple[list
 
 class MomentAccumulator:
     """Accumulate per-environment means and centred cross-products of ``Z = [X, y]``
-    chunk by chunk, merged exactly (numerically stable at any offset).
+    chunk by chunk, merged exactly (numerically stable at any offset), and the fourth
+    moments (:class:`~negdro_stats.fourth.FourthAccumulator`).
 
     Use it to build :class:`Moments` from data that do not fit in memory::
 
@@ -351,20 +365,29 @@ class MomentAccumulator:
         self._count = np.zeros(n_envs)
         self._mean = np.zeros((n_envs, p + 1))
         self._m2 = np.zeros((n_envs, p + 1, p + 1))      # centred sums of squares, per env
+        self._fourth = FourthAccumulator(p)
+        self.rows = 0                                     # rows given so far (positions)
 
-    def add(self, X: ArrayLike, y: ArrayLike, codes: ArrayLike) -> None:
-        """Add one chunk of rows (``codes`` are integer environment codes).
+    def add(self, X: ArrayLike, y: ArrayLike, codes: ArrayLike,
+            positions: np.ndarray | None = None) -> None:
+        """Add one chunk of rows (``codes`` are integer environment codes; ``positions``
+        their positions in the source, default the next ones).
 
         Each environment's chunk is centred at its own mean and merged exactly with what
         came before (Chan, Golub and LeVeque's pairwise update), so that large offsets
         (a covariate ``1e7 + noise``) keep their variance."""
         X, y, codes = np.asarray(X), np.asarray(y), np.asarray(codes)
+        if positions is None:
+            positions = np.arange(self.rows, self.rows + len(codes), dtype=np.uint64)
+        self.rows += len(codes)
+        hashes = splitmix(positions, SAMPLE_SEED)
         present = np.unique(codes)
         for e in present:
             rows = slice(None) if len(present) == 1 else codes == e
             Z = np.empty((len(y) if len(present) == 1 else int(rows.sum()), self.p + 1))
             Z[:, : self.p] = X[rows]                      # one float64 copy of the chunk
             Z[:, self.p] = y[rows]
+            self._fourth.add(Z, int(e), hashes[rows])
             m = len(Z)
             mean = Z.mean(axis=0)
             Z -= mean
@@ -393,6 +416,7 @@ class MomentAccumulator:
             names=tuple(names),
             outcome=outcome,
             source="sample",
+            fourth=self._fourth.finish(list(range(self.n_envs))),
         )
 
 
@@ -400,6 +424,20 @@ class MomentAccumulator:
 DEFAULT_BLOCKS = 50
 _SLICE_ROWS, _CELL_ROWS = 1 << 15, 256      # slices that stay in cache (measured)
 _GOLDEN, _MIX = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9
+SAMPLE_SEED = 0x5EED            # the fourth moments' row sample (not the blocks' stream)
+
+
+def splitmix(positions: np.ndarray, seed: int = 0) -> np.ndarray:
+    """splitmix64's output number ``seed + position + 1`` for every position (a bijection
+    of uint64: distinct positions, distinct hashes)."""
+    h = np.asarray(positions, dtype=np.uint64) + np.uint64(seed + 1)
+    h *= np.uint64(_GOLDEN)                    # splitmix64's state (wraps modulo 2^64)
+    h ^= h >> np.uint64(30)
+    h *= np.uint64(_MIX)
+    h ^= h >> np.uint64(27)
+    h *= np.uint64(0x94D049BB133111EB)
+    h ^= h >> np.uint64(31)
+    return h
 
 
 def block_of(positions: np.ndarray, n_blocks: int, seed: int = 0) -> np.ndarray:
@@ -410,14 +448,8 @@ def block_of(positions: np.ndarray, n_blocks: int, seed: int = 0) -> np.ndarray:
     (a hash of the row's values put identical rows in one block: on discrete data the
     block bootstrap's standard errors were 3x the row bootstrap's).  Codes in the
     smallest unsigned type, so that sorting by them is a radix sort."""
-    h = np.asarray(positions, dtype=np.uint64) + np.uint64(seed + 1)
-    h *= np.uint64(_GOLDEN)                    # splitmix64's state (wraps modulo 2^64)
-    h ^= h >> np.uint64(30)
-    h *= np.uint64(_MIX)
-    h ^= h >> np.uint64(27)
-    h *= np.uint64(0x94D049BB133111EB)
-    h ^= h >> np.uint64(31)
-    return (h % np.uint64(n_blocks)).astype(np.min_scalar_type(max(n_blocks - 1, 0)))
+    return (splitmix(positions, seed) % np.uint64(n_blocks)).astype(
+        np.min_scalar_type(max(n_blocks - 1, 0)))
 
 
 @functools.cache
@@ -447,6 +479,7 @@ class BlockAccumulator:
                  start: int = 0) -> None:
         self.p, self.n_blocks, self.seed, self.rows = p, n_blocks, seed, start
         self.cells: dict = {}                 # label -> [n (K,), mean (K, q), m2 (K, q, q)]
+        self.fourth = FourthAccumulator(p)    # of the environments (not of the blocks)
 
     def positions(self, n: int) -> np.ndarray:
         """The positions of the next ``n`` rows of the source (advances the count)."""
@@ -475,6 +508,11 @@ class BlockAccumulator:
         codes, keys = pd.factorize(np.asarray(labels))
         keys = [key.item() if hasattr(key, "item") else key for key in keys]
         positions = self.positions(len(codes)) if positions is None else positions
+        if self.fourth.cells is not None:
+            Z, hashes = np.column_stack(columns), splitmix(positions, SAMPLE_SEED)
+            for e, key in enumerate(keys):
+                mine = codes == e
+                self.fourth.add(Z[mine], key, hashes[mine])
         step = max(_SLICE_ROWS, _CELL_ROWS * len(keys) * self.n_blocks)
         for start in range(0, len(codes), step):
             rows = slice(start, start + step)
@@ -518,6 +556,7 @@ class BlockAccumulator:
         for key, (n, mean, m2) in other.cells.items():
             k = np.flatnonzero(n)
             _chan_merge(self._cell(key), k, n[k], mean[k], m2[k])
+        self.fourth.merge(other.fourth)
         return self
 
     def finish(self, *, names: Sequence[str], outcome: str = "y") -> BlockMoments:
@@ -525,7 +564,7 @@ class BlockAccumulator:
         labels = sorted(self.cells, key=lambda v: (type(v).__name__, v))
         n, mean, m2 = (np.stack([self.cells[k][i] for k in labels]) for i in range(3))
         return BlockMoments(n=n, mean=mean, m2=m2, envs=tuple(labels), names=tuple(names),
-                            outcome=outcome)
+                            outcome=outcome, fourth=self.fourth.finish(labels))
 
 
 def _chan_merge(cell: list, k: np.ndarray, m: FloatArray, mean: FloatArray, m2: FloatArray
@@ -554,6 +593,8 @@ class BlockMoments:
         Block means of ``Z = [X, y]``.
     m2 : ndarray (E, K, p + 1, p + 1)
         Centred cross-products ``sum (Z - mean)(Z - mean)^T`` of each block.
+    fourth : FourthMoments or None
+        The environments' fourth moments (not the blocks'), for :meth:`moments`.
     """
 
     n: FloatArray
@@ -562,6 +603,7 @@ class BlockMoments:
     envs: tuple
     names: tuple
     outcome: str
+    fourth: FourthMoments | None = None
 
     @property
     def n_blocks(self) -> int:
@@ -573,8 +615,9 @@ class BlockMoments:
         mean = np.einsum("ek,ekq->eq", self.n, self.mean) / n_e[:, None]
         d = self.mean - mean[:, None, :]
         m2 = self.m2.sum(axis=1) + np.einsum("ek,ekq,ekr->eqr", self.n, d, d)
-        return self._from_sums(n_e, mean, m2 / n_e[:, None, None]
-                               + np.einsum("eq,er->eqr", mean, mean))
+        return replace(self._from_sums(n_e, mean, m2 / n_e[:, None, None]
+                                       + np.einsum("eq,er->eqr", mean, mean)),
+                       fourth=self.fourth)
 
     def _from_sums(self, n: FloatArray, mean: FloatArray, gram: FloatArray) -> Moments:
         p = len(self.names)

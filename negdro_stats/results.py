@@ -20,6 +20,7 @@ from ._typing import ArrayLike, FloatArray
 from ._validation import check_option, check_scalar, warn_user
 from .diagnostics import IdentificationResult
 from .exceptions import DataError, DataWarning
+from .fourth import MAX_P
 from .inference import CI_METHODS, BootstrapResult
 from .moments import Moments
 from .report import RiskInvarianceTest
@@ -630,6 +631,12 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
         if sel is not None:
             notes.append(f"Invariance selection not used: {sel.reason}; Algorithm 3's "
                          "support and Phi_mu fit are reported.")
+    if sel is not None and not len(sel.cumulant.cols) and not res.population:
+        notes.append("The J tests used the Gaussian form of the score covariances: the "
+                     f"source keeps no rows and the fourth moments are carried up to {MAX_P} "
+                     "covariates only.  Exact for Gaussian rows; with heavier or lighter "
+                     "tails the tests are approximate (a frame in memory, or fewer "
+                     "covariates, gives the exact form).")
     if sel is not None and not sel.identified:
         notes.insert(0, f"NOT IDENTIFIED: {sel.reason}.  The intervals of "
                      f"{', '.join(sel.undetermined)} are (-inf, inf) and their standard "

@@ -8,6 +8,7 @@ import negdro_stats
 
 RANKING = [
     "_typing", "exceptions", "_validation",    # foundations
+    "fourth",                                  # fourth moments, carried with the moments
     "moments", "data",                         # the currency, and every source of it
     "objective", "selection", "solvers",       # the maths on moments
     "diagnostics",                             # conditions

@@ -1,0 +1,278 @@
+"""Per-environment fourth moments of ``(X, Y)``, from a sample of rows kept in the one pass.
+
+The selection weights the invariance conditions by the score covariances ``Var_e(Z r)``,
+``r = Y - b^T X``, and the equal-risk test needs ``Var_e(r^2)``, both at many ``b``:
+fourth moments of the rows.  Per environment, take the rows about their mean ``c_e``,
+``v = (X - c_e^X, Y - c_e^Y, 1)`` (``m = p + 2`` entries).  ``Z`` and ``r`` are linear
+maps of ``v``, so ``Z Z^T r^2`` and ``r^4`` are linear in ``P P^T``,
+``P = vech(v v^T)`` (``D = m (m + 1) / 2`` entries), and all of them come from
+
+    Q_e = E_e[P P^T]                                     (D x D)
+
+at any ``b`` (:meth:`FourthMoments.score_cov`, :meth:`FourthMoments.risk_moments`).  The
+selection takes from them only the non-Gaussian part of the score covariance, ``Var_e(Z
+r)`` minus its Gaussian (Isserlis) form from the same rows
+(:meth:`FourthMoments.cumulant`), a correction that needs no more than a few thousand rows
+to be estimated well.  So ``Q`` is computed from a sample of at most ``SAMPLE_ROWS`` rows
+per environment, all of them below that: the rows whose position in the source (``0, 1,
+...``) has the smallest splitmix64 hash, a bottom-k sample that any split into chunks,
+files, batches or partitions keeps the same, summed in hash order.  Every source -- a
+frame, arrays, a CSV stream, Parquet, Dask, blocks -- therefore gives the same ``Q`` to the
+last bit, and :meth:`NegDRO.from_moments` on their moments the same fit.
+
+:class:`~negdro_stats.moments.Moments` carries ``Q`` through its changes of variables:
+subsets and an appended constant are index maps, centring moves ``c``, rescaling is a
+diagonal scaling.  About the sample's mean the sums keep their precision at any offset
+(``1e7 + noise``).
+
+Cost: ``SAMPLE_ROWS (p + 2)^4 / 4`` flops per environment at the end of the pass (about
+0.01 s at p = 10 and 0.15 s at p = 30), whatever n, and ``SAMPLE_ROWS (p + 1) + D^2``
+numbers per environment.  They are carried up to ``MAX_P`` covariates and ``MAX_ENTRIES``
+numbers over all environments; beyond that the score covariance is computed from the rows
+where they are in memory, and takes its Gaussian form otherwise (the summary says so).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import numpy as np
+
+from ._typing import FloatArray
+
+__all__ = ["FourthMoments", "FourthAccumulator", "gaussian_score_cov", "isserlis_parts",
+           "MAX_P", "MAX_ENTRIES", "SAMPLE_ROWS"]
+
+MAX_P = 30                  # covariates carried at most (an appended constant not counted)
+SAMPLE_ROWS = 1 << 14       # rows per environment the fourth moments are computed from
+MAX_ENTRIES = 1 << 24       # numbers kept over all environments (128 MiB)
+_SUB_ROWS = 2048            # rows per product (P is _SUB_ROWS x D)
+
+
+def _size(m: int) -> int:
+    return m * (m + 1) // 2
+
+
+def _unvech(x: FloatArray, m: int) -> FloatArray:
+    """The symmetric ``(..., m, m)`` matrices of the vech vectors ``x`` (``(..., D)``)."""
+    iu, ju = np.triu_indices(m)
+    S = np.empty((*x.shape[:-1], m, m))
+    S[..., iu, ju] = x
+    S[..., ju, iu] = x
+    return S
+
+
+def _square_weights(alpha: FloatArray) -> FloatArray:
+    """``w`` with ``w^T P = (alpha^T v)^2``, per environment: ``(E, m) -> (E, D)``."""
+    iu, ju = np.triu_indices(alpha.shape[-1])
+    w = alpha[:, iu] * alpha[:, ju]
+    w[:, iu != ju] *= 2.0
+    return w
+
+
+def outer(a: FloatArray, z: FloatArray) -> FloatArray:
+    return np.einsum("...i,...j->...ij", a, z)
+
+
+def isserlis_parts(mom, b: FloatArray, cols: np.ndarray):
+    """Per environment, for ``r = Y - b^T X`` and the covariates ``cols``: means ``mu``
+    and ``mu_r``, ``E[X r]`` (all covariates and on ``cols``), ``E[r^2]``,
+    ``c = Cov(X_cols, r)`` and ``E[X_cols X_cols^T]``.  ``mom`` has the fields of
+    :class:`~negdro_stats.moments.Moments`."""
+    mu = mom.mean_x[:, cols]
+    mu_r = mom.mean_y - mom.mean_x @ b
+    nz = np.flatnonzero(b)                          # the fits' b are sparse: O(E p |S|)
+    Sb = mom.Sigma[:, :, nz] @ b[nz]
+    g_full = mom.sxy - Sb
+    g = g_full[:, cols]
+    risk = mom.syy - 2.0 * (mom.sxy @ b) + Sb @ b
+    c = g - mu * mu_r[:, None]
+    envs = np.arange(len(mom.Sigma))
+    return mu, mu_r, g_full, g, risk, c, mom.Sigma[np.ix_(envs, cols, cols)]
+
+
+def gaussian_score_cov(mom, b: FloatArray, cols: np.ndarray | None = None) -> FloatArray:
+    """``Var_e(X r)`` at ``b`` from first and second moments, exact for Gaussian rows.
+
+    With ``r = Y - b^T X``, per environment mean ``mu`` of X, ``mu_r`` of r and
+    covariances ``C_xx``, ``c = Cov(X, r)``, ``C_rr``, Isserlis' theorem gives::
+
+        E[X X^T r^2] = mu mu^T (mu_r^2 + C_rr) + 2 mu_r (mu c^T + c mu^T)
+                       + (mu_r^2 + C_rr) C_xx + 2 c c^T
+                     = E[X X^T] E[r^2] + 2 mu_r (mu c^T + c mu^T) + 2 c c^T,
+
+    and ``Var_e(X r) = E[X X^T r^2] - g g^T`` with ``g = E[X r]``; on the covariates
+    ``cols`` only (default all), shape (E, q, q).  For non-Gaussian rows the difference
+    is a fourth-cumulant term (:meth:`FourthMoments.cumulant`).  ``mom`` has the fields of
+    :class:`~negdro_stats.moments.Moments`.
+    """
+    cols = np.arange(mom.Sigma.shape[1]) if cols is None else np.asarray(cols)
+    mu, mu_r, _, g, risk, c, Sig = isserlis_parts(mom, b, cols)
+    return (Sig * risk[:, None, None] + 2.0 * mu_r[:, None, None] * (outer(mu, c)
+            + outer(c, mu)) + 2.0 * outer(c, c) - outer(g, g))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FourthMoments:
+    """``Q_e = E_e[P P^T]`` about the points ``shift`` (module docstring).
+
+    Attributes
+    ----------
+    shift : ndarray (E, p + 1)
+        Per environment the point ``c_e`` of ``(X, Y)`` the rows are taken about.
+    Q : ndarray (E, D, D)
+        ``E_e[P P^T]``, ``P = vech(v v^T)``, ``v = (X - c_e^X, Y - c_e^Y, 1)``.
+    """
+
+    shift: FloatArray
+    Q: FloatArray
+
+    @property
+    def m(self) -> int:
+        return self.shift.shape[1] + 1
+
+    # ---------------------------------------------------------- changes of variables
+    def select(self, source: np.ndarray, constant: FloatArray | float = 0.0
+               ) -> FourthMoments:
+        """New variables ``(X', Y')`` of which variable ``j`` is old variable
+        ``source[j]``, or the constant ``constant`` where ``source[j] < 0`` (its ``v``
+        entry is 0); the ``1`` stays last."""
+        src = np.append(np.asarray(source, dtype=int), self.m - 1)
+        iu, ju = np.triu_indices(len(src))
+        lo, hi = np.minimum(src[iu], src[ju]), np.maximum(src[iu], src[ju])
+        old = np.full((self.m, self.m), -1)
+        old[np.triu_indices(self.m)] = np.arange(_size(self.m))
+        pos = np.where((lo >= 0), old[np.maximum(lo, 0), np.maximum(hi, 0)], -1)
+        Q = np.zeros((len(self.Q), len(pos), len(pos)))
+        kept = np.flatnonzero(pos >= 0)
+        Q[:, kept[:, None], kept] = self.Q[:, pos[kept][:, None], pos[kept]]
+        new_shift = np.where(src[:-1] >= 0, self.shift[:, np.maximum(src[:-1], 0)],
+                             constant)
+        return FourthMoments(new_shift, Q)
+
+    def moved(self, offset: FloatArray) -> FourthMoments:
+        """Of ``(X, Y) - offset`` (the same rows about the same points)."""
+        return FourthMoments(self.shift - offset, self.Q)
+
+    def scaled(self, factor: FloatArray) -> FourthMoments:
+        """Of ``(X, Y) * factor`` entrywise."""
+        s = np.append(factor, 1.0)
+        iu, ju = np.triu_indices(self.m)
+        w = s[iu] * s[ju]
+        return FourthMoments(self.shift * factor, self.Q * np.multiply.outer(w, w))
+
+    # ---------------------------------------------------------- what the tests need
+    def _maps(self, b: FloatArray, cols: np.ndarray) -> tuple[FloatArray, FloatArray]:
+        """``T`` (E, q, m) with ``X_cols = T v`` and ``alpha`` (E, m) with
+        ``Y - b^T X = alpha^T v``."""
+        E, k = self.shift.shape
+        a = np.append(-np.asarray(b, dtype=np.float64), 1.0)
+        alpha = np.empty((E, k + 1))
+        alpha[:, :k] = a
+        alpha[:, k] = self.shift @ a
+        T = np.zeros((E, len(cols), k + 1))
+        T[:, np.arange(len(cols)), cols] = 1.0
+        T[:, :, k] = self.shift[:, cols]
+        return T, alpha
+
+    def _second(self) -> FloatArray:
+        """``E_e[v v^T]`` (its entries are those of ``Q`` paired with ``1 * 1``)."""
+        return _unvech(self.Q[:, :, -1], self.m)
+
+    def score_cov(self, b: FloatArray, cols: np.ndarray) -> FloatArray:
+        """``Var_e(X_cols r)``, ``r = Y - b^T X``: ``T Cov(v r) T^T`` with
+        ``Cov(v r) = E[v v^T r^2] - h h^T``, ``h = E[v r] = E[v v^T] alpha`` (centred
+        before ``T`` adds the points back: a covariate at ``1e6`` keeps the precision of
+        its variation); ``(E, q, q)``."""
+        cols = np.asarray(cols, dtype=int)
+        T, alpha = self._maps(b, cols)
+        N = _unvech(np.einsum("eij,ej->ei", self.Q, _square_weights(alpha)), self.m)
+        h = np.einsum("emn,en->em", self._second(), alpha)
+        C = N - np.einsum("ei,ej->eij", h, h)
+        V = T @ C @ T.transpose(0, 2, 1)
+        return (V + V.transpose(0, 2, 1)) / 2.0          # symmetric to the last bit
+
+    def risk_moments(self, b: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """``E_e[r^2]`` and ``E_e[r^4]``, ``r = Y - b^T X``."""
+        _, alpha = self._maps(b, np.zeros(0, dtype=int))
+        w = _square_weights(alpha)
+        return (np.einsum("em,emn,en->e", alpha, self._second(), alpha),
+                np.einsum("ei,eij,ej->e", w, self.Q, w))
+
+    def cumulant(self, b: FloatArray, cols: np.ndarray) -> FloatArray:
+        """The non-Gaussian part of ``Var_e(X_cols r)``: :meth:`score_cov` minus
+        :func:`gaussian_score_cov` of the same rows (what a fit adds to the Gaussian form
+        of its own moments, which use every row)."""
+        E, k = self.shift.shape
+        H = np.zeros((E, k + 1, k + 1))                   # (X, Y, 1) = H v
+        H[:, np.arange(k + 1), np.arange(k + 1)] = 1.0
+        H[:, :k, k] = self.shift
+        raw = H @ self._second() @ H.transpose(0, 2, 1)   # E[(X, Y, 1)(X, Y, 1)^T]
+        p = k - 1
+        rows = SimpleNamespace(mean_x=raw[:, :p, k], mean_y=raw[:, p, k],
+                               Sigma=raw[:, :p, :p], sxy=raw[:, :p, p], syy=raw[:, p, p])
+        return self.score_cov(b, cols) - gaussian_score_cov(rows, np.asarray(b, float), cols)
+
+
+class FourthAccumulator:
+    """The bottom-``SAMPLE_ROWS`` sample of every environment's rows (keyed by any
+    label) by the hash of their positions, mergeable; :meth:`finish` computes ``Q`` from
+    it (``None`` past ``MAX_P`` / ``MAX_ENTRIES``)."""
+
+    def __init__(self, p: int) -> None:
+        self.k = p + 1                                     # variables (X, Y)
+        self.cells: dict | None = {} if p <= MAX_P else None   # key -> [hashes, rows]
+
+    def _fits(self, n_envs: int) -> bool:
+        return n_envs * (SAMPLE_ROWS * (self.k + 1) + _size(self.k + 1) ** 2) <= MAX_ENTRIES
+
+    def add(self, Z: FloatArray, key: object, hashes: np.ndarray) -> None:
+        """Rows ``Z = [X, y]`` (``(rows, p + 1)``) of environment ``key``, with the hashes
+        of their positions in the source (distinct)."""
+        if self.cells is None or not len(Z):
+            return
+        if key not in self.cells and not self._fits(len(self.cells) + 1):
+            self.cells = None
+            return
+        self._fold(key, np.asarray(hashes, dtype=np.uint64), np.asarray(Z, dtype=np.float64))
+
+    def _fold(self, key: object, hashes: np.ndarray, rows: FloatArray) -> None:
+        if key in self.cells:
+            old_h, old_rows = self.cells[key]
+            hashes, rows = np.concatenate([old_h, hashes]), np.concatenate([old_rows, rows])
+        if len(hashes) > 2 * SAMPLE_ROWS:                  # trim (amortised)
+            keep = np.argpartition(hashes, SAMPLE_ROWS)[:SAMPLE_ROWS]
+            hashes, rows = hashes[keep], rows[keep]
+        self.cells[key] = [hashes, rows.copy() if key not in self.cells else rows]
+
+    def merge(self, other: FourthAccumulator) -> FourthAccumulator:
+        """Fold ``other``'s samples in."""
+        if self.cells is None or other.cells is None or not self._fits(
+                len(self.cells.keys() | other.cells.keys())):
+            self.cells = None
+            return self
+        for key, (hashes, rows) in other.cells.items():
+            self._fold(key, hashes, rows)
+        return self
+
+    def finish(self, keys: list) -> FourthMoments | None:
+        """``Q`` of the environments ``keys``, in that order, each from its sample in hash
+        order (so that every source sums the same rows in the same order)."""
+        if self.cells is None or any(k not in self.cells for k in keys):
+            return None
+        iu, ju = np.triu_indices(self.k + 1)
+        shifts, Qs = [], []
+        for key in keys:
+            hashes, rows = self.cells[key]
+            rows = rows[np.argsort(hashes)[:SAMPLE_ROWS]]
+            shift = rows.mean(axis=0)
+            Q = np.zeros((len(iu), len(iu)))
+            for start in range(0, len(rows), _SUB_ROWS):
+                v = np.ones((len(rows[start:start + _SUB_ROWS]), self.k + 1))
+                v[:, :self.k] = rows[start:start + _SUB_ROWS] - shift
+                P = v[:, iu] * v[:, ju]
+                Q += P.T @ P
+            shifts.append(shift)
+            Qs.append(Q / len(rows))
+        return FourthMoments(np.stack(shifts), np.stack(Qs))
