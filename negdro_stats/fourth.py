@@ -222,7 +222,7 @@ class FourthAccumulator:
 
     def __init__(self, p: int) -> None:
         self.k = p + 1                                     # variables (X, Y)
-        self.cells: dict | None = {} if p <= MAX_P else None   # key -> [hashes, rows]
+        self.cells: dict | None = {} if p <= MAX_P else None   # [hashes, rows, bound]
 
     def _fits(self, n_envs: int) -> bool:
         return n_envs * (SAMPLE_ROWS * (self.k + 1) + _size(self.k + 1) ** 2) <= MAX_ENTRIES
@@ -238,13 +238,22 @@ class FourthAccumulator:
         self._fold(key, np.asarray(hashes, dtype=np.uint64), np.asarray(Z, dtype=np.float64))
 
     def _fold(self, key: object, hashes: np.ndarray, rows: FloatArray) -> None:
+        """Keep the ``SAMPLE_ROWS`` smallest hashes of the cell and the new rows (a full
+        cell admits only rows below its largest hash: most rows are not copied)."""
+        bound = None                                       # the largest hash kept, once full
         if key in self.cells:
-            old_h, old_rows = self.cells[key]
+            old_h, old_rows, bound = self.cells[key]
+            if bound is not None:
+                below = hashes < bound
+                hashes, rows = hashes[below], rows[below]
             hashes, rows = np.concatenate([old_h, hashes]), np.concatenate([old_rows, rows])
+        else:
+            rows = rows.copy()
         if len(hashes) > 2 * SAMPLE_ROWS:                  # trim (amortised)
             keep = np.argpartition(hashes, SAMPLE_ROWS)[:SAMPLE_ROWS]
             hashes, rows = hashes[keep], rows[keep]
-        self.cells[key] = [hashes, rows.copy() if key not in self.cells else rows]
+            bound = hashes.max()
+        self.cells[key] = [hashes, rows, bound]
 
     def merge(self, other: FourthAccumulator) -> FourthAccumulator:
         """Fold ``other``'s samples in."""
@@ -252,7 +261,7 @@ class FourthAccumulator:
                 len(self.cells.keys() | other.cells.keys())):
             self.cells = None
             return self
-        for key, (hashes, rows) in other.cells.items():
+        for key, (hashes, rows, _) in other.cells.items():
             self._fold(key, hashes, rows)
         return self
 
@@ -264,15 +273,18 @@ class FourthAccumulator:
         iu, ju = np.triu_indices(self.k + 1)
         shifts, Qs = [], []
         for key in keys:
-            hashes, rows = self.cells[key]
+            hashes, rows, _ = self.cells[key]
             rows = rows[np.argsort(hashes)[:SAMPLE_ROWS]]
             shift = rows.mean(axis=0)
             Q = np.zeros((len(iu), len(iu)))
-            for start in range(0, len(rows), _SUB_ROWS):
-                v = np.ones((len(rows[start:start + _SUB_ROWS]), self.k + 1))
-                v[:, :self.k] = rows[start:start + _SUB_ROWS] - shift
-                P = v[:, iu] * v[:, ju]
-                Q += P.T @ P
+            with np.errstate(over="ignore", invalid="ignore"):
+                for start in range(0, len(rows), _SUB_ROWS):
+                    v = np.ones((len(rows[start:start + _SUB_ROWS]), self.k + 1))
+                    v[:, :self.k] = rows[start:start + _SUB_ROWS] - shift
+                    P = v[:, iu] * v[:, ju]
+                    Q += P.T @ P
+            if not np.isfinite(Q).all():       # fourth powers past float64 (|x| > 1e77):
+                return None                    # the rows, or the Gaussian form, instead
             shifts.append(shift)
             Qs.append(Q / len(rows))
         return FourthMoments(np.stack(shifts), np.stack(Qs))
