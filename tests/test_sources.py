@@ -238,3 +238,26 @@ def test_fourth_powers_past_float64_fall_back_quietly():
         data = MultiEnvData.from_frame(df, "env", outcome="Y")
     assert data.moments.fourth is None and data.has_score_cov
     assert np.isfinite(data.moments.Sigma).all()
+
+
+def test_past_max_p_without_rows_the_summary_says_gaussian_form(tmp_path):
+    """Past MAX_P covariates the fourth moments are not carried: a Parquet fit then
+    weights its J tests by the Gaussian form and its summary says so; a frame in memory
+    uses its rows and says nothing."""
+    rng = np.random.default_rng(0)
+    p = fourth.MAX_P + 1
+    parts = []
+    for e in range(3):
+        X = rng.standard_t(5, (300, p)) * rng.uniform(0.5, 2.0, p) + rng.normal(0, 1, p) * e
+        parts.append(pd.DataFrame(X, columns=[f"X{j + 1}" for j in range(p)]).assign(
+            Y=X[:, 0] - X[:, 1] + rng.standard_t(5, 300), env=e))
+    df = pd.concat(parts, ignore_index=True)
+    df.to_parquet(tmp_path / "wide.parquet")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wide = NegDRO.from_parquet(str(tmp_path / "wide.parquet"), "env", outcome="Y")
+        frame = NegDRO(df, env="env", outcome="Y")
+        texts = [m.fit(n_boot=0).summary().as_text() for m in (wide, frame)]
+    assert wide.moments.fourth is None and not wide.data.has_score_cov
+    assert "Gaussian form of the score" in texts[0].replace("\n", " ")
+    assert "Gaussian form" not in texts[1]
