@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
@@ -100,6 +100,7 @@ def _verdicts(res) -> tuple:
                                                                 HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), p=st.integers(3, 6), n_envs=st.integers(2, 4),
        noise=st.sampled_from(sorted(NOISE)), intercept=st.booleans())
+@example(seed=129, p=3, n_envs=2, noise="discrete", intercept=True)   # J = 2.4e-5
 def test_every_source_gives_the_same_fit(tmp_path, seed, p, n_envs, noise, intercept):
     df = _design(seed, p, n_envs, noise, offset=500.0 if intercept else 0.0)
     with warnings.catch_warnings():
@@ -110,10 +111,11 @@ def test_every_source_gives_the_same_fit(tmp_path, seed, p, n_envs, noise, inter
         assert list(res.params.index) == list(ref.params.index), name
         assert _verdicts(res) == _verdicts(ref), name
         assert_allclose(res.params, ref.params, rtol=1e-8, atol=1e-8, err_msg=name)
+        # (statistics near 0, e.g. J = 2.4e-5 on discrete noise, agree to 4e-12 absolute)
         assert_allclose(res.solver.selection.J, ref.solver.selection.J, rtol=1e-8,
-                        err_msg=name)
+                        atol=1e-9, err_msg=name)
         assert_allclose(res.invariance.statistic, ref.invariance.statistic, rtol=1e-8,
-                        err_msg=name)
+                        atol=1e-9, err_msg=name)
 
 
 def _accumulate(Z, env, splits, p):
