@@ -17,9 +17,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from negdro_stats import Moments, NegDRO
+from negdro_stats import Moments, NegDRO, fourth
 from negdro_stats.data import MultiEnvData
-from negdro_stats import fourth
 from negdro_stats.fourth import FourthAccumulator
 from negdro_stats.moments import SAMPLE_SEED, splitmix
 
