@@ -121,3 +121,9 @@ def check_option(value: object, name: str, owner: str, options: Iterable[str]) -
     raise ValueError(
         f"The '{name}' parameter of {owner} must be one of {listed}. Got {value!r} instead.{hint}"
     )
+
+
+def few(items: list, k: int = 5) -> str:
+    """A list for a message: at most ``k`` items, then how many there are in all."""
+    shown = ", ".join(repr(x) for x in items[:k])
+    return shown if len(items) <= k else f"{shown}, ... ({len(items)} in all)"

@@ -1,47 +1,49 @@
-"""The data layer: every source of multi-environment data goes through :class:`MultiEnvData`.
+"""The data layer: every source of multi-environment data ends in :class:`MultiEnvData`.
 
-A DataFrame, arrays, a formula or precomputed :class:`~negdro_stats.moments.Moments` are
-validated here, once (the NaN policy, environment codes, the intercept, constant and
-collinear covariates), and turned into per-environment moments in one chunked pass over
-the rows.  The rows stay reachable for what needs them, through one small set of methods:
-residual sums (the equal-risk test), score covariances (the selection's fourth-cumulant
-term) and the only resampling code of the package -- the stratified bootstrap and the
-permutation of environment labels -- which the estimator's bootstrap, the margin's
-bootstrap bound and the permutation test all use.  Everything here pickles.
+The readers (:mod:`negdro_stats.sources`: a DataFrame, arrays, a formula, CSV, Parquet,
+Dask) give one pass over a source's rows; here that pass, or precomputed
+:class:`~negdro_stats.moments.Moments`, becomes validated data, once (the intercept,
+constant and collinear covariates, environment sizes).  The rows stay reachable for what
+needs them, through one small set of methods: residual sums (the equal-risk test), score
+covariances (the selection's fourth-cumulant term) and the only resampling code of the
+package -- the stratified bootstrap and the permutation of environment labels -- which
+the estimator's bootstrap, the margin's bootstrap bound and the permutation test all
+use.  Everything here pickles.
 """
 
 from __future__ import annotations
 
 import glob
-import numbers
 import os
 from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
 from dataclasses import replace
 from functools import cached_property
 from typing import Any
 
-import narwhals.stable.v1 as nw
 import numpy as np
 import pandas as pd
 
 from ._typing import ArrayLike, FloatArray
-from ._validation import check_bool, check_int, check_option, progress, warn_user
+from ._validation import check_bool, few, warn_user
 from .exceptions import DataError, DataWarning
 from .fourth import gaussian_score_cov
-from .moments import (
-    DEFAULT_BLOCKS,
-    DEFAULT_CHUNK_ROWS,
-    BlockAccumulator,
-    BlockMoments,
-    MomentAccumulator,
-    Moments,
-    one_blas_thread,
+from .moments import DEFAULT_BLOCKS, BlockMoments, Moments
+from .sources import (
+    MISSING,
+    Read,
+    Rows,
+    as_pandas,
+    read_arrays,
+    read_csv,
+    read_dask,
+    read_formula,
+    read_frame,
+    read_parquet,
+    read_rows,
 )
 
 __all__ = ["MultiEnvData", "MISSING"]
 
-MISSING = ("raise", "drop")
 INTERCEPT_NAME = "const"
 
 
@@ -68,7 +70,7 @@ class MultiEnvData:
     """
 
     def __init__(self, moments: Moments, *, fit_intercept: bool = False,
-                 rows: _Rows | None = None, blocks: BlockMoments | None = None) -> None:
+                 rows: Rows | None = None, blocks: BlockMoments | None = None) -> None:
         self.moments = moments
         self.fit_intercept = bool(fit_intercept)
         self._rows = rows
@@ -87,45 +89,8 @@ class MultiEnvData:
         ``covariates`` to every other column.  ``blocks=K`` also keeps the moments of K
         random blocks per environment and resamples those instead of rows.
         """
-        if not isinstance(frame, pd.DataFrame):
-            raise DataError(f"data must be a pandas DataFrame; got {type(frame).__name__}.")
-        if isinstance(frame.columns, pd.MultiIndex):
-            raise DataError("data has MultiIndex columns; flatten them first, e.g. "
-                            "data.columns = ['_'.join(map(str, c)) for c in data.columns].")
-        if len(frame) == 0:
-            raise DataError("data has no rows.")
-        columns = [str(c) for c in frame.columns]
-        if any(not isinstance(c, str) for c in frame.columns):   # 0, None, ("a", 1): the
-            frame = frame.set_axis(columns, axis=1)              # names are their str()
-        dupes = sorted({c for c in columns if columns.count(c) > 1})
-        if dupes:
-            raise DataError(f"data has duplicate column names {dupes}; rename them.")
-        if isinstance(env, str):
-            if env not in columns:
-                raise DataError(f"env={env!r} is not a column of data; columns are {columns}. "
-                                "Pass a column name or an array of labels of length n.")
-            env_values = frame[env].to_numpy()
-            columns = [c for c in columns if c != env]
-        else:
-            env_values = _env_labels(env, frame.index)
-        if not columns:
-            raise DataError("data has no columns besides the environment labels; it needs "
-                            "the outcome and at least one covariate.")
-        if outcome is None:
-            outcome = columns[0]
-        elif outcome not in columns:
-            raise DataError(f"outcome={outcome!r} is not a column of data; columns are "
-                            f"{columns}.")
-        covariates = _covariates(covariates, columns, outcome)
-        sub = frame.loc[:, [outcome, *covariates]]
-        non_numeric = [c for c in sub.columns if not pd.api.types.is_numeric_dtype(sub[c])
-                       or pd.api.types.is_bool_dtype(sub[c])
-                       or pd.api.types.is_complex_dtype(sub[c])]
-        if non_numeric:
-            raise DataError(f"Columns {non_numeric} are not numeric. Encode them first (e.g. "
-                            "pandas.get_dummies) or use NegDRO.from_formula.")
-        return cls._from_block(_FrameBlock(sub), env_values, covariates, outcome, missing,
-                               fit_intercept, blocks)
+        return cls._from_read(read_rows(read_frame(frame, env, outcome, covariates),
+                                        missing, blocks), fit_intercept)
 
     @classmethod
     def from_arrays(cls, y: ArrayLike, X: ArrayLike, env: ArrayLike, *,
@@ -133,27 +98,8 @@ class MultiEnvData:
                     missing: str = "raise", fit_intercept: bool = False,
                     blocks: int | None = None) -> MultiEnvData:
         """An outcome vector, a covariate matrix (n, p) and ``n`` environment labels."""
-        X, y = np.asarray(X), np.asarray(y)
-        if X.ndim != 2 or X.shape[1] == 0:
-            raise DataError(f"X must be a 2-d array (n, p) with p >= 1 covariates; got shape "
-                            f"{X.shape}.")
-        if y.ndim != 1:
-            raise DataError(f"y must be a 1-d array of length n; got shape {y.shape}.")
-        if len(y) != len(X):
-            raise DataError(f"y has {len(y)} rows but X has {len(X)}; they must match.")
-        names = [f"x{j + 1}" for j in range(X.shape[1])] if names is None else list(names)
-        if len(names) != X.shape[1]:
-            raise DataError(f"names has {len(names)} entries for {X.shape[1]} columns of X.")
-        if outcome in names:
-            raise DataError(f"The outcome name {outcome!r} is also a covariate name.")
-        if len(set(names)) != len(names):
-            raise DataError(f"names has duplicates: {names}; give each covariate its own.")
-        for name, arr in (("y", y), ("X", X)):
-            if not (np.issubdtype(arr.dtype, np.number) and not np.issubdtype(arr.dtype, bool)
-                    and not np.issubdtype(arr.dtype, np.complexfloating)):
-                raise DataError(f"{name} must be real numbers; got dtype {arr.dtype}.")
-        return cls._from_block(_ArrayBlock(y, X), _env_labels(env, pd.RangeIndex(len(y))),
-                               names, outcome, missing, fit_intercept, blocks)
+        return cls._from_read(read_rows(read_arrays(y, X, env, names, outcome), missing,
+                                        blocks), fit_intercept)
 
     @classmethod
     def from_formula(cls, formula: str, frame: pd.DataFrame, env: str | ArrayLike, *,
@@ -161,32 +107,9 @@ class MultiEnvData:
                      blocks: int | None = None) -> MultiEnvData:
         """A formula such as ``"y ~ 0 + x1 + np.log(x2)"`` evaluated on ``frame`` (formulaic);
         an intercept in the formula means ``fit_intercept=True``."""
-        from formulaic import model_matrix
-
-        frame = _as_pandas(frame)
-        if not isinstance(frame, pd.DataFrame):
-            raise DataError("from_formula needs a DataFrame as data (pandas, polars, pyarrow, "
-                            f"...); got {type(frame).__name__}.")
-        if isinstance(env, str) and env not in frame:
-            raise DataError(f"env={env!r} is not a column of data; columns are "
-                            f"{[str(c) for c in frame.columns]}.")
-        env_values = (frame[env].to_numpy() if isinstance(env, str)
-                      else _env_labels(env, frame.index))
-        if not isinstance(formula, str) or not formula.split("~")[0].strip():
-            raise DataError(f"formula must be a string 'outcome ~ covariates' (e.g. "
-                            f"'y ~ 0 + x1 + x2'); got {formula!r}.")
-        try:
-            y, X = model_matrix(formula, frame, na_action="ignore")
-        except Exception as exc:                       # formulaic's errors vary by cause
-            raise DataError(f"Could not parse formula {formula!r}: {exc}") from exc
-        if y.shape[1] != 1:
-            raise DataError(f"The formula must have exactly one outcome; got {list(y.columns)}.")
-        has_const = "Intercept" in X.columns
-        X = X.drop(columns=["Intercept"]) if has_const else X
-        built = pd.concat([pd.DataFrame(y), pd.DataFrame(X)], axis=1)
-        return cls.from_frame(built, env_values, outcome=str(y.columns[0]), missing=missing,
-                              fit_intercept=has_const if fit_intercept is None else fit_intercept,
-                              blocks=blocks)
+        table = read_formula(formula, frame, env)
+        return cls._from_read(read_rows(table, missing, blocks),
+                              table.intercept if fit_intercept is None else fit_intercept)
 
     @classmethod
     def from_moments(cls, moments: Moments, *, fit_intercept: bool | None = None
@@ -233,29 +156,9 @@ class MultiEnvData:
         moments of ``blocks`` random blocks per environment (memory independent of n).
         The pass is compute-bound: pyarrow's decoding already keeps the cores busy, so
         more threads do not help (measured; see ``benchmarks/bench_scale.py``)."""
-        try:
-            import pyarrow.dataset as ds
-        except ImportError as exc:
-            raise ImportError("Parquet sources need pyarrow: pip install "
-                              "'negdro-stats[scale]'.") from exc
-
-        batch_rows = check_int(batch_rows, "batch_rows", "from_parquet", min_val=1)
-        files = _parquet_files(path)
-        schemas = _parquet_schemas(files)
-        columns = list(dict.fromkeys(c for schema in schemas.values() for c in schema))
-        outcome, covariates = _split_columns(columns, env, outcome, covariates)
-        dataset = ds.dataset(files, format="parquet", schema=_unified_schema(
-            schemas, env, [outcome, *covariates]))
-        batches = dataset.to_batches(columns=[env, outcome, *covariates], batch_size=batch_rows,
-                                     batch_readahead=2, fragment_readahead=1)  # bounded memory
-
-        acc, dropped = BlockAccumulator(p=len(covariates), n_blocks=blocks), 0
-        with one_blas_thread():           # (batches in file order: rows keep positions)
-            for batch in progress(batches, verbose, "parquet"):
-                columns = {name: batch.column(name).to_numpy(zero_copy_only=False)
-                           for name in batch.schema.names}
-                dropped += _add_columns(acc, columns, env, outcome, covariates, missing)
-        return cls._from_block_moments(acc, covariates, outcome, fit_intercept, dropped)
+        return cls._from_read(read_parquet(
+            path, env, outcome=outcome, covariates=covariates, missing=missing,
+            blocks=blocks, batch_rows=batch_rows, verbose=verbose), fit_intercept)
 
     @classmethod
     def from_dask(cls, frame: Any, env: str, *, outcome: str | None = None,
@@ -266,74 +169,52 @@ class MultiEnvData:
         block moments per partition, tree-reduced; runs on the active
         ``dask.distributed`` client if there is one (with its progress bar when
         ``verbose``, or by default when stderr is a terminal)."""
-        try:
-            import dask
-        except ImportError as exc:
-            raise ImportError("Dask sources need dask: pip install 'negdro-stats[scale]'.") \
-                from exc
-
-        columns = [str(c) for c in frame.columns]
-        outcome, covariates = _split_columns(columns, env, outcome, covariates)
-        p = len(covariates)
-
-        def partial(part: pd.DataFrame, start: int) -> tuple[BlockAccumulator, int]:
-            acc = BlockAccumulator(p=p, n_blocks=blocks, start=start)
-            return acc, _add_frame(acc, part, env, outcome, covariates, missing)
-
-        def merge(a: tuple, b: tuple) -> tuple[BlockAccumulator, int]:
-            return a[0].merge(b[0]), a[1] + b[1]
-
-        # each row's block is drawn from its position in the frame: the partitions' first
-        # positions need their lengths (one light pass, over the labels only)
-        lengths = _dask_compute(frame[env].map_partitions(len), False).tolist()
-        starts = np.cumsum([0, *lengths[:-1]]).tolist()
-        parts = [dask.delayed(partial)(d, start) for d, start in zip(
-            frame[[env, outcome, *covariates]].to_delayed(), starts, strict=True)]
-        while len(parts) > 1:                                # tree reduction
-            parts = [dask.delayed(merge)(*parts[i:i + 2]) if i + 1 < len(parts) else parts[i]
-                     for i in range(0, len(parts), 2)]
-        acc, dropped = _dask_compute(parts[0], verbose)
-        return cls._from_block_moments(acc, covariates, outcome, fit_intercept, dropped)
+        return cls._from_read(read_dask(frame, env, outcome=outcome, covariates=covariates,
+                                        missing=missing, blocks=blocks, verbose=verbose),
+                              fit_intercept)
 
     @classmethod
-    def _from_block_moments(cls, acc: BlockAccumulator, covariates: list[str], outcome: str,
-                            fit_intercept: bool, dropped: int) -> MultiEnvData:
-        fit_intercept = check_bool(fit_intercept, "fit_intercept", "NegDRO")
-        if not acc.cells:
-            raise DataError("The data have no rows.")
-        if dropped:
-            warn_user(f"Dropped {dropped} rows with NaN or infinite values (missing='drop').",
-                      DataWarning)
-        blocks = acc.finish(names=covariates, outcome=outcome)
-        mom = blocks.moments()
-        if fit_intercept:
-            mom = mom.add_constant(INTERCEPT_NAME)
-        _check_moments(mom)
-        return cls(mom, fit_intercept=fit_intercept, blocks=_check_blocks(blocks))
+    def from_csv(cls, path: str | os.PathLike, env: str, *, outcome: str | None = None,
+                 covariates: Sequence[str] | None = None, missing: str = "raise",
+                 fit_intercept: bool = False, blocks: int = DEFAULT_BLOCKS,
+                 chunk_rows: int = 200_000, encoding: str = "utf-8", sep: str = ",",
+                 decimal: str = ".", verbose: bool | None = None) -> MultiEnvData:
+        """A CSV file larger than memory, ``chunk_rows`` rows at a time: the moments and
+        block moments as for Parquet (for a CSV that fits in memory, ``pandas.read_csv``
+        and :meth:`from_frame` keep the rows).  The environment labels are typed once
+        for the whole file (integers if every label is one, else text); ``encoding``,
+        ``sep`` and ``decimal`` are as in ``pandas.read_csv``."""
+        return cls._from_read(read_csv(
+            path, env, outcome=outcome, covariates=covariates, missing=missing,
+            blocks=blocks, chunk_rows=chunk_rows, encoding=encoding, sep=sep,
+            decimal=decimal, verbose=verbose), fit_intercept)
 
     @classmethod
     def from_any(cls, data: Any, env: Any, *, outcome: str | None = None,
                  covariates: Sequence[str] | None = None, missing: str = "raise",
                  fit_intercept: bool = False, blocks: int | None = None) -> MultiEnvData:
         """A DataFrame (:meth:`from_frame`; pandas, or polars, pyarrow and others through
-        narwhals), a Dask DataFrame (:meth:`from_dask`), a Parquet path
-        (:meth:`from_parquet`) or a 2-d array with the outcome in column 0."""
+        narwhals), a Dask DataFrame (:meth:`from_dask`), a Parquet or CSV path
+        (:meth:`from_parquet`, :meth:`from_csv`) or a 2-d array with the outcome in
+        column 0."""
+        options = dict(outcome=outcome, covariates=covariates, missing=missing,
+                       fit_intercept=fit_intercept)
         if type(data).__module__.startswith("dask"):
-            return cls.from_dask(data, env, outcome=outcome, covariates=covariates,
-                                 missing=missing, fit_intercept=fit_intercept,
-                                 blocks=blocks or DEFAULT_BLOCKS)
-        data = _as_pandas(data)
+            return cls.from_dask(data, env, blocks=blocks or DEFAULT_BLOCKS, **options)
+        data = as_pandas(data)
         if isinstance(data, pd.DataFrame):
-            return cls.from_frame(data, env, outcome=outcome, covariates=covariates,
-                                  missing=missing, fit_intercept=fit_intercept, blocks=blocks)
+            return cls.from_frame(data, env, blocks=blocks, **options)
         if isinstance(data, (str, os.PathLike)):
-            if not str(data).endswith((".parquet", ".pq")) and not os.path.isdir(data):
-                raise DataError(f"data={str(data)!r}: only Parquet files (.parquet) or "
-                                "directories of them are read by path; read a CSV with "
-                                "pandas.read_csv, or use Moments.from_csv for a large one.")
-            return cls.from_parquet(str(data), env, outcome=outcome, covariates=covariates,
-                                    missing=missing, fit_intercept=fit_intercept,
-                                    blocks=blocks or DEFAULT_BLOCKS)
+            if str(data).endswith((".csv", ".csv.gz", ".tsv", ".txt")):
+                return cls.from_csv(data, env, blocks=blocks or DEFAULT_BLOCKS,
+                                    sep="\t" if str(data).endswith(".tsv") else ",",
+                                    **options)
+            if not str(data).endswith((".parquet", ".pq")) and not os.path.isdir(data) \
+                    and not glob.has_magic(str(data)):
+                raise DataError(f"data={str(data)!r}: a path must name Parquet files "
+                                "(.parquet, a directory or a glob of them) or a CSV file "
+                                "(.csv, .csv.gz, .tsv, .txt).")
+            return cls.from_parquet(data, env, blocks=blocks or DEFAULT_BLOCKS, **options)
         arr = np.asarray(data)
         if arr.ndim != 2 or arr.shape[1] < 2:
             raise DataError("data must be a DataFrame or a 2-d array with the outcome in "
@@ -343,72 +224,19 @@ class MultiEnvData:
                                missing=missing, fit_intercept=fit_intercept)
 
     @classmethod
-    def _from_block(cls, block: _FrameBlock | _ArrayBlock, env_values: np.ndarray,
-                    covariates: list[str], outcome: str, missing: str,
-                    fit_intercept: bool, blocks: int | None = None) -> MultiEnvData:
-        """The NaN policy, the environment codes and the moments, in one chunked pass."""
-        missing = check_option(missing, "missing", "NegDRO", MISSING)
+    def _from_read(cls, read: Read, fit_intercept: bool) -> MultiEnvData:
+        """Validated data from one pass over a source (every reader ends here): the NaN
+        policy's verdict, the intercept and the checks on the moments."""
         fit_intercept = check_bool(fit_intercept, "fit_intercept", "NegDRO")
-        n = len(env_values)
-        if n == 0:
-            raise DataError("data has no rows.")
-        env_missing = pd.isna(env_values)
-        if env_missing.any():
-            raise DataError(f"env has {int(env_missing.sum())} missing labels; give those rows "
-                            "an environment or drop them (missing='drop' covers the outcome "
-                            "and covariates only).")
-        _check_env_values(env_values)
-        kept = None
-        if missing == "drop":                 # a pass to find them; "raise" needs none
-            finite = _finite_rows(block, n)[0]
-            if not finite.all():
-                kept = np.flatnonzero(finite)
-                _check_drop(env_values, finite)
-                warn_user(f"Dropped {n - len(kept)} of {n} rows with NaN or infinite "
-                          "values (missing='drop').", DataWarning)
-        codes, labels = pd.factorize(env_values if kept is None else env_values[kept],
-                                     sort=True)
-        rows = _Rows(block, kept, codes)
-        envs = tuple(labels.tolist())
-        # with blocks, one accumulator: the environments' moments are the blocks merged
-        acc = MomentAccumulator(p=len(covariates), n_envs=len(labels)) if blocks is None \
-            else BlockAccumulator(p=len(covariates),
-                                  n_blocks=check_int(blocks, "blocks", "NegDRO", min_val=2))
-        with (one_blas_thread() if blocks is not None else nullcontext()), \
-                np.errstate(over="ignore", invalid="ignore"):   # (checked just below)
-            start = 0     # blocks and the row sample from positions among all rows, as
-            for X, y, chunk_codes in rows.chunks():     # Parquet's (codes 0..E-1: sorted
-                stop = start + len(y)                   # like envs)
-                acc.add(X, y, chunk_codes, positions=np.arange(start, stop) if kept is None
-                        else kept[start:stop])
-                start = stop
-        block_moments = None if blocks is None else replace(
-            acc.finish(names=covariates, outcome=outcome), envs=envs)
-        mom = (acc.finish(envs=envs, names=covariates, outcome=outcome) if blocks is None
-               else block_moments.moments())
-        if not all(np.isfinite(a).all() for a in (mom.Sigma, mom.sxy, mom.syy)):
-            finite, counts, top = _finite_rows(block, n)       # only on the error path
-            if finite.all():                                   # finite, but squares overflow
-                big = [f"{name} (up to {value:.3g})" for name, value
-                       in zip([*covariates, outcome], top, strict=True) if value > 1e150]
-                raise DataError(f"Columns {', '.join(big[:8])} hold values whose squares "
-                                "overflow float64; rescale them (e.g. divide by a power of "
-                                "10).")
-            by_column = [f"{name}: {count}" for name, count
-                         in zip([*covariates, outcome], counts, strict=True) if count]
-            raise DataError(f"data has {int((~finite).sum())} row(s) with NaN or infinite "
-                            f"values (by column: {', '.join(by_column[:8])}"
-                            f"{', ...' if len(by_column) > 8 else ''}; "
-                            "a CSV's empty, 'NA' or 'n/a' cells are read as NaN). Clean them, "
-                            "or pass missing='drop'.")
+        if fit_intercept and INTERCEPT_NAME in read.covariates:
+            raise DataError(f"fit_intercept=True adds a column {INTERCEPT_NAME!r}, but data "
+                            "already has one; rename it or drop it.")
+        mom, blocks = read.moments()
         if fit_intercept:
-            if INTERCEPT_NAME in covariates:
-                raise DataError(f"fit_intercept=True adds a column {INTERCEPT_NAME!r}, but "
-                                "data already has one; rename it or drop it.")
             mom = mom.add_constant(INTERCEPT_NAME)
         _check_moments(mom)
-        return cls(mom, fit_intercept=fit_intercept, rows=rows, blocks=None
-                   if block_moments is None else _check_blocks(block_moments))
+        return cls(mom, fit_intercept=fit_intercept, rows=read.rows,
+                   blocks=None if blocks is None else _check_blocks(blocks))
 
     # ------------------------------------------------------------------ names
     @property
@@ -454,7 +282,7 @@ class MultiEnvData:
             exog = self.exog()
             if exog is None:
                 raise DataError("This model was built from moments; pass exog to predict.")
-        exog = pd.DataFrame(exog) if isinstance(exog, Mapping) else _as_pandas(exog)
+        exog = pd.DataFrame(exog) if isinstance(exog, Mapping) else as_pandas(exog)
         if isinstance(exog, pd.DataFrame):
             if any(not isinstance(c, str) for c in exog.columns):    # as for the fit
                 exog = exog.set_axis([str(c) for c in exog.columns], axis=1)
@@ -499,7 +327,7 @@ class MultiEnvData:
         return (b[:-1], float(b[-1])) if self.fit_intercept else (b, 0.0)
 
     # ------------------------------------------------------------------ row passes
-    def _need_rows(self, what: str) -> _Rows:
+    def _need_rows(self, what: str) -> Rows:
         if self._rows is None:
             raise DataError(f"{what} needs the rows; this model was built from moments.")
         return self._rows
@@ -639,330 +467,11 @@ class MultiEnvData:
                 f"{'no' if self.blocks is None else self.blocks.n_blocks}>")
 
 
-# ----------------------------------------------------------------------- row access
-class _FrameBlock:
-    """Rows of ``[outcome, covariates]`` of a DataFrame as float64 ``(X, y)``."""
-
-    def __init__(self, sub: pd.DataFrame) -> None:
-        self.sub = sub
-
-    def __call__(self, rows: slice | np.ndarray) -> tuple[FloatArray, FloatArray]:
-        values = self.sub.iloc[rows].to_numpy(dtype=np.float64)   # one chunk, copied once
-        return values[:, 1:], values[:, 0]
-
-    def exog(self) -> pd.DataFrame:
-        return self.sub.iloc[:, 1:]
-
-
-class _ArrayBlock:
-    """Rows of an outcome vector and a covariate matrix as float64 ``(X, y)``."""
-
-    def __init__(self, y: np.ndarray, X: np.ndarray) -> None:
-        self.y, self.X = y, X
-
-    def __call__(self, rows: slice | np.ndarray) -> tuple[FloatArray, FloatArray]:
-        return (np.asarray(self.X[rows], dtype=np.float64),
-                np.asarray(self.y[rows], dtype=np.float64))
-
-    def exog(self) -> np.ndarray:
-        return self.X
-
-
-class _Rows:
-    """The rows used (``kept`` indices after the NaN policy, or all) and their codes."""
-
-    def __init__(self, block: _FrameBlock | _ArrayBlock, kept: np.ndarray | None,
-                 codes: np.ndarray) -> None:
-        self.block, self.kept, self.codes = block, kept, codes
-
-    def chunks(self):
-        """``(X, y, codes)`` of the used rows, ``DEFAULT_CHUNK_ROWS`` at a time."""
-        total = len(self.codes)
-        for start in range(0, total, DEFAULT_CHUNK_ROWS):
-            stop = min(start + DEFAULT_CHUNK_ROWS, total)
-            X, y = self.block(slice(start, stop) if self.kept is None
-                              else self.kept[start:stop])
-            yield X, y, self.codes[start:stop]
-
-    def arrays(self) -> tuple[FloatArray, FloatArray, np.ndarray]:
-        """``(X, y, codes)`` of all used rows (one copy)."""
-        X, y = self.block(slice(None) if self.kept is None else self.kept)
-        return X, y, self.codes
-
-
-def _check_drop(env_values: np.ndarray, finite: np.ndarray) -> None:
-    """``missing='drop'`` must leave rows in every environment."""
-    if not finite.any():
-        raise DataError("missing='drop' drops every row: each has a NaN or infinite value. "
-                        "Check the columns (data.isna().sum() shows where).")
-    labels = pd.unique(env_values).tolist()
-    emptied = [e for e in labels if not finite[env_values == e].any()]
-    if emptied:
-        raise DataError(f"missing='drop' drops every row of environment(s) {_few(emptied)}: "
-                        "clean those rows, or drop the environment(s) explicitly.")
-
-
-def _parquet_files(path: str | os.PathLike | Sequence) -> list[str]:
-    """The files of a Parquet source (a file, a directory read recursively, a glob or a
-    list), sorted, each checked to be Parquet (the magic bytes ``PAR1``): a CSV inside a
-    directory raised ArrowInvalid or a DataError depending on the sort order."""
-    if isinstance(path, str | os.PathLike):
-        path = os.fspath(path)
-        if glob.has_magic(path):
-            candidates = sorted(glob.glob(path))
-        elif os.path.isdir(path):
-            candidates = sorted(os.path.join(root, f) for root, _, names in os.walk(path)
-                                for f in names if not f.startswith((".", "_")))
-        else:
-            candidates = [path]
-    else:
-        candidates = [os.fspath(f) for f in path]
-    if not candidates:
-        raise DataError(f"No Parquet files match path={path!r}.")
-    for f in candidates:
-        try:
-            with open(f, "rb") as handle:
-                magic = handle.read(4)
-        except OSError as exc:
-            raise DataError(f"Could not read the Parquet file {f!r}: {exc}") from exc
-        if magic != b"PAR1":
-            raise DataError(f"{f!r} is not a Parquet file; move it out of the source or pass "
-                            "a glob such as 'folder/*.parquet'.")
-    return candidates
-
-
-def _parquet_schemas(files: list[str]) -> dict[str, dict[str, Any]]:
-    """Each file's columns and Arrow types (footers only), without pandas' index columns."""
-    import pyarrow.parquet as pq
-
-    schemas = {}
-    for f in files:
-        try:
-            schema = pq.read_schema(f)
-        except (OSError, ValueError) as exc:
-            raise DataError(f"Could not read the schema of the Parquet file {f!r}: {exc}"
-                            ) from exc
-        index = {c for c in (schema.pandas_metadata or {}).get("index_columns", [])
-                 if isinstance(c, str)}
-        schemas[f] = {str(name): schema.field(name).type for name in schema.names
-                      if name not in index}
-    return schemas
-
-
-def _unified_schema(schemas: dict, env: str, numeric: list[str]) -> Any:
-    """One schema for every file: the variables as float64 (an int64 column that is
-    float64 in a later file raised ArrowInvalid), the labels as they are in every file.
-    A column missing from a file, a non-numeric variable or labels of different types
-    are one DataError naming the file and the column (a covariate missing from the first
-    file was dropped silently, one missing from a later file read as NaN)."""
-    import pyarrow as pa
-
-    for f, schema in schemas.items():
-        absent = [c for c in [env, *numeric] if c not in schema]
-        if absent:
-            raise DataError(f"The Parquet file {f!r} has no column(s) {absent}; every file "
-                            "needs the environment, the outcome and every covariate.")
-        text = [c for c in numeric if not (pa.types.is_integer(schema[c])
-                                           or pa.types.is_floating(schema[c]))]
-        if text:
-            raise DataError(f"Columns {text} of the Parquet file {f!r} are not numeric "
-                            f"({', '.join(str(schema[c]) for c in text)}); encode them first.")
-    env_types = {str(schema[env]) for schema in schemas.values()}
-    if len(env_types) > 1:
-        listed = ", ".join(f"{f!r}: {schema[env]}" for f, schema in schemas.items())
-        raise DataError(f"The environment column {env!r} has different types across the "
-                        f"Parquet files ({listed}); write it with one type.")
-    first = next(iter(schemas.values()))
-    return pa.schema([(env, first[env]), *((c, pa.float64()) for c in numeric)])
-
-
-def _dask_compute(obj: Any, verbose: bool | None) -> Any:
-    """Compute a Dask object on the active distributed client if any, else locally; with
-    Dask's own progress bar when asked for (or stderr is a terminal)."""
-    import sys
-
-    import dask
-
-    show = verbose is True or (verbose is None and sys.stderr.isatty())
-    try:
-        from distributed import get_client
-        from distributed import progress as distributed_progress
-
-        client = get_client()
-    except (ImportError, ValueError):                 # no distributed, or no client
-        client = None
-    if client is not None:
-        future = client.compute(obj)
-        if show:
-            distributed_progress(future)
-        return future.result()
-    if show:
-        from dask.diagnostics import ProgressBar
-
-        with ProgressBar():
-            return dask.compute(obj)[0]
-    return dask.compute(obj)[0]
-
-
-def _covariates(covariates: Sequence[str] | None, columns: list[str], outcome: str
-                ) -> list[str]:
-    """The covariate columns: given (checked), or every column other than the outcome."""
-    if covariates is None:
-        covariates = [c for c in columns if c != outcome]
-    else:
-        covariates = [str(c) for c in ([covariates] if isinstance(covariates, str)
-                                       else covariates)]       # one name, or several
-        unknown = [c for c in covariates if c not in columns]
-        if unknown:
-            raise DataError(f"covariates {unknown} are not columns of data; columns are "
-                            f"{_few(columns, 20)}.")
-        if outcome in covariates or len(set(covariates)) != len(covariates):
-            raise DataError(f"covariates {covariates} repeat a column or include the "
-                            f"outcome {outcome!r}.")
-    if not covariates:
-        raise DataError("data has no covariate columns besides the outcome.")
-    return covariates
-
-
-def _split_columns(columns: list[str], env: str, outcome: str | None,
-                   covariates: Sequence[str] | None) -> tuple[str, list[str]]:
-    """Outcome and covariates of a columnar source (Parquet, Dask) by name."""
-    if not isinstance(env, str) or env not in columns:
-        raise DataError(f"env={env!r} is not a column of data; columns are "
-                        f"{_few(columns, 20)}.")
-    rest = [c for c in columns if c != env]
-    outcome = rest[0] if outcome is None and rest else outcome
-    if outcome not in rest:
-        raise DataError(f"outcome={outcome!r} is not a column of data; columns are "
-                        f"{_few(columns, 20)}.")
-    return outcome, _covariates(covariates, rest, outcome)
-
-
-def _add_frame(acc: BlockAccumulator, part: pd.DataFrame, env: str, outcome: str,
-               covariates: list[str], missing: str) -> int:
-    """Add a pandas partition to ``acc`` (see :func:`_add_columns`)."""
-    return _add_columns(acc, {c: part[c].to_numpy() for c in [env, outcome, *covariates]},
-                        env, outcome, covariates, missing)
-
-
-def _add_columns(acc: BlockAccumulator, columns: dict, env: str, outcome: str,
-                 covariates: list[str], missing: str) -> int:
-    """Add a batch or partition, given as 1-d arrays by column name, to ``acc`` with the
-    NaN policy; returns the rows dropped."""
-    missing = check_option(missing, "missing", "NegDRO", MISSING)
-    labels = columns[env]
-    if pd.isna(labels).any():
-        raise DataError(f"env has {int(pd.isna(labels).sum())} missing labels; give those rows "
-                        "an environment or drop them (missing='drop' covers the outcome and "
-                        "covariates only).")
-    _check_env_values(np.asarray(labels))
-    names = [*covariates, outcome]
-    text = [c for c in names if columns[c].dtype.kind not in "fiu"]
-    if text:
-        raise DataError(f"Columns {text} are not numeric; encode them first.")
-    values = [np.asarray(columns[c], dtype=np.float64) for c in names]
-    positions = acc.positions(len(labels))           # among all rows, dropped or not
-    finite = np.logical_and.reduce([np.isfinite(v) for v in values])
-    dropped = int(len(finite) - np.count_nonzero(finite))
-    if dropped and missing == "raise":
-        raise DataError(f"data has row(s) with NaN or infinite values ({dropped} in one "
-                        "batch). Clean them, or pass missing='drop'.")
-    if dropped:
-        values, labels, positions = ([v[finite] for v in values], labels[finite],
-                                     positions[finite])
-    acc.add_rows(values, labels, positions)
-    return dropped
-
-
-def _as_pandas(data: Any) -> Any:
-    """A dataframe of another library (polars, pyarrow, modin, ...: whatever narwhals
-    reads eagerly) as pandas; anything else unchanged.  Lazy frames are refused: the
-    user decides when to collect."""
-    if isinstance(data, pd.DataFrame):
-        return data
-    frame = nw.from_native(data, pass_through=True)
-    if isinstance(frame, nw.LazyFrame):
-        raise DataError(f"data is a lazy {type(data).__name__}; collect it first (e.g. "
-                        "polars' .collect()), or write it to Parquet and pass the path.")
-    return frame.to_pandas() if isinstance(frame, nw.DataFrame) else data
-
-
-def _few(items: list, k: int = 5) -> str:
-    """A list for a message: at most ``k`` items, then how many there are in all."""
-    shown = ", ".join(repr(x) for x in items[:k])
-    return shown if len(items) <= k else f"{shown}, ... ({len(items)} in all)"
-
-
-def _finite_rows(block: _FrameBlock | _ArrayBlock, n: int
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Which of the ``n`` rows hold only finite values, how many NaN or infinite values
-    each column (covariates, then the outcome) holds, and each column's largest finite
-    absolute value: one chunked pass."""
-    finite, counts, top = np.ones(n, dtype=bool), 0, 0.0
-    for start in range(0, n, DEFAULT_CHUNK_ROWS):
-        X, y = block(slice(start, start + DEFAULT_CHUNK_ROWS))
-        Z = np.column_stack([X, y])
-        ok = np.isfinite(Z)
-        finite[start:start + len(y)] = ok.all(axis=1)
-        counts = counts + (~ok).sum(axis=0)
-        top = np.maximum(top, np.where(ok, np.abs(Z), 0.0).max(axis=0, initial=0.0))
-    return finite, counts, top
-
-
-def _env_labels(env: Any, index: pd.Index) -> np.ndarray:
-    """Environment labels for rows with ``index``: a Series is aligned by index (as pandas
-    does), anything else is taken by position."""
-    if isinstance(env, pd.Series):
-        if not env.index.equals(index):
-            if env.index.has_duplicates or not index.isin(env.index).all():
-                raise DataError("env is a pandas Series whose index does not cover data's "
-                                "index (or repeats labels); pass env.reindex(data.index), "
-                                "or env.to_numpy() to match rows by position.")
-            env = env.reindex(index)
-        env = env.to_numpy()
-    else:
-        values = np.asarray(env)
-        if values.ndim != 1 or len(values) != len(index):
-            raise DataError(f"env has {values.size} labels in shape {values.shape} but data "
-                            f"has {len(index)} rows; pass one label per row.")
-        env = values
-    return env
-
-
-def _check_env_values(values: np.ndarray) -> None:
-    """Labels must be scalars, and distinct labels must stay distinct: Python takes
-    ``1``, ``1.0`` and ``True`` for one key, so they would merge into one environment."""
-    if values.dtype != object:
-        return
-    for v in pd.unique(values):
-        if not pd.api.types.is_scalar(v):
-            raise DataError(f"env labels must be scalars (numbers, strings, dates); got a "
-                            f"{type(v).__name__} ({v!r}); convert them, e.g. "
-                            "env.astype(str).")
-
-    def kind(v: object) -> str:
-        return ("bool" if isinstance(v, bool | np.bool_) else "integer" if isinstance(
-            v, numbers.Integral) else "real" if isinstance(v, numbers.Real) else "other")
-
-    series = pd.Series(values, dtype=object)
-    if len(pd.unique(series.map(type))) == 1:          # one type (e.g. text): no merging
-        return
-    groups: dict = {}
-    for k, v in pd.unique(series.map(lambda v: (kind(v), v))):
-        groups.setdefault(v, []).append(v if k == "other" else (k, v))
-    merged = [" and ".join(repr(x[1] if isinstance(x, tuple) else x) for x in group)
-              for group in groups.values() if len(group) > 1]
-    if merged:
-        raise DataError(f"env labels {merged[0]} are different labels that Python treats as "
-                        "equal, so they would merge into one environment; give env one type "
-                        "(e.g. env.astype(str), or integers only).")
-
-
 def _check_blocks(blocks: BlockMoments) -> BlockMoments:
     """Every environment needs two non-empty blocks for the block bootstrap to vary."""
-    few = [e for e, k in zip(blocks.envs, (blocks.n > 0).sum(axis=1), strict=True) if k < 2]
-    if few:
-        raise DataError(f"Environments {_few(few)} have fewer than 2 non-empty blocks (of "
+    thin = [e for e, k in zip(blocks.envs, (blocks.n > 0).sum(axis=1), strict=True) if k < 2]
+    if thin:
+        raise DataError(f"Environments {few(thin)} have fewer than 2 non-empty blocks (of "
                         f"{blocks.n_blocks}): too few rows to resample by blocks.")
     return blocks
 
@@ -997,10 +506,10 @@ def _check_moments(mom: Moments) -> None:
         hint = (" Is env the column of environment labels?" if len(small) > mom.n_envs / 2
                 else "")
         raise DataError(f"{len(small)} environment(s) have fewer than 2 rows "
-                        f"({_few(small)}); drop or merge them.{hint}")
+                        f"({few(small)}); drop or merge them.{hint}")
     thin = [e for e, n in zip(mom.envs, mom.n, strict=True) if n < mom.p]
     if thin:
-        warn_user(f"Environments {_few(thin)} have fewer rows than the {mom.p} covariates; "
+        warn_user(f"Environments {few(thin)} have fewer rows than the {mom.p} covariates; "
                   "their second moments are singular and estimates will be noisy.",
                   DataWarning)
     # Variation below a few ulps of the raw second moment cannot be told from rounding

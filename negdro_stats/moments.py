@@ -27,7 +27,6 @@ import pandas as pd
 from threadpoolctl import ThreadpoolController
 
 from ._typing import ArrayLike, FloatArray
-from .exceptions import DataError
 from .fourth import FourthAccumulator, FourthMoments
 
 __all__ = ["Moments", "MomentAccumulator"]
@@ -154,99 +153,6 @@ class Moments:
             outcome=outcome,
         )
 
-    @classmethod
-    def from_csv(
-        cls,
-        path: str,
-        *,
-        env: str,
-        outcome: str | None = None,
-        covariates: Sequence[str] | None = None,
-        chunk_rows: int = 200_000,
-        encoding: str = "utf-8",
-    ) -> Moments:
-        """Sample moments of a CSV file read ``chunk_rows`` rows at a time, for data that
-        do not fit in memory.  Two passes: the environment column first, then the rest.
-
-        The labels are read as text and typed once for the whole file: integers if every
-        label is one, else text (typed per chunk, label 4 and a later chunk's "4" were two
-        environments).  ``encoding`` is the file's text encoding.
-
-        ``outcome`` defaults to the first column other than ``env``; ``covariates`` to all
-        remaining columns.  Rows with missing or infinite values raise an error naming
-        how many there are.  Fit with ``NegDRO.from_moments(Moments.from_csv(...))``
-        (the bootstrap and ``diagnose`` need rows and are not available then).
-        """
-        def read(**kwargs):
-            """pandas.read_csv, chunk by chunk, with its parse errors turned into DataError
-            (ragged rows are errors, not silently padded or dropped)."""
-            try:
-                yield from pd.read_csv(path, on_bad_lines="error", chunksize=chunk_rows,
-                                       encoding=encoding, dtype={env: str}, **kwargs)
-            except pd.errors.EmptyDataError as exc:
-                raise DataError(f"{path} is empty.") from exc
-            except pd.errors.ParserError as exc:
-                raise DataError(f"{path} could not be parsed: {exc}") from exc
-            except UnicodeDecodeError as exc:
-                raise DataError(f"{path} is not valid {encoding} text (byte {exc.start} of a "
-                                "chunk); pass encoding= with the file's encoding, e.g. "
-                                "encoding='latin-1'.") from exc
-
-        try:
-            header = [str(c) for c in pd.read_csv(path, nrows=0, encoding=encoding).columns]
-        except pd.errors.EmptyDataError as exc:
-            raise DataError(f"{path} is empty.") from exc
-        except UnicodeDecodeError as exc:
-            raise DataError(f"{path} is not valid {encoding} text; pass encoding= with the "
-                            "file's encoding, e.g. encoding='latin-1'.") from exc
-        if env not in header:
-            raise DataError(f"env={env!r} is not a column of {path}; columns are {header}.")
-        rest = [c for c in header if c != env]
-        if not rest:
-            raise DataError(f"{path} has no columns besides {env!r}.")
-        outcome = rest[0] if outcome is None else outcome
-        covariates = [c for c in rest if c != outcome] if covariates is None else list(
-            covariates)
-        missing = [c for c in [outcome, *covariates] if c not in header]
-        if missing:
-            raise DataError(f"Columns {missing} are not in {path}; columns are {header}.")
-        if outcome in covariates or len(set(covariates)) != len(covariates):
-            raise DataError(f"covariates {covariates} repeat a column or include the outcome "
-                            f"{outcome!r}.")
-        if not covariates:
-            raise DataError(f"{path}: no covariate columns (the outcome is {outcome!r}).")
-        # the first pass reads every column, so that ragged rows are found
-        env_values = pd.concat([c[env] for c in read()])
-        if env_values.isna().any():
-            raise DataError(f"{path} has {int(env_values.isna().sum())} rows with a blank "
-                            f"{env!r} cell; give every row an environment label.")
-        text = env_values.str.strip()
-        integral = bool(len(text)) and bool(text.str.fullmatch(r"[-+]?\d+").all())
-
-        def typed(values: pd.Series) -> np.ndarray:
-            """The labels with the file's one type (integers, or text)."""
-            values = values.str.strip()
-            return values.astype(np.int64).to_numpy() if integral else values.to_numpy()
-
-        labels, _ = _sorted_labels(typed(env_values))
-        if len(labels) == 0:
-            raise DataError(f"{path} has a header but no rows.")
-        acc = MomentAccumulator(p=len(covariates), n_envs=len(labels))
-        bad = 0
-        for chunk in read(usecols=[env, outcome, *covariates]):
-            sub = chunk[[outcome, *covariates]]
-            text = [c for c in sub.columns if not pd.api.types.is_numeric_dtype(sub[c])]
-            if text:
-                raise DataError(f"{path}: columns {text} hold non-numeric cells; clean them "
-                                "or leave those columns out with covariates=[...].")
-            values = sub.to_numpy(dtype=np.float64)
-            bad += int((~np.isfinite(values).all(axis=1)).sum())
-            acc.add(values[:, 1:], values[:, 0], _sorted_labels(typed(chunk[env]), labels)[1])
-        if bad:
-            raise DataError(f"{path} has {bad} rows with missing or infinite values; clean "
-                            "them first.")
-        return acc.finish(envs=tuple(labels), names=covariates, outcome=outcome)
-
     # ----------------------------------------------------------------- transforms
     def subset(self, cols: ArrayLike) -> Moments:
         """Moments of the covariates ``cols`` (integer indices or a boolean mask)."""
@@ -335,16 +241,6 @@ class Moments:
             fourth=None if self.fourth is None else self.fourth.scaled(np.append(1.0 / d,
                                                                                  1.0 / s_y)),
         )
-
-
-def _sorted_labels(values: np.ndarray, labels: list | None = None) -> tuple[list, np.ndarray]:
-    """Environment labels in sorted order (mixed types sorted by type name, then value)
-    and the integer code of every value."""
-    if labels is None:
-        labels = sorted(pd.unique(values).tolist(), key=lambda v: (type(v).__name__, v))
-    index = {v: k for k, v in enumerate(labels)}
-    return labels, np.fromiter((index[v] for v in values.tolist()), dtype=np.intp,
-                               count=len(values))
 
 
 class MomentAccumulator:

@@ -9,7 +9,7 @@ import negdro_stats
 RANKING = [
     "_typing", "exceptions", "_validation",    # foundations
     "fourth",                                  # fourth moments, carried with the moments
-    "moments", "data",                         # the currency, and every source of it
+    "moments", "sources", "data",              # the currency, its readers, the container
     "objective", "selection", "solvers",       # the maths on moments
     "diagnostics",                             # conditions
     "route",                                   # the estimator on moments: selection, verdict

@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 
 import negdro_stats
 from negdro_stats import LinearSEM, Moments, NegDRO, exceptions
+from negdro_stats.data import MultiEnvData
 
 SCALE = int(os.environ.get("NEGDRO_FUZZ_SCALE", "1"))
 OUTCOMES: Counter = Counter()
@@ -237,7 +238,7 @@ CSV_DEFECTS = ["none", "blank_env", "ragged", "text_cell", "empty", "header_only
 @_fuzz(200)
 @given(seed=st.integers(0, 2**32 - 1), defect=st.sampled_from(CSV_DEFECTS),
        chunk=st.sampled_from([7, 1000]))
-def test_fuzz_moments_from_csv(tmp_path_factory, seed, defect, chunk):
+def test_fuzz_csv(tmp_path_factory, seed, defect, chunk):
     rng = np.random.default_rng(seed)
     df = pd.DataFrame(rng.normal(size=(40, 3)), columns=["Y", "X1", "X2"])
     df["env"] = np.repeat(["a", "b"], 20)
@@ -262,11 +263,11 @@ def test_fuzz_moments_from_csv(tmp_path_factory, seed, defect, chunk):
         covariates = []
     path = tmp_path_factory.mktemp("csv") / "data.csv"
     path.write_text("\n".join(lines) + ("\n" if lines else ""))
-    mom = _classify(lambda: Moments.from_csv(str(path), env="env", outcome="Y",
-                                             covariates=covariates, chunk_rows=chunk))
-    if mom is not None:
+    data = _classify(lambda: MultiEnvData.from_csv(path, "env", outcome="Y",
+                                                   covariates=covariates, chunk_rows=chunk))
+    if data is not None:
         assert defect == "none", f"CSV defect {defect!r} accepted without an error"
-        assert np.isfinite(mom.Sigma).all()
+        assert np.isfinite(data.moments.Sigma).all()
 
 
 @_fuzz(200)

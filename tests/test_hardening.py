@@ -15,6 +15,7 @@ from negdro_stats import (
     SelectionWarning,
     simulate,
 )
+from negdro_stats.data import MultiEnvData
 from negdro_stats.results import _num
 
 
@@ -89,20 +90,17 @@ def test_complex_columns_are_refused(df):
 
 
 def test_csv_defects_are_errors(tmp_path):
-    from negdro_stats import Moments
-
     path = tmp_path / "d.csv"
     path.write_text("Y,X1,env\n1,2,a\n2,3,\n3,1,b\n4,2,b\n")
     with pytest.raises(DataError, match="blank 'env' cell"):
-        Moments.from_csv(str(path), env="env")
+        MultiEnvData.from_csv(path, "env")
     path.write_text("Y,X1,env\n1,2,a\n2,3,a,7\n3,1,b\n4,2,b\n")
     with pytest.raises(DataError, match="could not be parsed"):
-        Moments.from_csv(str(path), env="env")
+        MultiEnvData.from_csv(path, "env")
     path.write_text("Y,X1,env\n1,2,a\n2,3,a\n3,1,b\n4,2,b\n")
     with pytest.raises(DataError, match="include the outcome"):
-        Moments.from_csv(str(path), env="env", outcome="Y", covariates=["X1", "Y"])
-    assert Moments.from_csv(str(path), env="env").n.tolist() == [2, 2]
-    assert isinstance(pd.read_csv(path), pd.DataFrame)
+        MultiEnvData.from_csv(path, "env", outcome="Y", covariates=["X1", "Y"])
+    assert MultiEnvData.from_csv(path, "env", blocks=2).moments.n.tolist() == [2, 2]
 
 
 def test_path_and_diagnose_arguments(df):

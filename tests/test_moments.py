@@ -58,25 +58,6 @@ def test_add_constant_and_rescale(rows):
     assert_allclose(std.syy.mean(), 1.0)
 
 
-def test_from_csv_in_chunks_matches_in_memory(tmp_path):
-    from negdro_stats import NegDRO, simulate
-
-    df = simulate.eq33(p=5).sample(700, rng=1)
-    path = tmp_path / "d.csv"
-    df.to_csv(path, index=False)
-    mom = Moments.from_csv(str(path), env="env", outcome="Y", chunk_rows=333)
-    ref = NegDRO(df, env="env", outcome="Y").moments
-    assert mom.envs == ref.envs and mom.names == ref.names
-    assert_allclose(mom.Sigma, ref.Sigma, rtol=1e-12)
-    assert_allclose(mom.sxy, ref.sxy, rtol=1e-12)
-    res = NegDRO.from_moments(mom).fit()
-    assert list(res.support[res.support].index) == ["X1", "X3"]
-    df.loc[3, "X2"] = float("nan")
-    df.to_csv(path, index=False)
-    with pytest.raises(ValueError, match="1 rows with missing"):
-        Moments.from_csv(str(path), env="env", outcome="Y")
-
-
 def test_offsets_keep_their_variance():
     """Centred accumulation merged exactly (Chan et al.): a covariate 1e5 + N(0, 1) keeps
     its variance to 1e-5 relative through raw moments (rounding of E[X^2] ~ 1e10 only),
@@ -94,26 +75,3 @@ def test_offsets_keep_their_variance():
     df = simulate.eq33(p=5).sample(500, rng=1)
     res = NegDRO(df.assign(X2=df.X2 + 1e7), env="env", outcome="Y").fit(n_boot=0)
     assert np.isfinite(res.params).all()
-
-
-def test_from_csv_types_labels_once_and_names_the_encoding(tmp_path):
-    """Labels were typed per chunk (4 and a later chunk's "4" became two environments);
-    a Latin-1 file raised UnicodeDecodeError."""
-    from negdro_stats import DataError
-
-    data = simulate.eq33(p=5).sample(400, rng=0)[["env", "Y", "X1", "X2", "X3", "X4", "X5"]]
-    data.to_csv(tmp_path / "ints.csv", index=False)
-    assert Moments.from_csv(str(tmp_path / "ints.csv"), env="env", chunk_rows=300).envs == (
-        1, 2, 3, 4)
-    mixed = data.astype({"env": object})
-    mixed.loc[mixed.index[-5:], "env"] = "x"                 # text only in the last chunk
-    mixed.to_csv(tmp_path / "mixed.csv", index=False)
-    mom = Moments.from_csv(str(tmp_path / "mixed.csv"), env="env", chunk_rows=300)
-    assert mom.envs == ("1", "2", "3", "4", "x")
-    assert list(mom.n) == [400, 400, 400, 395, 5]
-    (tmp_path / "latin.csv").write_bytes(
-        "env,Y,X1\nZürich,1,2\nBern,2,3\nZürich,1,1\nBern,3,2\n".encode("latin-1"))
-    with pytest.raises(DataError, match="not valid utf-8 text.*encoding='latin-1'"):
-        Moments.from_csv(str(tmp_path / "latin.csv"), env="env")
-    assert Moments.from_csv(str(tmp_path / "latin.csv"), env="env",
-                            encoding="latin-1").envs == ("Bern", "Zürich")

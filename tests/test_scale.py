@@ -133,7 +133,7 @@ def test_parquet_errors(tmp_path, frame):
     bad.to_parquet(tmp_path / "bad.parquet")
     with pytest.raises(DataError, match="NaN"):
         NegDRO.from_parquet(str(tmp_path / "bad.parquet"), "env")
-    with pytest.warns(match="Dropped 1 rows"):
+    with pytest.warns(match="Dropped 1 of 12000 rows"):
         NegDRO.from_parquet(str(tmp_path / "bad.parquet"), "env", missing="drop")
 
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from negdro_stats import Moments, NegDRO, fourth
+from negdro_stats import DataError, DataWarning, Moments, NegDRO, fourth, simulate
 from negdro_stats.data import MultiEnvData
 from negdro_stats.fourth import FourthAccumulator
 from negdro_stats.moments import SAMPLE_SEED, splitmix
@@ -75,9 +75,7 @@ def _fits(df: pd.DataFrame, intercept: bool, folder) -> dict:
                                        df, "env"),
         "polars": NegDRO(pl.from_pandas(df), **kw),
         "pyarrow": NegDRO(pa.Table.from_pandas(df), **kw),
-        "csv": NegDRO.from_moments(Moments.from_csv(str(csv), env="env", outcome="Y",
-                                                    chunk_rows=173),
-                                   fit_intercept=intercept),
+        "csv": NegDRO.from_csv(csv, chunk_rows=173, **kw),
         "parquet file": NegDRO.from_parquet(str(single), **kw),
         "parquet directory": NegDRO.from_parquet(str(parts), **kw),
         "parquet glob": NegDRO.from_parquet(str(parts / "part*.parquet"), **kw),
@@ -86,6 +84,7 @@ def _fits(df: pd.DataFrame, intercept: bool, folder) -> dict:
     }
     models["from_moments"] = NegDRO.from_moments(models["frame"].moments)
     models["from_moments (parquet)"] = NegDRO.from_moments(models["parquet glob"].moments)
+    models["from_moments (csv)"] = NegDRO.from_moments(models["csv"].moments)
     return {name: m.fit(n_boot=0) for name, m in models.items()}
 
 
@@ -262,3 +261,61 @@ def test_past_max_p_without_rows_the_summary_says_gaussian_form(tmp_path):
     assert wide.moments.fourth is None and not wide.data.has_score_cov
     assert "Gaussian form of the score" in texts[0].replace("\n", " ")
     assert "Gaussian form" not in texts[1]
+
+
+# ----------------------------------------------------------------------- CSV streams
+def test_csv_stream_matches_in_memory(tmp_path):
+    """Chunked CSV moments equal the frame's; a NaN follows the one NaN policy."""
+    df = simulate.eq33(p=5).sample(700, rng=1)
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    data = MultiEnvData.from_csv(path, "env", outcome="Y", chunk_rows=333)
+    ref = NegDRO(df, env="env", outcome="Y").moments
+    mom = data.moments
+    assert mom.envs == ref.envs and mom.names == ref.names
+    assert_allclose(mom.Sigma, ref.Sigma, rtol=1e-12)
+    assert_allclose(mom.sxy, ref.sxy, rtol=1e-12)
+    assert data.blocks is not None and data.can_resample and not data.has_rows
+    res = NegDRO(data).fit(n_boot=0)
+    assert list(res.support[res.support].index) == ["X1", "X3"]
+    df.loc[3, "X2"] = float("nan")
+    df.to_csv(path, index=False)
+    with pytest.raises(DataError, match=r"1 row\(s\) with NaN or infinite values \(by "
+                                        r"column: X2: 1"):
+        MultiEnvData.from_csv(path, "env", outcome="Y")
+    with pytest.warns(DataWarning, match="Dropped 1 of 2800 rows"):
+        dropped = MultiEnvData.from_csv(path, "env", outcome="Y", missing="drop")
+    with pytest.warns(DataWarning, match="Dropped 1 of 2800 rows"):
+        frame = MultiEnvData.from_frame(df, "env", outcome="Y", missing="drop")
+    assert_allclose(dropped.moments.Sigma, frame.moments.Sigma, rtol=1e-12)
+
+
+def test_csv_labels_are_typed_once_and_the_encoding_is_named(tmp_path):
+    """Labels were typed per chunk (4 and a later chunk's "4" became two environments);
+    a Latin-1 file raised UnicodeDecodeError; a repeated header was renamed X1.1."""
+    data = simulate.eq33(p=5).sample(400, rng=0)[["env", "Y", "X1", "X2", "X3", "X4", "X5"]]
+    data.to_csv(tmp_path / "ints.csv", index=False)
+    assert MultiEnvData.from_csv(tmp_path / "ints.csv", "env", chunk_rows=300
+                                 ).moments.envs == (1, 2, 3, 4)
+    mixed = data.astype({"env": object})
+    mixed.loc[mixed.index[-60:], "env"] = "x"                # text only in the last chunk
+    mixed.to_csv(tmp_path / "mixed.csv", index=False)
+    mom = MultiEnvData.from_csv(tmp_path / "mixed.csv", "env", chunk_rows=300).moments
+    assert mom.envs == ("1", "2", "3", "4", "x")
+    assert list(mom.n) == [400, 400, 400, 340, 60]
+    rows = "".join(f"{city},{k % 3},{k % 5}\n" for k, city in enumerate(["Zürich", "Bern"] * 20))
+    (tmp_path / "latin.csv").write_bytes(f"env,Y,X1\n{rows}".encode("latin-1"))
+    with pytest.raises(DataError, match="not valid utf-8 text.*encoding='latin-1'"):
+        MultiEnvData.from_csv(tmp_path / "latin.csv", "env")
+    assert MultiEnvData.from_csv(tmp_path / "latin.csv", "env", encoding="latin-1"
+                                 ).moments.envs == ("Bern", "Zürich")
+    (tmp_path / "dupes.csv").write_text("env,Y,X1,X1\n" + "a,1,2,3\nb,2,3,1\n" * 10)
+    with pytest.raises(DataError, match=r"duplicate column names \['X1'\]"):
+        MultiEnvData.from_csv(tmp_path / "dupes.csv", "env")
+    (tmp_path / "semi.csv").write_text("env;Y;X1\n" + "a;1,5;2\nb;2;3,25\na;0,5;1\nb;3;4,75\n" * 5)
+    with pytest.raises(DataError, match="sep=';'"):
+        MultiEnvData.from_csv(tmp_path / "semi.csv", "env")
+    semi = MultiEnvData.from_csv(tmp_path / "semi.csv", "env", sep=";", decimal=",",
+                                 blocks=2).moments
+    assert_allclose(semi.mean_y, [1.0, 2.5])
+    assert_allclose(semi.mean_x[:, 0], [1.5, 4.0])
