@@ -169,29 +169,22 @@ class NanPolicy:
         self.names = list(names)
         self.rows = self.dropped = 0
         self.bad = np.zeros(len(self.names), dtype=np.int64)   # non-finite cells by column
-        self.top = np.zeros(len(self.names))                   # largest finite |value|
         self.dropped_labels: set = set()
 
     def keep(self, parts: Sequence[np.ndarray], labels: np.ndarray) -> np.ndarray | None:
         """Which rows of a chunk to keep (None: all).  ``parts`` hold the chunk's values
         in ``names`` order: 1-d arrays (a column each) or 2-d arrays (columns each)."""
-        finite, low, high = np.ones(len(labels), dtype=bool), [], []
-        for part in parts:
-            ok = np.isfinite(part)
-            finite &= ok if part.ndim == 1 else ok.all(axis=1)
         self.rows += len(labels)
-        if finite.all():
-            for part in parts:                 # two reductions, no temporary array
-                high.append(np.atleast_1d(part.max(axis=0, initial=-np.inf)))
-                low.append(np.atleast_1d(part.min(axis=0, initial=np.inf)))
-            self.top = np.maximum(self.top, np.maximum(-np.concatenate(low),
-                                                       np.concatenate(high)))
-            return None
+        if all(np.isfinite(part.sum(axis=0)).all() for part in parts):
+            return None                 # (a finite sum has no NaN or infinite term)
         columns = [c for part in parts for c in (part.T if part.ndim == 2 else [part])]
-        for j, c in enumerate(columns):        # only in a chunk with a bad row
-            ok = np.isfinite(c)
+        finite = np.ones(len(labels), dtype=bool)
+        for j, c in enumerate(columns):        # only in a chunk with a bad row (or a sum
+            ok = np.isfinite(c)                # that overflowed)
             self.bad[j] += int(len(c) - np.count_nonzero(ok))
-            self.top[j] = max(self.top[j], float(np.abs(c[ok]).max(initial=0.0)))
+            finite &= ok
+        if finite.all():
+            return None
         self.dropped += int(len(finite) - np.count_nonzero(finite))
         self.dropped_labels.update(pd.unique(labels[~finite]).tolist())
         return finite
@@ -201,7 +194,6 @@ class NanPolicy:
         self.rows += other.rows
         self.dropped += other.dropped
         self.bad += other.bad
-        self.top = np.maximum(self.top, other.top)
         self.dropped_labels |= other.dropped_labels
         return self
 
@@ -230,12 +222,14 @@ class NanPolicy:
         warn_user(f"Dropped {self.dropped} of {self.rows} rows with NaN or infinite values "
                   "(missing='drop').", DataWarning)
 
-    def overflow(self) -> DataError:
-        """The error for finite values whose squares overflow float64."""
-        big = [f"{name} (up to {value:.3g})" for name, value
-               in zip(self.names, self.top, strict=True) if value > 1e150]
-        return DataError(f"Columns {', '.join(big[:8]) or '(none found)'} hold values whose "
-                         "squares overflow float64; rescale them (e.g. divide by a power of "
+    def overflow(self, mom: Moments) -> DataError:
+        """The error for finite values whose squares overflow float64 (the columns whose
+        mean square is infinite)."""
+        square = np.concatenate([np.einsum("ejj->ej", mom.Sigma), mom.syy[:, None]], axis=1)
+        big = [name for name, ok in zip(self.names, np.isfinite(square).all(axis=0),
+                                        strict=True) if not ok]
+        return DataError(f"Columns {few(big, 8)} hold values whose squares overflow float64 "
+                         "(|x| beyond about 1e154); rescale them (e.g. divide by a power of "
                          "10).")
 
 
@@ -265,7 +259,7 @@ class Read:
                 blocks = replace(blocks, envs=self.envs)
             mom = blocks.moments()
         if not all(np.isfinite(a).all() for a in (mom.Sigma, mom.sxy, mom.syy)):
-            raise self.policy.overflow()
+            raise self.policy.overflow(mom)
         return mom, blocks
 
 
