@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ._typing import ArrayLike, FloatArray
-from ._validation import check_bool, few, warn_user
+from ._validation import check_bool, check_option, few, warn_user
 from .exceptions import DataError, DataWarning
 from .fourth import gaussian_score_cov
 from .moments import DEFAULT_BLOCKS, BlockMoments, Moments
@@ -89,6 +89,7 @@ class MultiEnvData:
         ``covariates`` to every other column.  ``blocks=K`` also keeps the moments of K
         random blocks per environment and resamples those instead of rows.
         """
+        fit_intercept = _check_options(missing, fit_intercept)
         return cls._from_read(read_rows(read_frame(frame, env, outcome, covariates),
                                         missing, blocks), fit_intercept)
 
@@ -98,6 +99,7 @@ class MultiEnvData:
                     missing: str = "raise", fit_intercept: bool = False,
                     blocks: int | None = None) -> MultiEnvData:
         """An outcome vector, a covariate matrix (n, p) and ``n`` environment labels."""
+        fit_intercept = _check_options(missing, fit_intercept)
         return cls._from_read(read_rows(read_arrays(y, X, env, names, outcome), missing,
                                         blocks), fit_intercept)
 
@@ -107,6 +109,8 @@ class MultiEnvData:
                      blocks: int | None = None) -> MultiEnvData:
         """A formula such as ``"y ~ 0 + x1 + np.log(x2)"`` evaluated on ``frame`` (formulaic);
         an intercept in the formula means ``fit_intercept=True``."""
+        if fit_intercept is not None:
+            fit_intercept = _check_options(missing, fit_intercept)
         table = read_formula(formula, frame, env)
         return cls._from_read(read_rows(table, missing, blocks),
                               table.intercept if fit_intercept is None else fit_intercept)
@@ -156,6 +160,7 @@ class MultiEnvData:
         moments of ``blocks`` random blocks per environment (memory independent of n).
         The pass is compute-bound: pyarrow's decoding already keeps the cores busy, so
         more threads do not help (measured; see ``benchmarks/bench_scale.py``)."""
+        fit_intercept = _check_options(missing, fit_intercept)
         return cls._from_read(read_parquet(
             path, env, outcome=outcome, covariates=covariates, missing=missing,
             blocks=blocks, batch_rows=batch_rows, verbose=verbose), fit_intercept)
@@ -169,6 +174,7 @@ class MultiEnvData:
         block moments per partition, tree-reduced; runs on the active
         ``dask.distributed`` client if there is one (with its progress bar when
         ``verbose``, or by default when stderr is a terminal)."""
+        fit_intercept = _check_options(missing, fit_intercept)
         return cls._from_read(read_dask(frame, env, outcome=outcome, covariates=covariates,
                                         missing=missing, blocks=blocks, verbose=verbose),
                               fit_intercept)
@@ -184,6 +190,7 @@ class MultiEnvData:
         and :meth:`from_frame` keep the rows).  The environment labels are typed once
         for the whole file (integers if every label is one, else text); ``encoding``,
         ``sep`` and ``decimal`` are as in ``pandas.read_csv``."""
+        fit_intercept = _check_options(missing, fit_intercept)
         return cls._from_read(read_csv(
             path, env, outcome=outcome, covariates=covariates, missing=missing,
             blocks=blocks, chunk_rows=chunk_rows, encoding=encoding, sep=sep,
@@ -465,6 +472,13 @@ class MultiEnvData:
         return (f"<MultiEnvData: outcome={m.outcome!r}, p={m.p}, envs={m.n_envs}, "
                 f"nobs={m.nobs:g}, rows={'yes' if self.has_rows else 'no'}, blocks="
                 f"{'no' if self.blocks is None else self.blocks.n_blocks}>")
+
+
+def _check_options(missing: str, fit_intercept: bool) -> bool:
+    """The data options, checked before any source is read (so that every source
+    reports the same error first)."""
+    check_option(missing, "missing", "NegDRO", MISSING)
+    return check_bool(fit_intercept, "fit_intercept", "NegDRO")
 
 
 def _check_blocks(blocks: BlockMoments) -> BlockMoments:

@@ -383,3 +383,123 @@ def test_fuzz_parquet(tmp_path_factory, seed):
                                                                **options))
     if res is not None:
         assert np.isfinite(res.params.to_numpy()).all(), f"NaN coefficients ({defect})"
+
+
+# ------------------------------------------------------------------ every source, the CLI
+# Defects that a CSV, a Parquet file and a Dask frame store as the DataFrame holds them.
+SHARED_DEFECTS = ["none", "nan", "inf", "constant", "offset", "collinear", "env_strings",
+                  "huge", "tiny", "y_constant", "one_row_env", "thin_env", "bool"]
+# (not "strings": a CSV stores the text "1.5" as the number it reads back)
+BLOCK_LIMIT = "fewer than 2 non-empty blocks"      # what only the block sources refuse
+
+
+def _sources(df: pd.DataFrame, folder: Path, options: dict) -> dict:
+    """Calls that read ``df`` through every source with the same options."""
+    pl, dd = pytest.importorskip("polars"), pytest.importorskip("dask.dataframe")
+    csv, parts = folder / "d.csv", folder / "parts"
+    df.to_csv(csv, index=False)
+    parts.mkdir()
+    for k, rows in enumerate(np.array_split(np.arange(len(df)), 2)):
+        df.iloc[rows].to_parquet(parts / f"part{k}.parquet")
+    return {"frame": lambda: NegDRO(df, env="env", **options),
+            "polars": lambda: NegDRO(pl.from_pandas(df), env="env", **options),
+            "csv": lambda: NegDRO.from_csv(csv, "env", chunk_rows=37, **options),
+            "parquet": lambda: NegDRO.from_parquet(parts, "env", batch_rows=41, **options),
+            "dask": lambda: NegDRO.from_dask(dd.from_pandas(df, npartitions=3), "env",
+                                             **options)}
+
+
+@_fuzz(40)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_fuzz_every_source_agrees(tmp_path_factory, seed):
+    """One defective frame through a frame, polars, a CSV stream, Parquet files and Dask:
+    each gives a result or a documented error, and they agree -- the same coefficients
+    to rounding, or errors of the same type (block sources may also refuse an
+    environment too small for two blocks)."""
+    rng = np.random.default_rng(seed)
+    df, defect = _frame(rng)
+    while defect not in SHARED_DEFECTS:
+        df, defect = _frame(rng)
+    options = dict(outcome=_pick(rng, [None, "Y"], ["missing"]),
+                   missing=_pick(rng, ["raise", "drop"], ["ignore"]),
+                   fit_intercept=bool(rng.integers(2)))
+    before = df.copy(deep=True)
+    outcomes = {}
+    for name, build in _sources(df, tmp_path_factory.mktemp("src"), options).items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                outcomes[name] = build().fit(n_boot=0).params
+            except DOCUMENTED as exc:
+                origin = traceback.extract_tb(exc.__traceback__)[-1].filename
+                assert origin.startswith(PACKAGE), f"{name}: raised in {origin}: {exc}"
+                outcomes[name] = exc
+        OUTCOMES["result" if isinstance(outcomes[name], pd.Series)
+                 else f"error:{type(outcomes[name]).__name__}"] += 1
+    pd.testing.assert_frame_equal(df, before)
+    ref = outcomes["frame"]
+    for name, got in outcomes.items():
+        if isinstance(got, Exception) and BLOCK_LIMIT in str(got) and name in (
+                "csv", "parquet", "dask"):
+            continue
+        if isinstance(ref, pd.Series):
+            assert isinstance(got, pd.Series), f"{defect}: frame fits, {name} says {got}"
+            assert list(got.index) == list(ref.index), (defect, name)
+            np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-8,
+                                       err_msg=f"{defect}: {name}")
+        else:
+            assert isinstance(got, Exception), f"{defect}: frame says {ref}, {name} fits"
+            assert type(got) is type(ref), f"{defect}: {name}: {got!r} vs {ref!r}"
+
+
+CLI_OPTIONS = [[], ["--intercept"], ["--missing", "drop"], ["--outcome", "Y"],
+               ["--outcome", "nope"], ["--covariates", "X1"], ["--covariates", "X1,X1"],
+               ["--covariates", ""], ["--json"], ["--seed", "3"], ["--seed", "-1"],
+               ["--sep", ";"], ["--decimal", ","]]
+CLI_COMMANDS = [["fit", "--n-boot", "0"], ["fit", "--n-boot", "2", "--format", "latex"],
+                ["fit", "--alpha", "2"], ["fit", "--gamma", "-1", "--n-boot", "0"],
+                ["diagnose", "--n-boot", "3", "--n-perm", "3"], ["fit", "--n-boot", "x"]]
+
+
+@_fuzz(60)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_fuzz_cli(tmp_path_factory, seed):
+    """The CLI on defective CSV files and options: exit 0 with output, or a documented
+    status (2 usage, 3 input, 4 invalid, 5 numerical) with one error line and never a
+    traceback."""
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from negdro_stats.cli import main
+
+    rng = np.random.default_rng(seed)
+    df, defect = _frame(rng)
+    folder = tmp_path_factory.mktemp("cli")
+    path = folder / "d.csv"
+    sep = ";" if rng.random() < 0.2 else ","
+    if isinstance(df.columns, pd.MultiIndex):
+        df.columns = ["_".join(c) for c in df.columns]
+    text = df.to_csv(index=False, sep=sep)
+    if rng.random() < 0.15:                                   # a ragged or cut file
+        lines = text.splitlines()
+        k = int(rng.integers(1, max(len(lines), 2)))
+        lines[min(k, len(lines) - 1)] += sep + "1"
+        text = "\n".join(lines[: int(rng.integers(1, len(lines) + 1))]) + "\n"
+    path.write_text(text)
+    argv = [*CLI_COMMANDS[rng.integers(len(CLI_COMMANDS))], str(path), "--env",
+            _pick(rng, ["env"], ["nope"])]
+    for k in rng.choice(len(CLI_OPTIONS), size=rng.integers(0, 3), replace=False):
+        argv += CLI_OPTIONS[k]
+    out, err = io.StringIO(), io.StringIO()
+    with warnings.catch_warnings(), redirect_stdout(out), redirect_stderr(err):
+        warnings.simplefilter("ignore")
+        status = main(argv)
+    OUTCOMES[f"cli:{status}"] += 1
+    errors = err.getvalue()
+    assert "Traceback" not in errors, (argv, errors)
+    assert status in (0, 2, 3, 4, 5), (argv, status, errors)
+    if status == 0:
+        assert out.getvalue().strip(), argv
+    elif status != 2:                                         # argparse prints its usage
+        lines = [line for line in errors.splitlines() if line.startswith("negdro: error:")]
+        assert len(lines) == 1 and errors.strip() == lines[0], (argv, errors)
+        MESSAGES[lines[0][:50]] += 1
