@@ -1,6 +1,6 @@
 """Scale benchmark (issue: scale out): Parquet / Dask passes, and block against row resampling.
 
-Usage:  python benchmarks/bench_scale.py [--only pass|boot|mc|all] [--rows 10_000_000]
+Usage:  python benchmarks/bench_scale.py [--only pass|boot|e2e|mc|se|all] [--rows 10_000_000]
         [--reps 100] [--out benchmarks/results/scale.json]
 
 1. ``pass``: eq. (33), p = 20, 4 environments, ``--rows`` rows written to Parquet in row
@@ -19,6 +19,12 @@ Usage:  python benchmarks/bench_scale.py [--only pass|boot|mc|all] [--rows 10_00
    95% percentile intervals for the causal coordinates from rows and from blocks (B = 100),
    and the size of the permutation test of the margin (99 permutations, level 5%) and of
    the equal-risk test at beta* when the environments are identical (H0).
+5. ``se``: ``--reps`` samples (n = 2,000 per environment) of eq. (33), p = 6, continuous,
+   and of the same design on integers (covariates and noise rounded to -2..2, rows repeat:
+   the case where hashing values put identical rows in one block): bootstrap standard
+   errors of the causal coordinates from blocks (50 per environment) over those from rows
+   (B = 100 each, same data), medians and quartiles, and both against the Monte Carlo
+   spread of the estimate.
 """
 
 from __future__ import annotations
@@ -172,9 +178,54 @@ def bench_mc(reps: int) -> dict:
             "risk_test_size": {k: float(np.mean(v)) for k, v in risk.items()}}
 
 
+def _discrete(sem, n: int, seed: int):
+    """eq. (33)'s environments on integers: covariates in standard-deviation units rounded
+    to -2..2, Y from them plus integer noise (-2..2); many rows repeat."""
+    df = sem.sample(n, rng=seed)
+    rng = np.random.default_rng(seed + 1)
+    names = [c for c in df.columns if c.startswith("X")]
+    df[names] = np.clip(np.round(df[names] / df[names].std()), -2, 2)
+    df["Y"] = df[names].to_numpy() @ sem.beta_star + rng.integers(-2, 3, len(df))
+    return df
+
+
+def bench_se(reps: int, B: int = 100) -> dict:
+    sem = simulate.eq33(p=6)
+    causes = np.flatnonzero(sem.beta_star)
+    out = {}
+    for design, draw in (("continuous", lambda r: sem.sample(2000, rng=30_000 + r)),
+                         ("discrete", lambda r: _discrete(sem, 2000, 40_000 + r))):
+        ratio, se, est = [], {"rows": [], "blocks": []}, []
+        repeated = []
+        for r in range(reps):
+            df = draw(r)
+            repeated.append(1 - len(df.drop_duplicates()) / len(df))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fits = {label: NegDRO(df, env="env", outcome="Y", blocks=blocks).fit(
+                    n_boot=B, rng=r, n_jobs=1) for label, blocks in (("rows", None),
+                                                                    ("blocks", 50))}
+            for label, res in fits.items():
+                se[label].append(res.bse.to_numpy()[causes])
+            est.append(fits["rows"].params.to_numpy()[causes])
+            ratio.append(se["blocks"][-1] / se["rows"][-1])
+            if (r + 1) % 10 == 0:
+                print(design, r + 1, "median block/row s.e.",
+                      np.round(np.median(ratio, axis=0), 3), flush=True)
+        ratio = np.asarray(ratio)
+        spread = np.asarray(est).std(axis=0, ddof=1)
+        out[design] = {
+            "repeated_rows_share": float(np.mean(repeated)),
+            "block_over_row_se_median": np.median(ratio, axis=0).tolist(),
+            "block_over_row_se_quartiles": np.quantile(ratio, [0.25, 0.75], axis=0).tolist(),
+            "row_se_over_mc_spread": (np.median(se["rows"], axis=0) / spread).tolist(),
+            "block_se_over_mc_spread": (np.median(se["blocks"], axis=0) / spread).tolist()}
+    return {"reps": reps, "B": B, "blocks": 50, "coordinates": causes.tolist(), **out}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=["pass", "boot", "e2e", "mc", "all"], default="all")
+    ap.add_argument("--only", choices=["pass", "boot", "e2e", "mc", "se", "all"], default="all")
     ap.add_argument("--e2e-rows", type=int, default=2_000_000)
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--reps", type=int, default=100)
@@ -191,6 +242,8 @@ def main() -> None:
         result["e2e"] = bench_e2e(args.e2e_rows, args.data.with_name(args.data.name + "_e2e"))
     if args.only in ("mc", "all"):
         result["mc"] = bench_mc(args.reps)
+    if args.only in ("se", "all"):
+        result["se"] = bench_se(args.reps)
     args.out.write_text(json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))
 

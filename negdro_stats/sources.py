@@ -523,8 +523,13 @@ def read_dask(frame: Any, env: str, *, outcome: str | None = None,
         raise ImportError("Dask sources need dask: pip install 'negdro-stats[scale]'.") \
             from exc
 
-    outcome, covariates = resolve_columns([str(c) for c in frame.columns], env, outcome,
-                                          covariates)
+    if not hasattr(frame, "columns") or not hasattr(frame, "to_delayed"):
+        raise DataError(f"from_dask needs a Dask DataFrame; got {type(frame).__name__} (a "
+                        "Dask Series holds one column: use series.to_frame() and add the "
+                        "environment column).")
+    if any(not isinstance(c, str) for c in frame.columns):   # 0, None: names are str(),
+        frame = frame.rename(columns=str)                    # as for a pandas frame
+    outcome, covariates = resolve_columns(list(frame.columns), env, outcome, covariates)
     check_real({c: frame[c].dtype for c in [outcome, *covariates]})
     p, n_blocks = len(covariates), _blocks(blocks)
     names = [*covariates, outcome]

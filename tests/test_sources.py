@@ -319,3 +319,17 @@ def test_csv_labels_are_typed_once_and_the_encoding_is_named(tmp_path):
                                  blocks=2).moments
     assert_allclose(semi.mean_y, [1.0, 2.5])
     assert_allclose(semi.mean_x[:, 0], [1.5, 4.0])
+
+
+def test_dask_frames_with_integer_column_names_read_as_pandas_does():
+    """Integer column names raised a bare KeyError from Dask; they are their str(), as
+    for a pandas frame."""
+    df = simulate.eq33(p=5).sample(300, rng=0).set_axis(range(7), axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = NegDRO.from_dask(dd.from_pandas(df, npartitions=2), "6").fit(n_boot=0).params
+        b = NegDRO(df, env="6").fit(n_boot=0).params
+    assert a.index.tolist() == ["1", "2", "3", "4", "5"]
+    assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    with pytest.raises(DataError, match="needs a Dask DataFrame"):
+        MultiEnvData.from_dask(np.zeros((3, 3)), "env")
