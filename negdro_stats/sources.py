@@ -24,7 +24,6 @@ fourth-moment sample, so every split of the same rows gives the same moments.
 
 from __future__ import annotations
 
-import csv
 import glob
 import numbers
 import os
@@ -566,12 +565,20 @@ def read_csv(path: str | os.PathLike, env: str, *, outcome: str | None = None,
     column first (typed once for the whole file: integers if every label is one, else
     text; typed per chunk, label 4 and a later chunk's "4" were two environments), then
     the variables into block moments.  Empty, 'NA' and 'n/a' cells are NaN (the NaN
-    policy); ragged rows and undecodable text are errors naming the file."""
+    policy); spaces after a separator are skipped; a column without a name (a written
+    index) is refused unless left out; ragged rows and undecodable text are errors naming
+    the file."""
     path = os.fspath(path)
     chunk_rows = check_int(chunk_rows, "chunk_rows", "from_csv", min_val=1)
     header = _csv_header(path, encoding, sep)
     outcome, covariates = resolve_columns(header, env, outcome, covariates, where=path)
     names = [*covariates, outcome]
+    unnamed = [c for c in names if c.startswith("Unnamed: ")]
+    if unnamed:
+        raise DataError(f"{path} has a column without a name (read as {unnamed[0]!r}), most "
+                        "likely an index written with the data; write the file with "
+                        "index=False, or name the outcome and covariates (outcome=, "
+                        "covariates=).")
 
     def read(columns: list[str] | None = None) -> Iterator[pd.DataFrame]:
         """pandas.read_csv, chunk by chunk, with its parse errors turned into DataError
@@ -579,7 +586,7 @@ def read_csv(path: str | os.PathLike, env: str, *, outcome: str | None = None,
         try:
             yield from pd.read_csv(path, sep=sep, decimal=decimal, on_bad_lines="error",
                                    chunksize=chunk_rows, encoding=encoding,
-                                   dtype={env: str}, usecols=columns)
+                                   skipinitialspace=True, dtype={env: str}, usecols=columns)
         except pd.errors.ParserError as exc:
             raise DataError(f"{path} could not be parsed: {exc}") from exc
         except UnicodeDecodeError as exc:
@@ -614,19 +621,26 @@ def read_csv(path: str | os.PathLike, env: str, *, outcome: str | None = None,
 
 
 def _csv_header(path: str, encoding: str, sep: str) -> list[str]:
-    """The CSV's column names as written (pandas would rename a repeated ``X1`` to
-    ``X1.1``), with its read errors as DataErrors."""
-    try:
-        with open(path, encoding=encoding, newline="") as handle:
-            header = next(csv.reader(handle, delimiter=sep), None)
-    except OSError as exc:
-        raise DataError(f"Could not read {path!r}: {exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path} is not valid {encoding} text; pass encoding= with the "
-                        "file's encoding, e.g. encoding='latin-1'.") from exc
-    if not header:
-        raise DataError(f"{path} is empty.")
-    header = [c.strip() for c in header]
+    """The CSV's column names as pandas reads them, after a check of the names as written
+    (pandas would rename a repeated ``X1`` to ``X1.1`` and read on); its read errors as
+    DataErrors."""
+    def first(**kwargs) -> pd.DataFrame:
+        try:
+            return pd.read_csv(path, sep=sep, encoding=encoding, skipinitialspace=True,
+                               **kwargs)
+        except pd.errors.EmptyDataError as exc:
+            raise DataError(f"{path} is empty.") from exc
+        except (OSError, pd.errors.ParserError) as exc:
+            raise DataError(f"Could not read {path!r}: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise DataError(f"{path} is not valid {encoding} text; pass encoding= with the "
+                            "file's encoding, e.g. encoding='latin-1'.") from exc
+
+    written = first(nrows=1, header=None, dtype=str, keep_default_na=False).iloc[0].tolist()
+    dupes = sorted({c for c in written if written.count(c) > 1})
+    if dupes:
+        raise DataError(f"{path} has duplicate column names {dupes}; rename them.")
+    header = [str(c) for c in first(nrows=0).columns]
     if len(header) == 1 and sep == "," and ";" in header[0]:
         raise DataError(f"{path} has one column; its header holds ';' -- pass sep=';' (and "
                         "decimal=',' for decimal commas).")

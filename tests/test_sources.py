@@ -333,3 +333,22 @@ def test_dask_frames_with_integer_column_names_read_as_pandas_does():
     assert_allclose(a, b, rtol=1e-10, atol=1e-12)
     with pytest.raises(DataError, match="needs a Dask DataFrame"):
         MultiEnvData.from_dask(np.zeros((3, 3)), "env")
+
+
+def test_csv_streams_read_what_pandas_writes(tmp_path):
+    """A written index is refused unless left out (it would have been the outcome), a
+    gzipped file is read, spaces after the separator are skipped."""
+    df = simulate.eq33(p=5).sample(300, rng=0)
+    df.to_csv(tmp_path / "index.csv")
+    with pytest.raises(DataError, match="column without a name .*'Unnamed: 0'"):
+        NegDRO(str(tmp_path / "index.csv"), env="env")
+    chosen = MultiEnvData.from_csv(tmp_path / "index.csv", "env", outcome="Y",
+                                   covariates=["X1", "X2"])
+    assert chosen.exog_names == ["X1", "X2"]
+    df.to_csv(tmp_path / "d.csv.gz", index=False)
+    (tmp_path / "spaced.csv").write_text(df.to_csv(index=False).replace(",", ", "))
+    ref = MultiEnvData.from_frame(df, "env", outcome="Y").moments
+    for name in ("d.csv.gz", "spaced.csv"):
+        mom = NegDRO(str(tmp_path / name), env="env").moments
+        assert mom.names == ref.names and mom.envs == ref.envs, name
+        assert_allclose(mom.Sigma, ref.Sigma, rtol=1e-12, err_msg=name)
