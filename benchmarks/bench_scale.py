@@ -189,12 +189,14 @@ def _discrete(sem, n: int, seed: int):
     return df
 
 
-def bench_se(reps: int, B: int = 100) -> dict:
+def bench_se(reps: int, B: int = 100, designs: tuple = ("continuous", "discrete")) -> dict:
     sem = simulate.eq33(p=6)
     causes = np.flatnonzero(sem.beta_star)
     out = {}
-    for design, draw in (("continuous", lambda r: sem.sample(2000, rng=30_000 + r)),
-                         ("discrete", lambda r: _discrete(sem, 2000, 40_000 + r))):
+    draws = {"continuous": lambda r: sem.sample(2000, rng=30_000 + r),
+             "discrete": lambda r: _discrete(sem, 2000, 40_000 + r)}
+    for design in designs:
+        draw = draws[design]
         ratio, se, est = [], {"rows": [], "blocks": []}, []
         repeated = []
         for r in range(reps):
@@ -229,6 +231,8 @@ def main() -> None:
     ap.add_argument("--e2e-rows", type=int, default=2_000_000)
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--reps", type=int, default=100)
+    ap.add_argument("--designs", default="continuous,discrete",
+                    help="for --only se: continuous, discrete or both")
     ap.add_argument("--data", type=Path, default=Path("/tmp/negdro_scale"))
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "scale.json")
     args = ap.parse_args()
@@ -243,7 +247,7 @@ def main() -> None:
     if args.only in ("mc", "all"):
         result["mc"] = bench_mc(args.reps)
     if args.only in ("se", "all"):
-        result["se"] = bench_se(args.reps)
+        result["se"] = bench_se(args.reps, designs=tuple(args.designs.split(",")))
     args.out.write_text(json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))
 

@@ -646,8 +646,11 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
     if has_boot:
         boot = res.bootstrap
         unconverged = int((~boot.converged & ~boot.failed).sum())
+        blocks = getattr(getattr(res.model, "data", None), "blocks", None)
+        unit = ("" if blocks is None else f" (by blocks: each environment's "
+                f"{blocks.n_blocks} random blocks of rows drawn with replacement)")
         notes.append(f"Bootstrap: {boot.n_boot} stratified refits of the whole "
-                     f"estimator; {ci_method} intervals; sel. freq = share of refits that "
+                     f"estimator{unit}; {ci_method} intervals; sel. freq = share of refits that "
                      "selected the covariate.  Intervals of a thresholded estimator are not "
                      "normal: read them with sel. freq."
                      + (f"  {int(boot.failed.sum())} refits failed (left out)."

@@ -352,3 +352,15 @@ def test_csv_streams_read_what_pandas_writes(tmp_path):
         mom = NegDRO(str(tmp_path / name), env="env").moments
         assert mom.names == ref.names and mom.envs == ref.envs, name
         assert_allclose(mom.Sigma, ref.Sigma, rtol=1e-12, err_msg=name)
+
+
+def test_the_summary_says_when_the_bootstrap_drew_blocks(tmp_path):
+    df = simulate.eq33(p=5).sample(400, rng=2)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        blocks = NegDRO.from_csv(tmp_path / "d.csv", "env", outcome="Y").fit(n_boot=3, rng=0)
+        rows = NegDRO(df, env="env", outcome="Y").fit(n_boot=3, rng=0)
+    assert "by blocks: each environment's 50 random blocks" in " ".join(
+        str(blocks.summary()).split())
+    assert "by blocks" not in str(rows.summary())
