@@ -174,8 +174,9 @@ class NanPolicy:
         """Which rows of a chunk to keep (None: all).  ``parts`` hold the chunk's values
         in ``names`` order: 1-d arrays (a column each) or 2-d arrays (columns each)."""
         self.rows += len(labels)
-        if all(np.isfinite(part.sum(axis=0)).all() for part in parts):
-            return None                 # (a finite sum has no NaN or infinite term)
+        with np.errstate(over="ignore", invalid="ignore"):
+            if all(np.isfinite(part.sum(axis=0)).all() for part in parts):
+                return None             # (a finite sum has no NaN or infinite term)
         columns = [c for part in parts for c in (part.T if part.ndim == 2 else [part])]
         finite = np.ones(len(labels), dtype=bool)
         for j, c in enumerate(columns):        # only in a chunk with a bad row (or a sum
@@ -250,13 +251,14 @@ class Read:
         self.policy.finish(list(self.acc.cells) if self.envs is None
                            else [self.envs[c] for c in np.unique(self.rows.codes)])
         names = dict(names=self.covariates, outcome=self.outcome)
-        if isinstance(self.acc, MomentAccumulator):
-            mom, blocks = self.acc.finish(envs=self.envs, **names), None
-        else:
-            blocks = self.acc.finish(**names)
-            if self.envs is not None:                      # (in memory: keyed by code)
-                blocks = replace(blocks, envs=self.envs)
-            mom = blocks.moments()
+        with np.errstate(over="ignore", invalid="ignore"):   # (overflow: checked below)
+            if isinstance(self.acc, MomentAccumulator):
+                mom, blocks = self.acc.finish(envs=self.envs, **names), None
+            else:
+                blocks = self.acc.finish(**names)
+                if self.envs is not None:                  # (in memory: keyed by code)
+                    blocks = replace(blocks, envs=self.envs)
+                mom = blocks.moments()
         if not all(np.isfinite(a).all() for a in (mom.Sigma, mom.sxy, mom.syy)):
             raise self.policy.overflow(mom)
         return mom, blocks
@@ -476,7 +478,8 @@ def _add_columns(acc: BlockAccumulator, policy: NanPolicy, columns: Mapping[str,
     mask = policy.keep(values, labels)
     if mask is not None:
         values, labels, positions = [v[mask] for v in values], labels[mask], positions[mask]
-    acc.add_rows(values, labels, positions)
+    with np.errstate(over="ignore", invalid="ignore"):   # (overflow: checked after)
+        acc.add_rows(values, labels, positions)
 
 
 def read_parquet(path: str | os.PathLike | Sequence, env: str, *, outcome: str | None = None,

@@ -364,3 +364,23 @@ def test_the_summary_says_when_the_bootstrap_drew_blocks(tmp_path):
     assert "by blocks: each environment's 50 random blocks" in " ".join(
         str(blocks.summary()).split())
     assert "by blocks" not in str(rows.summary())
+
+
+def test_values_whose_squares_overflow_get_one_error_from_every_source(tmp_path):
+    """A 1e160 cell: the same DataError naming the column from every source, and no
+    numpy overflow warning on the way (the streams leaked 'overflow in matmul')."""
+    df = simulate.eq33(p=5).sample(200, rng=0)
+    df.iloc[3, 1] = 1e160
+    df.to_parquet(tmp_path / "d.parquet")
+    df.to_csv(tmp_path / "d.csv", index=False)
+    calls = {"frame": lambda: NegDRO(df, env="env"),
+             "parquet": lambda: NegDRO.from_parquet(tmp_path / "d.parquet", "env"),
+             "csv": lambda: NegDRO.from_csv(tmp_path / "d.csv", "env"),
+             "dask": lambda: NegDRO.from_dask(dd.from_pandas(df, npartitions=2), "env")}
+    for name, call in calls.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(DataError) as caught:
+                call()
+        assert "Columns 'X1' hold values whose squares overflow float64" in str(
+            caught.value), name
