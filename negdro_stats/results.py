@@ -24,6 +24,7 @@ from .fourth import MAX_P
 from .inference import CI_METHODS, BootstrapResult
 from .moments import Moments
 from .report import RiskInvarianceTest
+from .robust import RobustSet, robust_set
 from .solvers import SolverOutput
 
 __all__ = ["NegDROResults", "NegDROSummary", "PathResult", "load"]
@@ -357,15 +358,24 @@ class NegDROResults(_Saveable):
                  else self.bootstrap.draws)
         return pd.DataFrame(draws, columns=self.params.index)
 
-    def conf_int(self, alpha: float = 0.05, method: str = "percentile") -> pd.DataFrame:
-        """Bootstrap confidence intervals with coverage ``1 - alpha``.
+    def conf_int(self, alpha: float = 0.05, method: str = "percentile",
+                 kind: str = "bootstrap") -> pd.DataFrame:
+        """Confidence intervals with coverage ``1 - alpha``.
 
-        ``method`` is ``"percentile"`` (default), ``"basic"`` or ``"normal"``; see
+        ``kind="bootstrap"`` (default): ``method`` is ``"percentile"`` (default),
+        ``"basic"`` or ``"normal"``; see
         :meth:`negdro_stats.inference.BootstrapResult.interval`.  NaN without a bootstrap.
         A coefficient the environments do not determine (:attr:`undetermined`, route
         ``"not identified"``) gets ``(-inf, inf)``: the data are consistent with any value
         of it, so a bootstrap of the reported fit would only show that fit's noise.
+
+        ``kind="robust"``: the intervals of :meth:`robust_set` (test inversion, valid
+        however weak the identification; +-inf where unbounded, NaN where the set is
+        empty and for the intercept).
         """
+        kind = check_option(kind, "kind", "conf_int", ("bootstrap", "robust"))
+        if kind == "robust":
+            return self.robust_set(alpha).conf_int()
         alpha = check_scalar(alpha, "alpha", "conf_int", min_val=0, max_val=1,
                              closed="neither")
         method = check_option(method, "method", "conf_int", CI_METHODS)
@@ -376,6 +386,32 @@ class NegDROResults(_Saveable):
         free = self.undetermined.to_numpy()
         lo, hi = np.where(free, -np.inf, lo), np.where(free, np.inf, hi)
         return pd.DataFrame({"lower": lo, "upper": hi}, index=self.params.index)
+
+    def robust_set(self, alpha: float = 0.05) -> RobustSet:
+        """The confidence set of ``beta*`` by inverting the invariance test of every
+        covariate's residual moments (:mod:`negdro_stats.robust`): its coverage does not
+        depend on how strongly the environments identify ``beta*``; it is unbounded along
+        what they leave undetermined and empty when no invariant linear model fits.
+        Computed on first use for each ``alpha`` (a few CUE fits per coefficient and
+        interval end)."""
+        cache = self.__dict__.setdefault("_robust_sets", {})
+        if alpha not in cache:
+            data = getattr(self.model, "data", None)
+            score_cov = (data.score_cov if data is not None and data.has_score_cov
+                         else None)
+            cache[alpha] = robust_set(self.model.moments, self.params.to_numpy(),
+                                      alpha=alpha, score_cov=score_cov,
+                                      const=self.params.size - 1 if self.fit_intercept
+                                      else None)
+        return cache[alpha]
+
+    @property
+    def robust_pvalues(self) -> pd.Series:
+        """Robust p-values of "X_j has no direct effect" (``b_j = 0``) by the subvector
+        invariance test (:meth:`robust_set`; they do not depend on its ``alpha``)."""
+        cache = self.__dict__.get("_robust_sets") or {}
+        rs = next(iter(cache.values())) if cache else self.robust_set()
+        return rs.pvalues.rename("robust p")
 
     @cached_property
     def identification(self) -> IdentificationResult | None:

@@ -174,9 +174,7 @@ def solve(
             if b_inv is not None:
                 b_std[S], used_refit = b_inv, "invariant"
         elif options.refit == "auto":
-            unit = np.multiply.outer(d, d) * s_y**2          # scale of Var(X r), (p, p)
-            rows_cov = None if score_cov is None else (
-                lambda b_std, R: score_cov(b_std * s_y / d, R) / unit[np.ix_(R, R)])
+            unit, rows_cov = standardised_cov(score_cov, d, s_y)
             with threadpool_limits(limits=1 if p <= SMALL_P else None):
                 report, chosen = select_by_invariance(
                     std, options.alpha, options.gamma, rows_cov,
@@ -227,6 +225,21 @@ def _with_intercept(mom: Moments, options: SolverOptions, score_cov, cumulant, r
     the rows' score covariance of the centred covariates follows exactly from that of
     the covariates and the constant."""
     (const,) = options.fixed
+    slopes, centred, full, rows_cov = centred_problem(mom, const, score_cov)
+    out = solve(centred, replace(options, fixed=()), score_cov=rows_cov, cumulant=cumulant,
+                recentre=recentre, route=route)
+    support = np.ones(mom.p, dtype=bool)
+    support[slopes] = out.support
+    return replace(out, b=full(out.b), support=support,
+                   options=replace(out.options, fixed=options.fixed))
+
+
+def centred_problem(mom: Moments, const: int, score_cov: Callable | None):
+    """The slopes' problem with the constant column ``const`` profiled by the pooled level
+    condition: ``(slopes, centred, full, rows_cov)`` -- the other covariates' indices,
+    their pooled-centred moments, ``full(b)`` (the slopes with the intercept ``ybar -
+    b^T xbar`` in place) and the score covariance of the centred covariates (None
+    without ``score_cov``)."""
     slopes = np.setdiff1d(np.arange(mom.p), [const])
     centred, x_bar, y_bar = mom.subset(slopes).centred()
 
@@ -244,12 +257,16 @@ def _with_intercept(mom: Moments, options: SolverOptions, score_cov, cumulant, r
             A = np.column_stack([np.eye(len(cols)), -x_bar[cols]])
             return A @ V @ A.T
 
-    out = solve(centred, replace(options, fixed=()), score_cov=rows_cov, cumulant=cumulant,
-                recentre=recentre, route=route)
-    support = np.ones(mom.p, dtype=bool)
-    support[slopes] = out.support
-    return replace(out, b=full(out.b), support=support,
-                   options=replace(out.options, fixed=options.fixed))
+    return slopes, centred, full, rows_cov
+
+
+def standardised_cov(score_cov: Callable | None, d: FloatArray, s_y: float):
+    """``(unit, rows_cov)``: the scale of ``Var(X r)`` (p, p) under :meth:`Moments.rescale`
+    by ``d, s_y``, and ``score_cov`` taking and giving standardised units (None
+    without it)."""
+    unit = np.multiply.outer(d, d) * s_y**2
+    return unit, None if score_cov is None else (
+        lambda b_std, R: score_cov(b_std * s_y / d, R) / unit[np.ix_(R, R)])
 
 
 def _instruments(std: Moments, order: np.ndarray, t_pilot: FloatArray, q: int,

@@ -13,6 +13,7 @@ RANKING = [
     "objective", "selection", "solvers",       # the maths on moments
     "diagnostics",                             # conditions
     "route",                                   # the estimator on moments: selection, verdict
+    "robust",                                  # confidence sets by test inversion
     "design",                                  # planned designs
     "baselines", "simulate",                   # peers and the paper's SEMs: moments/design only
     "datasets",                                # bundled real data

@@ -1,0 +1,100 @@
+"""Robust confidence sets by inverting the invariance test (negdro_stats.robust)."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from numpy.testing import assert_allclose
+
+from negdro_stats import LinearSEM, NegDRO, simulate
+
+EQUATIONS = {"Y": {"X1": 1.0, "X2": -0.5}, "X3": {"Y": 0.8}}
+
+
+def _manual(n: int, seed: int, shifts, y_shift_env: int | None = None) -> pd.DataFrame:
+    """Y <- X1 - X2 / 2, child X3; environment e shifts (X1, X2, X3) by ``shifts[e]``
+    (mean and scale); ``y_shift_env`` moves Y's mean there (invariance violated)."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for e, (a, b, c) in enumerate(shifts):
+        X1 = rng.normal(size=n) * (1 + a) + a
+        X2 = rng.normal(size=n) * (1 + b) + b
+        Y = X1 - 0.5 * X2 + rng.normal(size=n) + (1.0 if e == y_shift_env else 0.0)
+        X3 = 0.8 * Y + rng.normal(size=n) * (1 + c) + c
+        parts.append(pd.DataFrame({"Y": Y, "X1": X1, "X2": X2, "X3": X3, "env": e}))
+    return pd.concat(parts, ignore_index=True)
+
+
+FOUR = ((0, 0, 0), (2, 0, 0), (0, 2, 0), (0, 0, 2))
+
+
+def _fit(model):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model.fit(n_boot=0)
+
+
+def test_population_moments_give_beta_star_exactly_with_confounding():
+    sem = LinearSEM.from_equations(EQUATIONS, interventions=[{}, {"X1": 2.0}, {"X2": 3.0},
+                                                             {"X3": 2.0}],
+                                   confounders={("X1", "Y"): 0.4})
+    rs = _fit(NegDRO.from_moments(sem.moments())).robust_set()
+    assert not rs.empty and rs.bounded.all()
+    assert rs.contains(sem.beta_star)
+    assert_allclose(rs.lower, sem.beta_star, atol=1e-4)
+    assert_allclose(rs.upper, sem.beta_star, atol=1e-4)
+    assert not rs.contains(sem.beta_star + [0.01, 0.0, 0.0])
+
+
+def test_identified_sample_covers_and_tests_each_effect():
+    res = _fit(NegDRO(_manual(3000, 1, FOUR), env="env", outcome="Y"))
+    rs = res.robust_set()
+    beta = np.array([1.0, -0.5, 0.0])
+    assert rs.contains(beta) and rs.bounded.all()
+    ci = res.conf_int(kind="robust")
+    assert ((ci["lower"] <= beta) & (beta <= ci["upper"])).all()
+    assert (ci["upper"] - ci["lower"] < 0.1).all()
+    p = res.robust_pvalues
+    assert p["X1"] < 1e-10 and p["X2"] < 1e-10 and p["X3"] > 0.01
+    assert res.robust_set(0.01).conf_int()["upper"]["X1"] > ci["upper"]["X1"]   # wider
+
+
+def test_a_violated_invariance_gives_an_empty_set():
+    """Y's mean moves in one environment: no b makes the residual moments invariant."""
+    rs = _fit(NegDRO(_manual(5000, 0, FOUR, y_shift_env=1), env="env",
+                     outcome="Y")).robust_set()
+    assert rs.empty and rs.statistic > 10 * rs.critical
+    assert rs.lower.isna().all()
+
+
+def test_directions_the_environments_leave_open_are_unbounded():
+    """Only X1 is shifted: the child X3 can stand in for Y's other cause and for part of
+    X1, so X2's and X3's coefficients are not determined (Condition 1b fails)."""
+    rs = _fit(NegDRO(_manual(4000, 1, FOUR[:2]), env="env", outcome="Y")).robust_set()
+    assert not rs.empty and rs.contains([1.0, -0.5, 0.0])
+    assert not rs.bounded["X2"] and not rs.bounded["X3"]
+    assert np.isinf(rs.lower["X2"]) and np.isinf(rs.upper["X2"])
+
+
+def test_units_and_the_origin_do_not_change_the_set():
+    """X1 in other units scales its interval; a shifted covariate with an intercept leaves
+    the slopes' intervals as they were."""
+    df = simulate.eq33(p=5).sample(1000, rng=4)
+    base = _fit(NegDRO(df, env="env", outcome="Y", fit_intercept=True)).conf_int(
+        kind="robust")
+    moved = _fit(NegDRO(df.assign(X2=df.X2 + 50.0, X1=df.X1 * 10), env="env", outcome="Y",
+                        fit_intercept=True)).conf_int(kind="robust")
+    scale = pd.Series(1.0, index=base.index)
+    scale["X1"] = 0.1
+    for side in ("lower", "upper"):
+        assert_allclose(moved[side].iloc[:-1], (base[side] * scale).iloc[:-1], rtol=1e-4)
+    assert base.loc["const"].isna().all()
+
+
+def test_levels_are_checked():
+    res = _fit(NegDRO(simulate.eq33(p=5).sample(300, rng=0), env="env", outcome="Y"))
+    with pytest.raises(ValueError, match="alpha"):
+        res.robust_set(0.95)
+    with pytest.raises(ValueError, match="kind"):
+        res.conf_int(kind="wald")
