@@ -1,6 +1,7 @@
 """Inference benchmark (issue: inference): bootstrap cost, interval coverage, gamma="auto".
 
 Usage:  python benchmarks/bench_inference.py [--quick] [--reps 100] [--seeds 20]
+        [--only cost|coverage|auto_gamma|robust]
         [--out benchmarks/results/inference.json]
 
 1. Cost: B = 200 bootstrap refits at p = 100, n = 20,000 per environment (eq. (33)):
@@ -14,6 +15,15 @@ Usage:  python benchmarks/bench_inference.py [--quick] [--reps 100] [--seeds 20]
    (p = 10, n = 2,000), Appendix F.2 (p = 10, n = 2,000) and Example 3's three regimes
    (n = 10,000), for the default estimator and for the paper's Algorithm 3 verbatim
    (refit="negdro"), with the chosen gammas.
+4. Robust sets (``--robust``): ``--reps`` samples per design and n of Y <- X1 - X2 / 2
+   with a child X3 = 0.8 Y + noise, four environments: "identified" (mean and scale
+   shifts of X1, X2, X3 in turn), "t5" (the same, t5 noise), "confounded" (X1 and Y's
+   noises correlated 0.5), "mean shifts" (means only, of X1 and X2), and out of model
+   "scaled confounding" (X1's shift scales the noise Y shares: no b is invariant, the
+   set should be empty); coverage of the
+   robust interval of every coefficient (``res.conf_int(kind="robust")``), of the joint
+   set (``contains(beta*)``), the share of empty sets, the share of bounded intervals
+   and the median seconds per set.
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -100,13 +111,74 @@ def auto_gamma(seeds):
     return rows
 
 
+def _robust_design(name: str, n: int, seed: int):
+    """One sample of the robust-set designs (module docstring, 4)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    shifts = {"mean shifts": [(0, 0, 0, 0), (2, 0, 0, 0), (0, 2, 0, 0), (2, 2, 0, 0)]}.get(
+        name, [(0, 0, 0, 1), (2, 0, 0, 1), (0, 2, 0, 1), (0, 0, 2, 1)])
+    parts = []
+    for e, (a, b, c, scale) in enumerate(shifts):
+        noise = ((lambda k: rng.standard_t(5, k) / np.sqrt(5 / 3)) if name == "t5"
+                 else (lambda k: rng.normal(size=k)))
+        h = noise(n)                                    # X1 and Y share it if confounded
+        # interventions are additive and independent of the noises (eq. (12)): a shift
+        # of the mean by a and of the variance by (scale a)^2
+        X1 = (h if name == "confounded" else noise(n)) + scale * a * noise(n) + a
+        if name == "scaled confounding":     # out of model: the shift scales the noise
+            X1 = h * (1 + a) + a             # that Y shares, so E_e[X r] moves with e
+        confounded = name in ("confounded", "scaled confounding")
+        X2 = noise(n) + scale * b * noise(n) + b
+        eps = 0.5 * h + np.sqrt(0.75) * noise(n) if confounded else noise(n)
+        Y = X1 - 0.5 * X2 + eps
+        X3 = 0.8 * Y + noise(n) + scale * c * noise(n) + c
+        parts.append(pd.DataFrame({"Y": Y, "X1": X1, "X2": X2, "X3": X3, "env": e}))
+    return pd.concat(parts, ignore_index=True)
+
+
+ROBUST_DESIGNS = ("identified", "t5", "confounded", "mean shifts", "scaled confounding")
+
+
+def robust_coverage(reps: int, ns=(500, 2000), designs=ROBUST_DESIGNS) -> list[dict]:
+    beta = np.array([1.0, -0.5, 0.0])
+    rows = []
+    for name in designs:
+        for n in ns:
+            inside, joint, empty, bounded, secs = [], [], [], [], []
+            for r in range(reps):
+                df = _robust_design(name, n, 70_000 + r)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+                    t0 = time.perf_counter()
+                    rs = res.robust_set(0.05)
+                    secs.append(time.perf_counter() - t0)
+                ci = rs.conf_int().to_numpy()
+                inside.append((ci[:, 0] <= beta) & (beta <= ci[:, 1]))
+                joint.append(rs.contains(beta))
+                empty.append(rs.empty)
+                bounded.append(rs.bounded.to_numpy())
+            row = dict(design=name, n_per_env=n, reps=reps,
+                       coverage=np.mean(inside, axis=0).round(3).tolist(),
+                       joint_coverage=float(np.mean(joint)), empty=float(np.mean(empty)),
+                       bounded=np.mean(bounded, axis=0).round(3).tolist(),
+                       median_s=float(np.median(secs)))
+            print(row, flush=True)
+            rows.append(row)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=100)
     ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--only", choices=["cost", "coverage", "auto_gamma"], default=None,
+    ap.add_argument("--only", choices=["cost", "coverage", "auto_gamma", "robust"],
+                    default=None,
                     help="run one part and keep the others of an existing --out file")
+    ap.add_argument("--designs", default=",".join(ROBUST_DESIGNS),
+                    help="for --only robust: a comma-separated subset")
     ap.add_argument("--out", default="benchmarks/results/inference.json")
     a = ap.parse_args()
     res = json.loads(Path(a.out).read_text()) if a.only and Path(a.out).exists() else {}
@@ -114,12 +186,14 @@ def main():
         "cost": lambda: cost(20, 2000, 20) if a.quick else cost(100, 20_000, 200),
         "coverage": lambda: coverage(3, 1000, B=50) if a.quick else coverage(a.reps, 5000),
         "auto_gamma": lambda: auto_gamma(2 if a.quick else a.seeds),
+        "robust": lambda: robust_coverage(3 if a.quick else a.reps,
+                                          designs=a.designs.split(",")),
     }
     for name, run in parts.items():
         if a.only in (None, name):
             res[name] = run()
     res["meta"] = dict(machine=platform.platform(), python=platform.python_version(),
-                       date=time.strftime("%Y-%m-%d"))
+                       date=time.strftime("%Y-%m-%d"), command=" ".join(sys.argv))
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=1))
     print(f"wrote {a.out}")

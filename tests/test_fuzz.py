@@ -438,6 +438,12 @@ def test_fuzz_every_source_agrees(tmp_path_factory, seed):
                  else f"error:{type(outcomes[name]).__name__}"] += 1
     pd.testing.assert_frame_equal(df, before)
     ref = outcomes["frame"]
+    # An environment with at most p + 1 rows (thin_env keeps 2) has near-singular score
+    # covariances: the GMM weight's ridge (1e-10) then turns the sources' different
+    # summation orders (1e-16) into ~1e-4 (seed 125: J 0.3942 and 0.3914 from moments
+    # equal to 4e-16), so those are compared to 1e-3.
+    few_rows = df["env"].value_counts().min() <= df.shape[1] - 1 if "env" in df else False
+    rtol = 1e-3 if few_rows else 1e-6
     for name, got in outcomes.items():
         if isinstance(got, Exception) and BLOCK_LIMIT in str(got) and name in (
                 "csv", "parquet", "dask"):
@@ -445,7 +451,7 @@ def test_fuzz_every_source_agrees(tmp_path_factory, seed):
         if isinstance(ref, pd.Series):
             assert isinstance(got, pd.Series), f"{defect}: frame fits, {name} says {got}"
             assert list(got.index) == list(ref.index), (defect, name)
-            np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-8,
+            np.testing.assert_allclose(got, ref, rtol=rtol, atol=1e-8,
                                        err_msg=f"{defect}: {name}")
         else:
             assert isinstance(got, Exception), f"{defect}: frame says {ref}, {name} fits"
