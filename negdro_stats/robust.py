@@ -177,8 +177,11 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
     def profile(j: int, beta0: float) -> float:
         """``AR_j(beta0)``: the CUE of ``Y - beta0 X_j`` on the others, on moments
         standardised again (``AR`` does not depend on the scales, and far from the
-        estimate the shifted outcome's scale grows like ``beta0``), started from the
-        nearest point of the search so far."""
+        estimate the shifted outcome's scale grows like ``beta0``).  The criterion is not
+        convex where identification is weak, and a local minimum overstates ``AR_j``
+        (intervals that miss beta*), so the least of the fits from several starts: the
+        two-step estimate, the nearest point of the search so far, the CUE's and the
+        reported fit's other coefficients."""
         others = np.delete(every, j)
         shifted = _with_outcome_shift(std, j, beta0)
         d_j, s_j = shifted.scales()
@@ -187,17 +190,20 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
                             cumulant=K.scaled(1.0 / unit), b_ref=np.zeros(p))
         near = min(starts.get(j, {}).items(), key=lambda kv: abs(kv[0] - beta0),
                    default=(None, None))[1]
-        fit = gmm.fit_cue(others, start=None if near is None
-                          else near * d_j[others] / s_j)
-        starts.setdefault(j, {})[beta0] = fit.b * s_j / d_j[others]
-        return fit.J
+        tried = [None, *(x for x in (near, cue.b[others], b0[others]) if x is not None)]
+        fits = [gmm.fit_cue(others, start=None if x is None else x * d_j[others] / s_j)
+                for x in tried]
+        best = min(fits, key=lambda f: f.J)
+        starts.setdefault(j, {})[beta0] = best.b * s_j / d_j[others]
+        return best.J
 
     se = np.where(np.isfinite(cue.se) & (cue.se > 0), cue.se, 1.0)
     lower, upper, pvalues = np.full(p, np.nan), np.full(p, np.nan), np.full(p, np.nan)
     for j in range(p):
         pvalues[j] = float(stats.chi2.sf(profile(j, 0.0), df_sub))
-        centre = cue.b[j]
-        if profile(j, centre) > critical_sub:
+        centre = _inside(lambda x, j=j: profile(j, x) - critical_sub,
+                         [cue.b[j], b0[j], 0.0], se[j])
+        if centre is None:
             continue                             # the set's projection on b_j is empty
         lower[j], upper[j] = (_endpoint(lambda x, j=j: profile(j, x) - critical_sub,
                                         centre, direction * se[j])
@@ -216,6 +222,24 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
                      _to_std=1.0 / scale)
 
 
+def _inside(excess: Callable[[float], float], candidates: list[float], step: float
+            ) -> float | None:
+    """A point where ``excess`` is negative: the best of ``candidates``, else the first
+    found stepping out from it by doubling steps on both sides (out to ``REACH``
+    steps); None if there is none (the projection is empty)."""
+    values = [excess(x) for x in candidates]
+    best = candidates[int(np.argmin(values))]
+    if min(values) <= 0:
+        return best
+    for k in range(MAX_DOUBLINGS):
+        for trial in (best - step * 2.0**k, best + step * 2.0**k):
+            if excess(trial) <= 0:
+                return trial
+        if 2.0**k > REACH:
+            break
+    return None
+
+
 def _endpoint(excess: Callable[[float], float], centre: float, step: float) -> float:
     """The end of the set on one side of ``centre`` (where ``excess`` is negative): the
     first root of ``excess`` in steps of ``step`` doubled from ``centre``, refined by
@@ -224,8 +248,8 @@ def _endpoint(excess: Callable[[float], float], centre: float, step: float) -> f
     identified sets are often unions of intervals), and its hull is reported: an
     interval around one piece only covered beta* in 60% of the samples of a
     mean-shift design."""
-    inside, root = centre, None
-    for k in range(MAX_DOUBLINGS):
+    inside, root, k = centre, None, 0
+    while k < MAX_DOUBLINGS:
         trial = centre + step * 2.0**k
         out = excess(trial) > 0
         if out and root is None:
@@ -235,4 +259,5 @@ def _endpoint(excess: Callable[[float], float], centre: float, step: float) -> f
         inside = trial if not out else inside
         if 2.0**k > REACH:
             return root if root is not None and out else float(np.sign(step) * np.inf)
+        k += 1 if root is None else 2              # beyond the root: steps of 4x
     return float(np.sign(step) * np.inf)

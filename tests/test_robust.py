@@ -80,7 +80,7 @@ def test_directions_the_environments_leave_open_are_unbounded():
 def test_units_and_the_origin_do_not_change_the_set():
     """X1 in other units scales its interval; a shifted covariate with an intercept leaves
     the slopes' intervals as they were."""
-    df = simulate.eq33(p=5).sample(1000, rng=4)
+    df = _manual(800, 4, FOUR)
     base = _fit(NegDRO(df, env="env", outcome="Y", fit_intercept=True)).conf_int(
         kind="robust")
     moved = _fit(NegDRO(df.assign(X2=df.X2 + 50.0, X1=df.X1 * 10), env="env", outcome="Y",
