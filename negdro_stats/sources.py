@@ -449,7 +449,8 @@ def read_rows(table: Table, missing: str, blocks: int | None = None) -> Read:
     p, E = len(table.covariates), len(labels)
     acc = MomentAccumulator(p=p, n_envs=E) if blocks is None else BlockAccumulator(
         p=p, n_blocks=check_int(blocks, "blocks", "NegDRO", min_val=2))
-    n, masks = len(codes), []
+    n = len(codes)
+    finite = np.ones(n, dtype=bool)                 # the rows the NaN policy keeps
     with (one_blas_thread() if blocks is not None else nullcontext()), \
             np.errstate(over="ignore", invalid="ignore"):   # (overflow: checked after)
         for start in range(0, n, DEFAULT_CHUNK_ROWS):
@@ -458,11 +459,9 @@ def read_rows(table: Table, missing: str, blocks: int | None = None) -> Read:
             mask = policy.keep([X, y], table.env[start:start + len(y)])
             if mask is not None:
                 X, y, positions = X[mask], y[mask], positions[mask]
-            masks.append(mask)
+                finite[start:start + len(mask)] = mask
             acc.add(X, y, codes[positions], positions=positions)
-    used = None if policy.dropped == 0 else np.flatnonzero(np.concatenate(
-        [np.ones(min(DEFAULT_CHUNK_ROWS, n - k * DEFAULT_CHUNK_ROWS), dtype=bool)
-         if m is None else m for k, m in enumerate(masks)]))
+    used = None if policy.dropped == 0 else np.flatnonzero(finite)
     return Read(acc, table.covariates, table.outcome, policy, envs=tuple(labels.tolist()),
                 rows=Rows(table.block, used, codes if used is None else codes[used]))
 
