@@ -1,7 +1,7 @@
 """Inference benchmark (issue: inference): bootstrap cost, interval coverage, gamma="auto".
 
 Usage:  python benchmarks/bench_inference.py [--quick] [--reps 100] [--seeds 20]
-        [--only cost|coverage|auto_gamma|robust]
+        [--only cost|coverage|auto_gamma|robust|robust_cost] [--designs ...] [--ns ...]
         [--out benchmarks/results/inference.json]
 
 1. Cost: B = 200 bootstrap refits at p = 100, n = 20,000 per environment (eq. (33)):
@@ -22,8 +22,10 @@ Usage:  python benchmarks/bench_inference.py [--quick] [--reps 100] [--seeds 20]
    "scaled confounding" (X1's shift scales the noise Y shares: no b is invariant, the
    set should be empty); coverage of the
    robust interval of every coefficient (``res.conf_int(kind="robust")``), of the joint
-   set (``contains(beta*)``), the share of empty sets, the share of bounded intervals
-   and the median seconds per set.
+   set (``contains(beta*)``), the share of empty sets, the share of bounded intervals,
+   the median seconds per set and per set / fit (cost in fits), at ``--ns`` rows.
+5. Robust cost (``--only robust_cost``): seconds of the robust set / seconds of the fit
+   on random SEMs at p = 10 and 30 (:func:`robust_cost`).
 """
 
 from __future__ import annotations
@@ -145,15 +147,12 @@ def robust_coverage(reps: int, ns=(500, 2000), designs=ROBUST_DESIGNS) -> list[d
     rows = []
     for name in designs:
         for n in ns:
-            inside, joint, empty, bounded, secs = [], [], [], [], []
+            inside, joint, empty, bounded, secs, fits = [], [], [], [], [], []
             for r in range(reps):
                 df = _robust_design(name, n, 70_000 + r)
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
-                    t0 = time.perf_counter()
-                    rs = res.robust_set(0.05)
-                    secs.append(time.perf_counter() - t0)
+                res, rs, t_fit, t_set = _timed_set(NegDRO(df, env="env", outcome="Y"))
+                secs.append(t_set)
+                fits.append(t_set / t_fit)
                 ci = rs.conf_int().to_numpy()
                 inside.append((ci[:, 0] <= beta) & (beta <= ci[:, 1]))
                 joint.append(rs.contains(beta))
@@ -163,9 +162,43 @@ def robust_coverage(reps: int, ns=(500, 2000), designs=ROBUST_DESIGNS) -> list[d
                        coverage=np.mean(inside, axis=0).round(3).tolist(),
                        joint_coverage=float(np.mean(joint)), empty=float(np.mean(empty)),
                        bounded=np.mean(bounded, axis=0).round(3).tolist(),
-                       median_s=float(np.median(secs)))
+                       median_s=float(np.median(secs)),
+                       median_fits=float(np.median(fits)))
             print(row, flush=True)
             rows.append(row)
+    return rows
+
+
+def _timed_set(model):
+    """Fit ``model`` (n_boot=0), then its robust set; returns both and their seconds."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        res = model.fit(n_boot=0)
+        t1 = time.perf_counter()
+        rs = res.robust_set(0.05)
+        return res, rs, t1 - t0, time.perf_counter() - t1
+
+
+def robust_cost(seeds: int, ps=(10, 30)) -> list[dict]:
+    """Cost of the robust set in fits of the model: random_sem(p, strong_env=True) with 2
+    parents and 2 children, 2,000 rows per environment, ``seeds`` seeds; the ratio of
+    the set's seconds to the fit's (n_boot=0), both measured in the same run."""
+    rows = []
+    for p in ps:
+        ratios, secs, bounded = [], [], []
+        for s in range(seeds):
+            sem = simulate.random_sem(p, rng=s, strong_env=True, n_parents=2,
+                                      n_children=2)
+            _, rs, t_fit, t_set = _timed_set(NegDRO(sem.sample(2000, rng=1000 + s),
+                                                    env="env", outcome="Y"))
+            ratios.append(t_set / t_fit)
+            secs.append(t_set)
+            bounded.append(float(rs.bounded.mean()))
+        row = dict(p=p, seeds=seeds, median_fits=float(np.median(ratios)),
+                   median_s=float(np.median(secs)), share_bounded=float(np.mean(bounded)))
+        print(row, flush=True)
+        rows.append(row)
     return rows
 
 
@@ -174,11 +207,14 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=100)
     ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--only", choices=["cost", "coverage", "auto_gamma", "robust"],
+    ap.add_argument("--only", choices=["cost", "coverage", "auto_gamma", "robust",
+                                       "robust_cost"],
                     default=None,
                     help="run one part and keep the others of an existing --out file")
     ap.add_argument("--designs", default=",".join(ROBUST_DESIGNS),
                     help="for --only robust: a comma-separated subset")
+    ap.add_argument("--ns", default="500,2000,20000",
+                    help="for --only robust: rows per environment, comma-separated")
     ap.add_argument("--out", default="benchmarks/results/inference.json")
     a = ap.parse_args()
     res = json.loads(Path(a.out).read_text()) if a.only and Path(a.out).exists() else {}
@@ -187,7 +223,10 @@ def main():
         "coverage": lambda: coverage(3, 1000, B=50) if a.quick else coverage(a.reps, 5000),
         "auto_gamma": lambda: auto_gamma(2 if a.quick else a.seeds),
         "robust": lambda: robust_coverage(3 if a.quick else a.reps,
+                                          ns=(500, 2000) if a.quick else
+                                          tuple(int(n) for n in a.ns.split(",")),
                                           designs=a.designs.split(",")),
+        "robust_cost": lambda: robust_cost(2 if a.quick else 5),
     }
     for name, run in parts.items():
         if a.only in (None, name):

@@ -392,9 +392,8 @@ class NegDROResults(_Saveable):
         covariate's residual moments (:mod:`negdro_stats.robust`): its coverage does not
         depend on how strongly the environments identify ``beta*``; it is unbounded along
         what they leave undetermined and empty when no invariant linear model fits.
-        Computed on first use for each ``alpha``: CUE fits from several starts at each
-        point of a scan out to 1e6 standard errors per interval end, about 10 s at p = 3
-        and longer where identification is weak (being made faster; issue 22)."""
+        Computed on first use for each ``alpha``: about 20-25 CUE fits per coefficient
+        (~25 fits of the model at p = 30), a few in all where no interval is bounded."""
         cache = self.__dict__.setdefault("_robust_sets", {})
         if alpha not in cache:
             data = getattr(self.model, "data", None)

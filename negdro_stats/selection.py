@@ -244,7 +244,8 @@ class InvarianceGMM:
                 - self._score_form(b, S, Wd))
         return J, grad
 
-    def fit_cue(self, S: np.ndarray, start: FloatArray | None = None) -> GMMFit:
+    def fit_cue(self, S: np.ndarray, start: FloatArray | None = None, *,
+                ftol: float = 2.2e-9) -> GMMFit:
         """Continuously updated GMM on ``S``, started at ``start`` (default: the two-step
         estimate; the pruning passes the previous CUE fit without the removed coordinate,
         which saves most of the iterations on large supports); the covariance is
@@ -261,7 +262,7 @@ class InvarianceGMM:
                     opt = optimize.minimize(self._cue_objective,
                                             two.b if start is None else start, args=(S,),
                                             jac=True, method="L-BFGS-B",
-                                            options={"maxiter": 200})
+                                            options={"maxiter": 200, "ftol": ftol})
                     if np.isfinite(opt.fun) and np.all(np.isfinite(opt.x)):
                         b_S = opt.x
                 except (linalg.LinAlgError, ValueError):

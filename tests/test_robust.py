@@ -98,3 +98,29 @@ def test_levels_are_checked():
         res.robust_set(0.95)
     with pytest.raises(ValueError, match="kind"):
         res.conf_int(kind="wald")
+
+
+def test_interval_ends_are_where_the_profile_crosses_the_quantile(monkeypatch):
+    """Just inside each end the subvector statistic (fitted from every start) is below the
+    quantile, just outside above it: the secant search stops at the crossing."""
+    import negdro_stats.robust as robust
+
+    made = []
+    init = robust._Profile.__init__
+
+    def keep(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(robust._Profile, "__init__", keep)
+    res = _fit(NegDRO(_manual(600, 7, FOUR), env="env", outcome="Y"))
+    rs = res.robust_set()
+    profile, = made
+    for j, name in enumerate(rs.lower.index):         # in the profile's standard units
+        lo, hi = rs.lower[name] * rs._to_std[j], rs.upper[name] * rs._to_std[j]
+        assert np.isfinite(lo) and np.isfinite(hi)
+        eps = 0.002 * (hi - lo)
+        for end, sign in ((lo, -1.0), (hi, 1.0)):
+            assert profile(j, end - sign * eps, starts="all") < rs.critical_sub
+            assert profile(j, end + sign * eps, starts="all") > rs.critical_sub
+
