@@ -476,7 +476,7 @@ class NegDROResults(_Saveable):
 
     # ------------------------------------------------------------------- printing
     def summary(self, alpha: float = 0.05, show: str | None = None,
-                ci_method: str = "percentile") -> NegDROSummary:
+                ci_method: str = "percentile", intervals: str = "auto") -> NegDROSummary:
         """Summary tables: header, coefficients, environments, and numbered notes.
 
         Parameters
@@ -487,11 +487,24 @@ class NegDROResults(_Saveable):
             Coefficient rows: all of them, or the selected ones plus any with selection
             frequency >= 0.1 (and a count of the rest).  Default: all when p <= 30.
         ci_method : {"percentile", "basic", "normal"}
+            The bootstrap intervals' method.
+        intervals : {"auto", "bootstrap", "robust"}
+            Which intervals the table shows.  ``"auto"``: the robust ones
+            (:meth:`robust_set`, valid however weak the identification) when the
+            environments may not identify the model or the data reject invariance (the
+            warning line above the tables), else the bootstrap's.  When the robust set
+            is empty, the summary opens with "no invariant linear model is consistent
+            with these data".
         """
         show = check_option(show if show is not None else
                             ("all" if len(self.params) <= 30 else "selected"),
                             "show", "summary", ["all", "selected"])
-        return _build_summary(self, alpha=alpha, show=show, ci_method=ci_method)
+        intervals = check_option(intervals, "intervals", "summary",
+                                 ["auto", "bootstrap", "robust"])
+        alpha = check_scalar(alpha, "alpha", "summary", min_val=0, max_val=0.5,
+                             closed="neither")
+        return _build_summary(self, alpha=alpha, show=show, ci_method=ci_method,
+                              intervals=intervals)
 
     def __str__(self) -> str:
         return self.summary().as_text()
@@ -532,8 +545,8 @@ def identification_advice(can_resample: bool) -> str:
             "identifies beta* with limited interventions.")
 
 
-def _verdict(res: NegDROResults) -> str | None:
-    """One line above the tables when identification fails or invariance is rejected."""
+def _problems(res: NegDROResults) -> list[str]:
+    """What the reader must not miss: identification fails or invariance is rejected."""
     problems = []
     ident = res.identification
     if ident is not None and not ident.holds:
@@ -548,9 +561,46 @@ def _verdict(res: NegDROResults) -> str | None:
     if res.invariance is not None and res.invariance.pvalue < 0.05:
         problems.append(f"the environment risks differ at the estimate "
                         f"(p = {res.invariance.pvalue:.2g})")
-    if not problems:
-        return None
-    return "WARNING: " + "; ".join(problems) + " -- see the notes below."
+    return problems
+
+
+def _verdict(problems: list[str], robust: RobustSet | None) -> str | None:
+    """One line above the tables: an empty robust set first, then the problems."""
+    lines = []
+    if robust is not None and robust.empty:
+        lines.append(f"NO INVARIANT LINEAR MODEL is consistent with these data: the "
+                     f"invariance test rejects every b (least AR = {robust.statistic:.4g} > "
+                     f"{robust.critical:.4g}, the chi2({robust.df}) quantile at level "
+                     f"{robust.alpha:g}); no interval is reported.")
+    if problems:
+        lines.append("WARNING: " + "; ".join(problems) + " -- see the notes below.")
+    return "\n".join(lines) or None
+
+
+def _robust_or_reason(res: NegDROResults, alpha: float, intervals: str,
+                      problems: list[str]) -> tuple[RobustSet | None, str | None]:
+    """The robust set the summary shows (``intervals``, see :meth:`summary`), or None,
+    with the note that says why it is shown or could not be computed."""
+    if intervals == "bootstrap" or (intervals == "auto" and not problems):
+        return None, None
+    try:
+        rs = res.robust_set(alpha)
+    except DataError as err:
+        return None, f"Robust intervals not computed: {err}"
+    why = ("asked for" if intervals == "robust" else
+           "shown instead of the bootstrap's because of the warning above: where "
+           "identification is weak or invariance is rejected, a bootstrap of the fit "
+           "gives confidence the data do not support")
+    state = ("The set is empty (no b passes the test)." if rs.empty else
+             "Bounded for " + (", ".join(rs.bounded.index[rs.bounded]) or "none")
+             + "; +-inf where the environments leave a coefficient undetermined.")
+    tested = ("every covariate's" if len(rs.instruments) == rs.estimate.notna().sum()
+              else f"{len(rs.instruments)} covariates' (those whose second moments vary "
+              "most across environments; too few rows for all)")
+    return rs, (f"Robust intervals ({why}): the b_j at which the invariance test of "
+                f"{tested} residual moments does not reject (subvector Anderson-Rubin, "
+                f"chi2({rs.df_sub}) at level {rs.alpha:g}), valid however weak the "
+                f"identification; robust p = its p-value of b_j = 0.  {state}")
 
 
 def _format_test(test: tuple) -> str:
@@ -558,8 +608,8 @@ def _format_test(test: tuple) -> str:
     return f"chi2({df}) = {stat:.3g}, p = {pvalue:.3g}"
 
 
-def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: str
-                   ) -> NegDROSummary:
+def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: str,
+                   intervals: str) -> NegDROSummary:
     s = res.settings
     method = _METHOD_LABELS[(res.solver.method, res.solver.inner)]
     left = [
@@ -596,16 +646,29 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
     if show == "selected":
         rows = rows[res.support.to_numpy() | (freq.fillna(0).to_numpy() >= 0.1)]
     has_boot = res.bootstrap is not None
+    problems = _problems(res)
+    robust, robust_note = _robust_or_reason(res, alpha, intervals, problems)
     lo_lab, hi_lab = f"[{alpha / 2:g}", f"{1 - alpha / 2:g}]"
-    headers = ["coef", "std coef", "selected"] + (
-        ["boot se", lo_lab, hi_lab, "sel. freq"] if has_boot else [])
+    headers = ["coef", "std coef", "selected"] + (       # (no boot se beside the robust)
+        ["robust p", lo_lab, hi_lab] if robust is not None else
+        ["boot se", lo_lab, hi_lab] if has_boot else []) + (["sel. freq"] if has_boot else [])
+    if robust is not None:
+        ci = robust.conf_int()
     coef_rows = []
     for j in rows:
         row = [_num(res.params.iloc[j]), _num(res.std_params.iloc[j]),
                "always" if _is_intercept(res, j) else "yes" if res.support.iloc[j] else "-"]
+        if has_boot and robust is None:
+            row.append(_num(res.bse.iloc[j]))
+        if robust is not None:
+            row.append("n/a" if np.isnan(robust.pvalues.iloc[j])
+                       else f"{robust.pvalues.iloc[j]:.3g}")
+        if robust is not None and robust.empty:
+            row += ["empty", "empty"]
+        elif robust is not None or has_boot:
+            row += [_num(ci["lower"].iloc[j]), _num(ci["upper"].iloc[j])]
         if has_boot:
-            row += [_num(res.bse.iloc[j]), _num(ci["lower"].iloc[j]),
-                    _num(ci["upper"].iloc[j]), f"{freq.iloc[j]:.2f}"]
+            row.append(f"{freq.iloc[j]:.2f}")
         coef_rows.append(row)
     coefs = _table(coef_rows or [["-"] * len(headers)], headers,
                    [str(res.params.index[j]) for j in rows] or ["(none)"], "", width)
@@ -615,8 +678,9 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
                   [str(e) for e in res.weights.index], "environment", width)
     smry = NegDROSummary()
     smry.tables = [top, coefs, envs]
-    verdict = _verdict(res)
-    smry.verdict = None if verdict is None else _wrap(verdict, width, indent="")
+    verdict = _verdict(problems, robust)
+    smry.verdict = None if verdict is None else "\n".join(
+        _wrap(line, width, indent="") for line in verdict.split("\n"))
     sel = res.selection
     if sel is not None and np.isfinite(sel.fixed_test[3]):
         J, df, pvalue, level = sel.fixed_test
@@ -679,23 +743,30 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
                      "errors inf: the data are consistent with other values of them "
                      "(more environments, or interventions on these covariates, would "
                      "determine them).")
+    if robust_note is not None:
+        notes.append(robust_note)
     if has_boot:
         boot = res.bootstrap
         unconverged = int((~boot.converged & ~boot.failed).sum())
         blocks = getattr(getattr(res.model, "data", None), "blocks", None)
         unit = ("" if blocks is None else f" (by blocks: each environment's "
                 f"{blocks.n_blocks} random blocks of rows drawn with replacement)")
+        what = (f"{ci_method} intervals; sel. freq = share of refits that selected the "
+                "covariate.  Intervals of a thresholded estimator are not normal: read them "
+                "with sel. freq." if robust is None else "sel. freq = share of "
+                "refits that selected the covariate; boot se and the bootstrap's intervals: "
+                "summary(intervals='bootstrap').")
         notes.append(f"Bootstrap: {boot.n_boot} stratified refits of the whole "
-                     f"estimator{unit}; {ci_method} intervals; sel. freq = share of refits that "
-                     "selected the covariate.  Intervals of a thresholded estimator are not "
-                     "normal: read them with sel. freq."
+                     f"estimator{unit}; {what}"
                      + (f"  {int(boot.failed.sum())} refits failed (left out)."
                         if boot.failed.any() else "")
                      + (f"  {unconverged} refits stopped before tol (kept; 'Converged' "
                         "above is the fit's own)." if unconverged else ""))
     else:
         notes.append("No bootstrap (n_boot=0, or a model built from moments): no standard "
-                     "errors, intervals or selection frequencies.")
+                     "errors or selection frequencies" + (
+                         "." if robust is not None else ", and no intervals but the "
+                         "robust ones (summary(intervals='robust'))."))
     if show == "selected" and len(rows) < len(res.params):
         notes.append(f"{len(res.params) - len(rows)} covariates neither selected nor selected "
                      "in >= 10% of refits are not shown; summary(show='all') lists them.")

@@ -36,6 +36,12 @@ infinite.  About 20-25 CUE fits per coefficient where it is identified; at p = 3
 whole set costs ~25 fits of the model (``benchmarks/bench_inference.py --only robust``).
 The p-value of "X_j has no direct effect" is ``P(chi2 > AR_j(0))``.
 
+With more covariates than :func:`~negdro_stats.route.instrument_budget` allows (the
+score covariances of ``(|E| - 1) p`` moment conditions cannot be estimated from few rows),
+the residual moments of the ``q`` covariates whose second moments vary most across
+environments are tested instead (``chi2((|E| - 1) q)``; chosen without looking at ``Y``,
+so the level is kept, and ``RobustSet.instruments`` names them).
+
 Score covariances: the Gaussian form from the moments at each ``b`` plus the non-Gaussian
 part (the rows' or fourth moments' ``Var_e(X r)`` minus the Gaussian form) estimated once
 at the reported fit and held fixed, as in the selection.  With an intercept the slopes are
@@ -58,7 +64,7 @@ from ._validation import check_scalar
 from .exceptions import DataError
 from .fourth import gaussian_score_cov
 from .moments import Moments
-from .route import centred_problem, instrument_budget, standardised_cov
+from .route import centred_problem, instrument_budget, most_heterogeneous, standardised_cov
 from .selection import Cumulant, InvarianceGMM
 
 __all__ = ["RobustSet", "robust_set"]
@@ -79,17 +85,25 @@ class RobustSet:
     alpha : float
         1 - the coverage.
     statistic, df, critical : float, int, float
-        ``min_b AR(b)`` (the CUE criterion), its degrees of freedom and the quantile the
-        set compares with; the set is empty when ``statistic > critical``.
+        ``inf_b AR(b)`` (the CUE criterion from the two-step estimate and from the
+        reported fit, or the limit at infinity where that is lower), its degrees of
+        freedom and the quantile the set compares with; the set is empty when
+        ``statistic > critical``.
     estimate : Series
         The CUE, the centre of the per-coefficient search (original units).
     lower, upper : Series
         Per-coefficient subvector intervals (+-inf where unbounded; NaN where empty, and
         for the intercept).
     pvalues : Series
-        Robust p-values of "no direct effect" (``b_j = 0``).
+        Robust p-values of "no direct effect" (``b_j = 0``); NaN where the set is empty
+        (the test then rejects every ``b``, with or without ``X_j``).
     df_sub, critical_sub : int, float
         Degrees of freedom and quantile of the subvector tests.
+    instruments : tuple of str
+        The covariates whose residual moments are tested: all of them within the budget
+        of :func:`~negdro_stats.route.instrument_budget`, else those whose second moments
+        vary most across environments (a choice that does not look at ``Y``, so the
+        test keeps its level; the set is then larger).
     """
 
     alpha: float
@@ -102,6 +116,7 @@ class RobustSet:
     pvalues: pd.Series
     df_sub: int
     critical_sub: float
+    instruments: tuple[str, ...]
     _gmm: InvarianceGMM              # the joint test, on standardised moments
     _slopes: np.ndarray              # the coefficients it covers (model order)
     _to_std: FloatArray              # b -> standardised b, entrywise
@@ -161,32 +176,34 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
         slopes, work, b_work = np.arange(mom.p), mom, b_hat
     p, E = work.p, work.n_envs
     q = instrument_budget(E, float(work.n.min()), p)
-    if q < p:
-        raise DataError(f"Robust confidence sets use every covariate's residual moment; "
-                        f"with {p} covariates, {E} environments and {work.n.min():g} rows "
-                        f"in the smallest environment that is too many moment conditions "
-                        f"(at most {q} covariates here, (|E| - 1) p^2 <= 2 n and "
-                        "(|E| - 1) p <= 3 sqrt(n)).  Use the bootstrap intervals, or fit "
-                        "the selected covariates only.")
+    if (E - 1) * q - (p - 1) < 1:
+        raise DataError(f"Robust confidence sets need more moment conditions than "
+                        f"coefficients: with {p} covariates, {E} environments and "
+                        f"{work.n.min():g} rows in the smallest environment at most {q} "
+                        f"covariates' residual moments can be tested ((|E| - 1) q^2 <= 2 n "
+                        "and (|E| - 1) q <= 3 sqrt(n)), too few.  Use the bootstrap "
+                        "intervals, or fit the selected covariates only.")
     d, s_y = work.scales()
     std = work.rescale(d, s_y)
     _, rows_cov = standardised_cov(score_cov, d, s_y)
     every = np.arange(p)
+    R = every if q >= p else np.sort(most_heterogeneous(std)[:q])
     b0 = b_work * d / s_y
     K = Cumulant.zero(E) if rows_cov is None else Cumulant(
-        every, rows_cov(b0, every) - gaussian_score_cov(std, b0, every))
+        R, rows_cov(b0, R) - gaussian_score_cov(std, b0, R))
 
-    joint = InvarianceGMM(std, instruments=every, cumulant=K, b_ref=b0)
-    cue = joint.fit_cue(every)
+    joint = InvarianceGMM(std, instruments=R, cumulant=K, b_ref=b0)
+    cue = min(joint.fit_cue(every), joint.fit_cue(every, start=b0), key=lambda f: f.J)
     df = joint.df_base
     critical = float(stats.chi2.ppf(1 - alpha, df))
     df_sub = df - (p - 1)
     critical_sub = float(stats.chi2.ppf(1 - alpha, df_sub))
 
-    profile = _Profile(std, K, critical_sub, (cue.b, b0))
+    profile = _Profile(std, R, K, critical_sub, (cue.b, b0))
+    statistic = min(float(cue.J), profile.limit)  # the least AR may lie at infinity
     se = np.where(np.isfinite(cue.se) & (cue.se > 0), cue.se, 1.0)
     lower, upper, pvalues = np.full(p, np.nan), np.full(p, np.nan), np.full(p, np.nan)
-    for j in range(p):
+    for j in range(p if statistic <= critical else 0):  # empty: so is every projection
         pvalues[j] = float(stats.chi2.sf(profile(j, 0.0, starts="all"), df_sub))
         if profile.limit <= critical_sub:
             lower[j], upper[j] = -np.inf, np.inf  # far out on both sides is inside
@@ -204,10 +221,11 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
         out.iloc[slopes] = values
         return out
 
-    return RobustSet(alpha=alpha, statistic=float(cue.J), df=df, critical=critical,
+    return RobustSet(alpha=alpha, statistic=statistic, df=df, critical=critical,
                      estimate=series(cue.b * scale), lower=series(lower * scale),
                      upper=series(upper * scale), pvalues=series(pvalues), df_sub=df_sub,
-                     critical_sub=critical_sub, _gmm=joint, _slopes=slopes,
+                     critical_sub=critical_sub,
+                     instruments=tuple(work.names[k] for k in R), _gmm=joint, _slopes=slopes,
                      _to_std=1.0 / scale)
 
 
@@ -229,9 +247,9 @@ class _Profile:
     ``"decide"`` at the same point tries the other starts); p-values every start
     (``"all"``).  ``fits`` counts the CUE fits."""
 
-    def __init__(self, std: Moments, K: Cumulant, critical: float,
+    def __init__(self, std: Moments, R: np.ndarray, K: Cumulant, critical: float,
                  anchors: tuple[FloatArray, ...]) -> None:
-        self.std, self.K, self.critical, self.anchors = std, K, critical, anchors
+        self.std, self.R, self.K, self.critical, self.anchors = std, R, K, critical, anchors
         # j -> beta_0 -> (AR_j, the others' coefficients, verified)
         self.seen: dict[int, dict[float, tuple[float, FloatArray, bool]]] = {}
         self._limit: float | None = None
@@ -251,7 +269,7 @@ class _Profile:
         d_j, s_j = shifted.scales()
         K = (Cumulant.zero(std.n_envs) if beta0 is None
              else self.K.scaled(1.0 / (np.multiply.outer(d_j, d_j) * s_j**2)))
-        gmm = InvarianceGMM(shifted.rescale(d_j, s_j), instruments=np.arange(p),
+        gmm = InvarianceGMM(shifted.rescale(d_j, s_j), instruments=self.R,
                             cumulant=K, b_ref=np.zeros(p))
         return gmm, d_j[np.arange(p) != j], s_j
 

@@ -100,7 +100,8 @@ from .selection import (
 )
 from .solvers import SolverOptions, SolverOutput, invariant_refit, run_method
 
-__all__ = ["solve", "select_by_invariance", "instrument_budget", "rank_test", "RankTest",
+__all__ = ["solve", "select_by_invariance", "instrument_budget", "most_heterogeneous",
+           "rank_test", "RankTest",
            "GATE_SE"]
 
 SCORE_ITERATIONS = 3     # walks with a common weight (again while the J test rejects)
@@ -279,10 +280,15 @@ def _instruments(std: Moments, order: np.ndarray, t_pilot: FloatArray, q: int,
     noise inflates J (eq. (33) with p = 1,000 at n = 20,000: J = 492 on 343 degrees of
     freedom at beta* with the first half of the order, 327 on 358 with random ones)."""
     first = [int(j) for j in order[:(q + 1) // 2] if t_pilot[j] >= cut]
-    second = np.einsum("ejj->ej", std.Sigma)
-    spread = second.std(axis=0) / second.mean(axis=0)
-    others = [j for j in np.argsort(-spread, kind="stable") if j not in set(first)]
+    others = [j for j in most_heterogeneous(std) if j not in set(first)]
     return np.sort(np.array(first + others[:q - len(first)], dtype=int))
+
+
+def most_heterogeneous(std: Moments) -> np.ndarray:
+    """The covariates by decreasing relative spread of ``E_e[X_j^2]`` across environments
+    (a rule that does not look at ``Y``)."""
+    second = np.einsum("ejj->ej", std.Sigma)
+    return np.argsort(-(second.std(axis=0) / second.mean(axis=0)), kind="stable")
 
 
 def _best_of(gmm: InvarianceGMM, walks: list[Selection], *, alpha: float,

@@ -124,3 +124,53 @@ def test_interval_ends_are_where_the_profile_crosses_the_quantile(monkeypatch):
             assert profile(j, end - sign * eps, starts="all") < rs.critical_sub
             assert profile(j, end + sign * eps, starts="all") > rs.critical_sub
 
+
+
+def test_summary_says_no_invariant_model_fits_the_sachs_data():
+    """The bundled Sachs data reject invariance: the summary opens by saying so and prints
+    no interval (not the bootstrap's confidence where the data reject the model)."""
+    from negdro_stats.datasets import load_sachs
+
+    res = _fit(NegDRO(load_sachs().drop(columns="condition"), env="env", outcome="Akt"))
+    rs = res.robust_set()
+    assert rs.empty and rs.statistic > rs.critical
+    text = str(res.summary())
+    assert text.startswith("NO INVARIANT LINEAR MODEL is consistent with these data")
+    assert f"least AR = {rs.statistic:.4g} > {rs.critical:.4g}" in " ".join(text.split())
+    mek = next(line for line in text.splitlines() if line.startswith("Mek"))
+    assert mek.split()[-2:] == ["empty", "empty"]
+    assert res.robust_pvalues.isna().all()
+
+
+def test_summary_shows_robust_intervals_where_identification_fails():
+    """Only X1 is shifted: the warning line, then robust intervals (+-inf for what the
+    environments leave open) instead of the bootstrap's, with the reason in a note."""
+    df = _manual(1500, 2, FOUR[:2]).rename(columns={"X2": "X2_long"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=20, rng=0)
+    text = str(res.summary())
+    assert "WARNING" in text.splitlines()[0]
+    assert "robust p    [0.025" in text and "shown instead of the bootstrap's" in text
+    robust = res.conf_int(kind="robust")
+    row = next(line for line in text.splitlines() if line.startswith("X2_long"))
+    assert row.split()[-3:-1] == ["-inf", "inf"] == [f"{robust.iloc[1, 0]:.4f}",
+                                                     f"{robust.iloc[1, 1]:.4f}"]
+    assert max(len(line) for line in text.splitlines()) <= 78
+    boot = " ".join(str(res.summary(intervals="bootstrap")).split())
+    assert "robust" not in boot and "percentile intervals" in boot
+
+
+def test_summary_keeps_the_bootstrap_where_identified_unless_asked():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = NegDRO(_manual(1500, 3, FOUR), env="env", outcome="Y").fit(n_boot=20, rng=0)
+    assert "robust" not in str(res.summary())
+    text = str(res.summary(intervals="robust"))
+    ci = res.conf_int(kind="robust")
+    row = next(line for line in text.splitlines() if line.startswith("X1")).split()
+    assert row[-4:-1] == [f"{res.robust_pvalues['X1']:.3g}", f"{ci.loc['X1', 'lower']:.4f}",
+                          f"{ci.loc['X1', 'upper']:.4f}"]
+    assert "(asked for)" in text
+    with pytest.raises(ValueError, match="intervals"):
+        res.summary(intervals="wald")
