@@ -279,6 +279,10 @@ class MultiEnvData:
         None without rows."""
         return None if self._rows is None else self._rows.block.exog()
 
+    def endog(self) -> pd.Series | np.ndarray | None:
+        """The outcome of every row given (dropped rows included); None without rows."""
+        return None if self._rows is None else self._rows.block.endog()
+
     def covariate_matrix(self, exog: pd.DataFrame | ArrayLike | None = None
                          ) -> tuple[FloatArray, pd.Index | None]:
         """Covariates (without the constant) as a float64 matrix in model order, and the

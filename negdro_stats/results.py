@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
@@ -25,6 +26,7 @@ from .inference import CI_METHODS, BootstrapResult
 from .moments import Moments
 from .report import RiskInvarianceTest
 from .robust import RobustSet, robust_set
+from .sandwich import refit_cov
 from .solvers import SolverOutput
 
 __all__ = ["NegDROResults", "NegDROSummary", "PathResult", "load"]
@@ -374,10 +376,14 @@ class NegDROResults(_Saveable):
         empty and for the intercept).
         """
         kind = check_option(kind, "kind", "conf_int", ("bootstrap", "robust"))
+        if isinstance(alpha, float | int) and 0.5 < alpha < 1:
+            raise ValueError(f"conf_int(alpha={alpha!r}): alpha is 1 - the coverage, as in "
+                             f"statsmodels; for {alpha:.0%} intervals pass "
+                             f"alpha={1 - alpha:.3g}.")
+        alpha = check_scalar(alpha, "alpha", "conf_int", min_val=0, max_val=0.5,
+                             closed="neither")
         if kind == "robust":
             return self.robust_set(alpha).conf_int()
-        alpha = check_scalar(alpha, "alpha", "conf_int", min_val=0, max_val=1,
-                             closed="neither")
         method = check_option(method, "method", "conf_int", CI_METHODS)
         if self.bootstrap is None:
             lo = hi = np.full(len(self.params), np.nan)
@@ -386,6 +392,67 @@ class NegDROResults(_Saveable):
         free = self.undetermined.to_numpy()
         lo, hi = np.where(free, -np.inf, lo), np.where(free, np.inf, hi)
         return pd.DataFrame({"lower": lo, "upper": hi}, index=self.params.index)
+
+    def _score_cov(self) -> Callable[[FloatArray, np.ndarray], FloatArray] | None:
+        """The rows' (or fourth moments') ``Var_e(X r)``, None where the model keeps
+        neither (the Gaussian form is used then)."""
+        data = getattr(self.model, "data", None)
+        return data.score_cov if data is not None and data.has_score_cov else None
+
+    @cached_property
+    def _refit_cov(self) -> tuple[FloatArray, str]:
+        return refit_cov(self.model.moments, self.params.to_numpy(),
+                         self.support.to_numpy(), self.solver.refit,
+                         selection=self.selection, score_cov=self._score_cov(),
+                         const=self.params.size - 1 if self.fit_intercept else None)
+
+    def cov_params(self) -> pd.DataFrame:
+        """Analytic covariance of the coefficients **conditional on the selected
+        support** (:mod:`negdro_stats.sandwich`): White's HC0 sandwich for pooled OLS,
+        the inverse information for the invariance GMM; NaN outside the support and
+        for the other refits.  It ignores that the support was chosen from the same
+        data: the robust p-values (:attr:`robust_pvalues`) do not.  ``cov_method``
+        names what was computed."""
+        return pd.DataFrame(self._refit_cov[0], index=self.params.index,
+                            columns=self.params.index)
+
+    @property
+    def cov_method(self) -> str:
+        """What :meth:`cov_params` computed, in words."""
+        return self._refit_cov[1]
+
+    @property
+    def tvalues(self) -> pd.Series:
+        """``params / sqrt(diag(cov_params()))``, conditional on the support (NaN off it)."""
+        se = np.sqrt(np.diag(self._refit_cov[0]))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return pd.Series(self.params.to_numpy() / se, index=self.params.index,
+                             name="t")
+
+    @property
+    def pvalues(self) -> pd.Series:
+        """Two-sided normal p-values of :attr:`tvalues`, conditional on the selected
+        support (NaN off it); the unconditional ones are :attr:`robust_pvalues`."""
+        return pd.Series(2.0 * stats.norm.sf(np.abs(self.tvalues.to_numpy())),
+                         index=self.params.index, name="P>|t|")
+
+    @property
+    def fittedvalues(self) -> pd.Series:
+        """``X b`` on the model's rows (as :meth:`predict` without ``exog``)."""
+        return self.predict()
+
+    @property
+    def resid(self) -> pd.Series | np.ndarray:
+        """``Y - X b`` on the model's rows (every row given; a dropped row's is NaN where
+        its outcome or a covariate is)."""
+        data = getattr(self.model, "data", None)
+        y = None if data is None else data.endog()
+        if y is None:
+            raise DataError("This model was built from moments: it has no rows, so no "
+                            "residuals (predict(exog) gives fitted values for new rows).")
+        fitted = self.fittedvalues
+        return (y.astype(np.float64) - fitted).rename("resid") if isinstance(y, pd.Series) \
+            else np.asarray(y, dtype=np.float64) - fitted
 
     def robust_set(self, alpha: float = 0.05) -> RobustSet:
         """The confidence set of ``beta*`` by inverting the invariance test of every
@@ -396,11 +463,8 @@ class NegDROResults(_Saveable):
         (~25 fits of the model at p = 30), a few in all where no interval is bounded."""
         cache = self.__dict__.setdefault("_robust_sets", {})
         if alpha not in cache:
-            data = getattr(self.model, "data", None)
-            score_cov = (data.score_cov if data is not None and data.has_score_cov
-                         else None)
             cache[alpha] = robust_set(self.model.moments, self.params.to_numpy(),
-                                      alpha=alpha, score_cov=score_cov,
+                                      alpha=alpha, score_cov=self._score_cov(),
                                       const=self.params.size - 1 if self.fit_intercept
                                       else None)
         return cache[alpha]

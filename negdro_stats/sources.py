@@ -281,6 +281,9 @@ class FrameRows:
     def exog(self) -> pd.DataFrame:
         return self.sub.iloc[:, 1:]
 
+    def endog(self) -> pd.Series:
+        return self.sub.iloc[:, 0]
+
 
 class ArrayRows:
     """Rows of an outcome vector and a covariate matrix as float64 ``(X, y)``."""
@@ -297,6 +300,9 @@ class ArrayRows:
 
     def exog(self) -> np.ndarray:
         return self.X
+
+    def endog(self) -> np.ndarray:
+        return self.y
 
 
 class Rows:

@@ -14,6 +14,7 @@ RANKING = [
     "diagnostics",                             # conditions
     "route",                                   # the estimator on moments: selection, verdict
     "robust",                                  # confidence sets by test inversion
+    "sandwich",                                # analytic covariance of the refit
     "design",                                  # planned designs
     "baselines", "simulate",                   # peers and the paper's SEMs: moments/design only
     "datasets",                                # bundled real data

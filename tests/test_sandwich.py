@@ -1,0 +1,96 @@
+"""statsmodels names on the results: cov_params, tvalues, pvalues, resid, fittedvalues
+(negdro_stats.sandwich), and conf_int's alpha."""
+
+import warnings
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+from numpy.testing import assert_allclose
+
+from negdro_stats import NegDRO
+from negdro_stats.exceptions import DataError
+
+from .test_robust import FOUR, _manual
+
+
+def _fit(model):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return model.fit(n_boot=0)
+
+
+@pytest.mark.parametrize("intercept", [False, True])
+def test_pooled_ols_refit_matches_statsmodels_hc0(intercept):
+    df = _manual(1500, 3, FOUR)
+    res = _fit(NegDRO(df, env="env", outcome="Y", fit_intercept=intercept))
+    assert res.solver.refit == "ols" and res.cov_method.startswith("pooled OLS")
+    on = [c for c in res.params.index[res.support.to_numpy()] if c != "const"]
+    X = sm.add_constant(df[on], prepend=False) if intercept else df[on]
+    ols = sm.OLS(df["Y"], X).fit(cov_type="HC0")
+    names = list(ols.params.index)
+    assert_allclose(res.params[names], ols.params, rtol=1e-9)
+    assert_allclose(res.cov_params().loc[names, names], ols.cov_params(), rtol=1e-7)
+    assert_allclose(res.tvalues[names], ols.tvalues, rtol=1e-7)
+    assert_allclose(res.pvalues[names], ols.pvalues, rtol=1e-6, atol=1e-300)
+    assert_allclose(res.resid, ols.resid, atol=1e-10)
+    assert_allclose(res.fittedvalues, ols.fittedvalues, atol=1e-10)
+    off = [c for c in res.params.index if c not in names]
+    assert off and res.pvalues[off].isna().all() and res.cov_params()[off].isna().all().all()
+
+
+def test_gmm_standard_errors_match_the_spread_of_the_estimates():
+    """Hidden confounding of X1 and Y: the invariance GMM is reported; over 30 samples
+    its analytic z-scores have a standard deviation near 1 and cover at about 95%."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    from bench_inference import _robust_design
+
+    z = []
+    for r in range(30):
+        res = _fit(NegDRO(_robust_design("confounded", 2000, 500 + r), env="env",
+                          outcome="Y"))
+        assert res.solver.refit == "gmm"
+        se = np.sqrt(np.diag(res.cov_params()))[:2]
+        z.append((res.params.to_numpy()[:2] - [1.0, -0.5]) / se)
+    z = np.array(z)
+    assert np.all((0.7 < z.std(axis=0)) & (z.std(axis=0) < 1.3))
+    assert np.all(np.mean(np.abs(z) < 1.96, axis=0) >= 0.85)
+
+
+def test_gmm_with_an_intercept_gives_the_slopes_and_says_why_not_the_constant():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    from bench_inference import _robust_design
+
+    df = _robust_design("confounded", 2000, 501)
+    plain, shifted = (_fit(NegDRO(d, env="env", outcome="Y", fit_intercept=True))
+                      for d in (df, df.assign(X2=df.X2 + 40.0)))
+    assert plain.solver.refit == "gmm"
+    se = np.sqrt(np.diag(plain.cov_params()))
+    assert np.isfinite(se[:2]).all() and np.isnan(se[-1])
+    # the slopes' covariance does not move when a covariate is shifted by a constant
+    assert_allclose(np.diag(shifted.cov_params())[:2], se[:2] ** 2, rtol=1e-6)
+
+
+def test_conf_int_alpha_keeps_statsmodels_meaning():
+    res = _fit(NegDRO(_manual(500, 1, FOUR), env="env", outcome="Y"))
+    with pytest.raises(ValueError, match=r"alpha=0\.05"):
+        res.conf_int(0.95)
+    with pytest.raises(ValueError, match="alpha"):
+        res.conf_int(1.5)
+    assert res.conf_int(0.05).shape == (3, 2)
+
+
+def test_no_rows_no_residuals():
+    from negdro_stats.simulate import example2
+
+    res = _fit(NegDRO.from_moments(example2().moments()))
+    with pytest.raises(DataError, match="no rows"):
+        _ = res.resid
+    on = res.support.to_numpy()               # population moments: no sampling noise
+    assert (np.diag(res.cov_params())[on] < 1e-9).all()
