@@ -59,7 +59,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ._typing import FloatArray
+from ._typing import ArrayLike, FloatArray
 from ._validation import check_scalar
 from .exceptions import DataError
 from .fourth import gaussian_score_cov
@@ -118,6 +118,7 @@ class RobustSet:
     critical_sub: float
     instruments: tuple[str, ...]
     _gmm: InvarianceGMM              # the joint test, on standardised moments
+    _profile: _Profile               # the subvector statistics, on the same
     _slopes: np.ndarray              # the coefficients it covers (model order)
     _to_std: FloatArray              # b -> standardised b, entrywise
 
@@ -140,6 +141,20 @@ class RobustSet:
         its value is not used: it is profiled)."""
         b = np.asarray(b, dtype=np.float64)[self._slopes] * self._to_std
         return bool(self._gmm.test_at(np.arange(len(b)), b)[0] <= self.critical)
+
+    def profile(self, name: str, values: ArrayLike) -> pd.Series:
+        """The subvector statistic ``AR_j(beta_0)`` of coefficient ``name`` at each of
+        ``values`` (original units; the CUE of the others from every start, and never
+        above the limit at infinity): the interval is where it is at most
+        ``critical_sub``.  For plots and checks; it costs a few CUE fits per value."""
+        slopes = [str(k) for k in self.estimate.index[self.estimate.notna()]]
+        if name not in slopes:
+            raise DataError(f"profile: {name!r} is not a coefficient the robust set covers "
+                            f"({slopes}; an intercept is profiled, not tested).")
+        j = slopes.index(name)
+        grid = np.atleast_1d(np.asarray(values, dtype=np.float64))
+        return pd.Series([self._profile(j, float(v) * self._to_std[j], starts="all")
+                          for v in grid], index=pd.Index(grid, name=name), name="AR_j")
 
     def __repr__(self) -> str:
         state = ("empty" if self.empty else
@@ -225,7 +240,8 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
                      estimate=series(cue.b * scale), lower=series(lower * scale),
                      upper=series(upper * scale), pvalues=series(pvalues), df_sub=df_sub,
                      critical_sub=critical_sub,
-                     instruments=tuple(work.names[k] for k in R), _gmm=joint, _slopes=slopes,
+                     instruments=tuple(work.names[k] for k in R), _gmm=joint,
+                     _profile=profile, _slopes=slopes,
                      _to_std=1.0 / scale)
 
 

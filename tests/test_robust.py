@@ -8,6 +8,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 from negdro_stats import LinearSEM, NegDRO, simulate
+from negdro_stats.exceptions import DataError
 
 EQUATIONS = {"Y": {"X1": 1.0, "X2": -0.5}, "X3": {"Y": 0.8}}
 
@@ -100,30 +101,18 @@ def test_levels_are_checked():
         res.conf_int(kind="wald")
 
 
-def test_interval_ends_are_where_the_profile_crosses_the_quantile(monkeypatch):
+def test_interval_ends_are_where_the_profile_crosses_the_quantile():
     """Just inside each end the subvector statistic (fitted from every start) is below the
     quantile, just outside above it: the secant search stops at the crossing."""
-    import negdro_stats.robust as robust
-
-    made = []
-    init = robust._Profile.__init__
-
-    def keep(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        made.append(self)
-
-    monkeypatch.setattr(robust._Profile, "__init__", keep)
-    res = _fit(NegDRO(_manual(600, 7, FOUR), env="env", outcome="Y"))
-    rs = res.robust_set()
-    profile, = made
-    for j, name in enumerate(rs.lower.index):         # in the profile's standard units
-        lo, hi = rs.lower[name] * rs._to_std[j], rs.upper[name] * rs._to_std[j]
+    rs = _fit(NegDRO(_manual(600, 7, FOUR), env="env", outcome="Y")).robust_set()
+    for name in rs.lower.index:
+        lo, hi = rs.lower[name], rs.upper[name]
         assert np.isfinite(lo) and np.isfinite(hi)
         eps = 0.002 * (hi - lo)
-        for end, sign in ((lo, -1.0), (hi, 1.0)):
-            assert profile(j, end - sign * eps, starts="all") < rs.critical_sub
-            assert profile(j, end + sign * eps, starts="all") > rs.critical_sub
-
+        ar = rs.profile(name, [lo - eps, lo + eps, hi - eps, hi + eps]).to_numpy()
+        assert (ar[[1, 2]] < rs.critical_sub).all() and (ar[[0, 3]] > rs.critical_sub).all()
+    with pytest.raises(DataError, match="not a coefficient"):
+        rs.profile("const", [0.0])
 
 
 def test_summary_says_no_invariant_model_fits_the_sachs_data():

@@ -29,3 +29,8 @@ def test_vignette_quick(path, tmp_path, monkeypatch):
         assert ns["data"].shape == (6667, 12) and 6 not in set(ns["data"]["env"])
     if path.stem == "design_experiment":
         assert ns["advice_4"].covariates == ("X3",) and ns["margins"]["limited"][0] <= 1e-7
+    if path.stem == "robust_inference":            # bounded / whole line / empty
+        sets = {name: res.robust_set() for name, res in ns["fits"].items()}
+        assert sets["identified"].bounded.all() and not sets["identified"].empty
+        assert not sets["not identified"].bounded.any()
+        assert sets["invariance violated"].empty
