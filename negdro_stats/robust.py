@@ -303,7 +303,8 @@ class _Profile:
             tried += [None, *(a[others] for a in self.anchors)]
         best = seen[beta0][:2] if redo else (np.inf, np.zeros(len(others)))
         for x in tried:
-            fit = gmm.fit_cue(others, start=None if x is None else x * d / s, ftol=CUE_FTOL)
+            fit = gmm.fit_cue(others, start=None if x is None else x * d / s,
+                              ftol=CUE_FTOL, newton=True)
             self.fits += 1
             if fit.J < best[0]:
                 best = (fit.J, fit.b * s / d)
