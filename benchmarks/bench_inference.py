@@ -20,7 +20,9 @@ Usage:  python benchmarks/bench_inference.py [--quick] [--reps 100] [--seeds 20]
    shifts of X1, X2, X3 in turn), "t5" (the same, t5 noise), "confounded" (X1 and Y's
    noises correlated 0.5), "mean shifts" (means only, of X1 and X2), and out of model
    "scaled confounding" (X1's shift scales the noise Y shares: no b is invariant, the
-   set should be empty); coverage of the
+   set should be empty), "Y shifted" (Y's mean moves by 1 in environment 1: empty) and
+   "Y noise scaled" (Y's noise variance doubles there: the residual moments stay
+   invariant at beta*, only the risks differ, which the set does not test); coverage of the
    robust interval of every coefficient (``res.conf_int(kind="robust")``), of the joint
    set (``contains(beta*)``), the share of empty sets, the share of bounded intervals,
    the median seconds per set and per set / fit (cost in fits), at ``--ns`` rows.
@@ -133,13 +135,18 @@ def _robust_design(name: str, n: int, seed: int):
         confounded = name in ("confounded", "scaled confounding")
         X2 = noise(n) + scale * b * noise(n) + b
         eps = 0.5 * h + np.sqrt(0.75) * noise(n) if confounded else noise(n)
+        if name == "Y shifted" and e == 1:   # out of model: Y's own mean moves
+            eps = eps + 1.0
+        if name == "Y noise scaled" and e == 1:   # Y's noise variance doubles (its
+            eps = eps * np.sqrt(2.0)              # residual moments stay invariant)
         Y = X1 - 0.5 * X2 + eps
         X3 = 0.8 * Y + noise(n) + scale * c * noise(n) + c
         parts.append(pd.DataFrame({"Y": Y, "X1": X1, "X2": X2, "X3": X3, "env": e}))
     return pd.concat(parts, ignore_index=True)
 
 
-ROBUST_DESIGNS = ("identified", "t5", "confounded", "mean shifts", "scaled confounding")
+ROBUST_DESIGNS = ("identified", "t5", "confounded", "mean shifts", "scaled confounding",
+                  "Y shifted", "Y noise scaled")
 
 
 def robust_coverage(reps: int, ns=(500, 2000), designs=ROBUST_DESIGNS) -> list[dict]:

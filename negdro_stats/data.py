@@ -26,7 +26,7 @@ import pandas as pd
 from ._typing import ArrayLike, FloatArray
 from ._validation import check_bool, check_option, few, warn_user
 from .exceptions import DataError, DataWarning
-from .fourth import gaussian_score_cov
+from .fourth import RESIDUAL, gaussian_score_cov
 from .moments import DEFAULT_BLOCKS, BlockMoments, Moments
 from .sources import (
     MISSING,
@@ -379,8 +379,9 @@ class MultiEnvData:
 
     def score_cov(self, b: FloatArray, cols: ArrayLike | None = None) -> FloatArray:
         """Per environment ``Var_e(x_cols r)``, ``r = y - b^T x``, for the columns ``cols``
-        of the model's covariates (the constant included; all by default):
-        ``(E, |cols|, |cols|)``.  From the fourth moments where the moments carry them
+        of the model's covariates (the constant included; all by default; a column
+        :data:`~negdro_stats.fourth.RESIDUAL` stands for ``r``, whose ``x r`` is
+        ``r^2``): ``(E, |cols|, |cols|)``.  From the fourth moments where the moments carry them
         (:attr:`has_score_cov`), else from the rows, one chunk at a time.  With neither
         (population moments; more than :data:`~negdro_stats.fourth.MAX_P` covariates from
         Parquet or Dask) the selection uses the Gaussian form of this covariance (no
@@ -393,12 +394,13 @@ class MultiEnvData:
                     + self.moments.fourth.cumulant(b, cols))
         E, q = self.moments.n_envs, len(cols)
         slope, intercept = self._split(b)
-        is_x = cols < len(slope)
+        is_x = (cols < len(slope)) & (cols != RESIDUAL)
         n, s1, s2 = np.zeros(E), np.zeros((E, q)), np.zeros((E, q, q))
         for X, y, codes in self._need_rows("The score covariance").chunks():
             r = y - X @ slope - intercept
             Z = np.ones((len(r), q))
             Z[:, is_x] = X[:, cols[is_x]]
+            Z[:, cols == RESIDUAL] = r[:, None]
             for e in np.unique(codes):
                 Zr = Z[codes == e] * r[codes == e, None]
                 n[e] += len(Zr)

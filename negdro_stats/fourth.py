@@ -42,11 +42,12 @@ import numpy as np
 from ._typing import FloatArray
 
 __all__ = ["FourthMoments", "FourthAccumulator", "gaussian_score_cov", "isserlis_parts",
-           "MAX_P", "MAX_ENTRIES", "SAMPLE_ROWS"]
+           "MAX_P", "MAX_ENTRIES", "SAMPLE_ROWS", "RESIDUAL"]
 
 MAX_P = 30                  # covariates carried at most (an appended constant not counted)
 SAMPLE_ROWS = 1 << 14       # rows per environment the fourth moments are computed from
 MAX_ENTRIES = 1 << 24       # numbers kept over all environments (128 MiB)
+RESIDUAL = -1               # an instrument index that stands for the residual r itself
 _SUB_ROWS = 2048            # rows per product (P is _SUB_ROWS x D)
 
 
@@ -76,20 +77,29 @@ def outer(a: FloatArray, z: FloatArray) -> FloatArray:
 
 
 def isserlis_parts(mom, b: FloatArray, cols: np.ndarray):
-    """Per environment, for ``r = Y - b^T X`` and the covariates ``cols``: means ``mu``
-    and ``mu_r``, ``E[X r]`` (all covariates and on ``cols``), ``E[r^2]``,
-    ``c = Cov(X_cols, r)`` and ``E[X_cols X_cols^T]``.  ``mom`` has the fields of
+    """Per environment, for ``r = Y - b^T X`` and the instruments ``Z = X_cols``: means
+    ``mu`` of Z and ``mu_r``, ``E[X r]`` (all covariates) and ``E[Z r]``, ``E[r^2]``,
+    ``c = Cov(Z, r)`` and ``E[Z Z^T]``.  A column :data:`RESIDUAL` in ``cols`` stands
+    for ``r`` itself (``Z r = r^2``: the risk's score).  ``mom`` has the fields of
     :class:`~negdro_stats.moments.Moments`."""
-    mu = mom.mean_x[:, cols]
     mu_r = mom.mean_y - mom.mean_x @ b
     nz = np.flatnonzero(b)                          # the fits' b are sparse: O(E p |S|)
     Sb = mom.Sigma[:, :, nz] @ b[nz]
     g_full = mom.sxy - Sb
-    g = g_full[:, cols]
     risk = mom.syy - 2.0 * (mom.sxy @ b) + Sb @ b
-    c = g - mu * mu_r[:, None]
     envs = np.arange(len(mom.Sigma))
-    return mu, mu_r, g_full, g, risk, c, mom.Sigma[np.ix_(envs, cols, cols)]
+    x = cols != RESIDUAL
+    if x.all():
+        mu, g, Sig = mom.mean_x[:, cols], g_full[:, cols], mom.Sigma[np.ix_(envs, cols, cols)]
+    else:
+        xc = np.where(x, cols, 0)
+        mu = np.where(x, mom.mean_x[:, xc], mu_r[:, None])
+        g = np.where(x, g_full[:, xc], risk[:, None])
+        Sig = mom.Sigma[np.ix_(envs, xc, xc)].copy()   # E[W W^T], W = (X_cols, r)
+        Sig[:, ~x, :] = g[:, None, :]
+        Sig[:, :, ~x] = g[:, :, None]
+    c = g - mu * mu_r[:, None]
+    return mu, mu_r, g_full, g, risk, c, Sig
 
 
 def gaussian_score_cov(mom, b: FloatArray, cols: np.ndarray | None = None) -> FloatArray:
@@ -164,16 +174,18 @@ class FourthMoments:
 
     # ---------------------------------------------------------- what the tests need
     def _maps(self, b: FloatArray, cols: np.ndarray) -> tuple[FloatArray, FloatArray]:
-        """``T`` (E, q, m) with ``X_cols = T v`` and ``alpha`` (E, m) with
-        ``Y - b^T X = alpha^T v``."""
+        """``T`` (E, q, m) with ``Z = T v`` (``X_cols``, and ``r`` for a column
+        :data:`RESIDUAL`) and ``alpha`` (E, m) with ``r = Y - b^T X = alpha^T v``."""
         E, k = self.shift.shape
         a = np.append(-np.asarray(b, dtype=np.float64), 1.0)
         alpha = np.empty((E, k + 1))
         alpha[:, :k] = a
         alpha[:, k] = self.shift @ a
+        x = np.flatnonzero(cols != RESIDUAL)
         T = np.zeros((E, len(cols), k + 1))
-        T[:, np.arange(len(cols)), cols] = 1.0
-        T[:, :, k] = self.shift[:, cols]
+        T[:, x, cols[x]] = 1.0
+        T[:, x, k] = self.shift[:, cols[x]]
+        T[:, cols == RESIDUAL, :] = alpha[:, None, :]      # the residual: r = alpha^T v
         return T, alpha
 
     def _second(self) -> FloatArray:

@@ -459,8 +459,8 @@ class NegDROResults(_Saveable):
         covariate's residual moments (:mod:`negdro_stats.robust`): its coverage does not
         depend on how strongly the environments identify ``beta*``; it is unbounded along
         what they leave undetermined and empty when no invariant linear model fits.
-        Computed on first use for each ``alpha``: about 20-25 CUE fits per coefficient
-        (~25 fits of the model at p = 30), a few in all where no interval is bounded."""
+        Computed on first use for each ``alpha``: about 20 statistic fits per coefficient
+        (~15 fits of the model at p = 30), a few in all where no interval is bounded."""
         cache = self.__dict__.setdefault("_robust_sets", {})
         if alpha not in cache:
             cache[alpha] = robust_set(self.model.moments, self.params.to_numpy(),
@@ -662,7 +662,8 @@ def _robust_or_reason(res: NegDROResults, alpha: float, intervals: str,
               else f"{len(rs.instruments)} covariates' (those whose second moments vary "
               "most across environments; too few rows for all)")
     return rs, (f"Robust intervals ({why}): the b_j at which the invariance test of "
-                f"{tested} residual moments does not reject (subvector Anderson-Rubin, "
+                f"{tested} residual moments and of the risks does not reject (subvector "
+                "Anderson-Rubin, "
                 f"chi2({rs.df_sub}) at level {rs.alpha:g}), valid however weak the "
                 f"identification; robust p = its p-value of b_j = 0.  {state}")
 

@@ -1,25 +1,27 @@
 """Confidence sets for beta* by inverting the invariance test (weak-identification robust).
 
-At ``beta*`` the residual moments ``g_e(b) = E_e[X (Y - b^T X)]`` of *every* covariate are
-the same in every environment (Lemma 1), with or without hidden confounding, however
-weak the interventions.  The Anderson-Rubin-type statistic of these equations at a fixed
-``b`` (no parameter estimated: the continuously updated criterion with the score
-covariances ``Var_e(X r)`` evaluated at ``b``,
-:meth:`~negdro_stats.selection.InvarianceGMM.test_at`)
+At ``beta*`` the residual moments ``g_e(b) = E_e[X (Y - b^T X)]`` of *every* covariate
+(Lemma 1) and the risks ``h_e(b) = E_e[(Y - b^T X)^2]`` are the same in every
+environment, with or without hidden confounding, however weak the interventions.  The
+Anderson-Rubin-type statistic of these equations at a fixed ``b`` (no parameter
+estimated: the continuously updated criterion with the score covariances
+``V_e(b) = Var_e((X r, r^2))`` evaluated at ``b``, :class:`_RiskAR`), with
+``m_e(b) = (g_e(b), h_e(b))``,
 
-    AR(b) = min_m sum_e n_e (g_e(b) - m)^T V_e(b)^{-1} (g_e(b) - m)  ~  chi2((|E| - 1) p)
+    AR(b) = min_m sum_e n_e (m_e(b) - m)^T V_e(b)^{-1} (m_e(b) - m)  ~  chi2((|E| - 1)(p + 1))
 
 at ``b = beta*``, whatever the strength of identification.  The joint set
-``{b : AR(b) <= chi2_{1 - alpha}((|E| - 1) p)}`` therefore covers ``beta*`` with
+``{b : AR(b) <= chi2_{1 - alpha}((|E| - 1)(p + 1))}`` therefore covers ``beta*`` with
 probability ``1 - alpha`` in large samples; it is bounded where the environments
 identify ``beta*``, unbounded in the directions they leave undetermined, and empty when
-no ``b`` makes the moments invariant (then no invariant linear model is consistent with
-the data).  It is empty exactly when the continuously updated estimator's (CUE) criterion
-exceeds that quantile.
+no ``b`` makes the moments and the risks invariant (then no invariant linear model is
+consistent with the data: interventions on the outcome, its noise scaled in some
+environment, a missing cause).  It is empty exactly when the least ``AR`` exceeds that
+quantile.
 
 Per coefficient, the subvector statistic profiles out the others,
 ``AR_j(beta_0) = min_{b: b_j = beta_0} AR(b)`` (the CUE with ``Y - beta_0 X_j`` as the
-outcome), referred to ``chi2((|E| - 1) p - (p - 1))``: the plug-in subvector
+outcome), referred to ``chi2((|E| - 1)(p + 1) - (p - 1))``: the plug-in subvector
 Anderson-Rubin test of Guggenberger, Kleibergen, Mavroeidis and Chen (2012), which keeps
 its size when the nuisance coefficients are weakly identified (proved there for
 conditionally homoskedastic moments; the benchmark measures it here).  The interval of
@@ -32,18 +34,18 @@ whole line (3-6 fits in all).  Otherwise each end is found from the CUE by a par
 step, then the secant method on ``sqrt(AR_j - AR_j(centre))`` (close to linear in
 ``beta_0``), and points at 8x steps beyond it are checked until the profile levels off: if
 it falls below the quantile again, the set has another piece and that end of the hull is
-infinite.  About 20-25 CUE fits per coefficient where it is identified; at p = 30 the
-whole set costs ~25 fits of the model (``benchmarks/bench_inference.py --only robust``).
+infinite.  About 20 statistic fits per coefficient where it is identified; at p = 30 the
+whole set costs ~15 fits of the model (``bench_inference.py --only robust_cost``).
 The p-value of "X_j has no direct effect" is ``P(chi2 > AR_j(0))``.
 
 With more covariates than :func:`~negdro_stats.route.instrument_budget` allows (the
 score covariances of ``(|E| - 1) p`` moment conditions cannot be estimated from few rows),
 the residual moments of the ``q`` covariates whose second moments vary most across
-environments are tested instead (``chi2((|E| - 1) q)``; chosen without looking at ``Y``,
+environments are tested instead (``chi2((|E| - 1)(q + 1))``; chosen without looking at ``Y``,
 so the level is kept, and ``RobustSet.instruments`` names them).
 
 Score covariances: the Gaussian form from the moments at each ``b`` plus the non-Gaussian
-part (the rows' or fourth moments' ``Var_e(X r)`` minus the Gaussian form) estimated once
+part (the rows' or fourth moments' ``Var_e((X r, r^2))`` minus the Gaussian form) estimated once
 at the reported fit and held fixed, as in the selection.  With an intercept the slopes are
 judged on the pooled-centred moments (the intercept profiled by the pooled level
 condition, as the fit does); the intercept's own interval is not computed (NaN).
@@ -53,19 +55,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import linalg, optimize, stats
 
 from ._typing import ArrayLike, FloatArray
 from ._validation import check_scalar
 from .exceptions import DataError
-from .fourth import gaussian_score_cov
+from .fourth import RESIDUAL, gaussian_score_cov, isserlis_parts
 from .moments import Moments
 from .route import centred_problem, instrument_budget, most_heterogeneous, standardised_cov
-from .selection import Cumulant, InvarianceGMM
+from .selection import N_POPULATION, Cumulant, InvarianceGMM, inv_psd, with_cumulant
 
 __all__ = ["RobustSet", "robust_set"]
 
@@ -117,7 +119,7 @@ class RobustSet:
     df_sub: int
     critical_sub: float
     instruments: tuple[str, ...]
-    _gmm: InvarianceGMM              # the joint test, on standardised moments
+    _gmm: _RiskAR                    # the joint test, on standardised moments
     _profile: _Profile               # the subvector statistics, on the same
     _slopes: np.ndarray              # the coefficients it covers (model order)
     _to_std: FloatArray              # b -> standardised b, entrywise
@@ -140,7 +142,7 @@ class RobustSet:
         """Whether the joint set contains ``b`` (slopes in model order; with an intercept,
         its value is not used: it is profiled)."""
         b = np.asarray(b, dtype=np.float64)[self._slopes] * self._to_std
-        return bool(self._gmm.test_at(np.arange(len(b)), b)[0] <= self.critical)
+        return bool(self._gmm.test_at(b) <= self.critical)
 
     def profile(self, name: str, values: ArrayLike) -> pd.Series:
         """The subvector statistic ``AR_j(beta_0)`` of coefficient ``name`` at each of
@@ -161,6 +163,137 @@ class RobustSet:
                  "bounded" if self.bounded.loc[self.lower.notna()].all() else "unbounded")
         return (f"<RobustSet: {state}, level {1 - self.alpha:g}, min AR = "
                 f"{self.statistic:.4g} vs {self.critical:.4g} (chi2 {self.df})>")
+
+
+class _ARFit(NamedTuple):
+    J: float
+    b: FloatArray
+
+
+class _RiskAR:
+    """The invariance statistic of the residual moments of the instruments ``R`` and of
+    the risk (module docstring): per environment ``m_e(b) = (E_e[Z r], E_e[r^2])``,
+    ``r = Y - b^T X``, and ``AR(b) = min_m sum_e n_e (m_e - m)^T V_e(b)^{-1} (m_e - m)``
+    with ``V_e(b) = Var_e((Z r, r^2))``: the Gaussian form at ``b`` (Isserlis, with ``r``
+    as one more instrument, :data:`~negdro_stats.fourth.RESIDUAL`) plus the fixed
+    non-Gaussian part ``K`` (E, q + 1, q + 1), kept positive definite as the selection
+    keeps its score covariances (:func:`~negdro_stats.selection.with_cumulant`).
+    ``fit_cue(S, start)`` minimises it over the coefficients ``S`` (the others 0):
+    Gauss-Newton steps, then L-BFGS-B where they have not converged, with the exact
+    gradient."""
+
+    def __init__(self, mom: Moments, R: np.ndarray, K: FloatArray, risk: bool = True
+                 ) -> None:
+        self.mom, self.R = mom, R
+        self.cols = np.append(R, RESIDUAL) if risk else R
+        self.K = K if risk else K[:, :-1, :-1]
+        self.n = np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
+        self.df = (mom.n_envs - 1) * len(self.cols)
+        self._moments_only = InvarianceGMM(mom, instruments=R, cumulant=Cumulant.zero(
+            mom.n_envs), b_ref=np.zeros(mom.p))
+
+    def _parts(self, b_S: FloatArray, S: np.ndarray):
+        """``m_e``, its Jacobian ``D_e`` on ``S``, the weights ``W_e = n_e V_e^{-1}`` and
+        the deviations ``d_e = m_e - m`` at the best common ``m``."""
+        mom, R = self.mom, self.R
+        b = np.zeros(mom.p)
+        b[S] = b_S
+        g_full = mom.sxy - mom.Sigma @ b
+        risk = mom.syy - 2.0 * mom.sxy @ b + np.einsum("i,eij,j->e", b, mom.Sigma, b)
+        m, D = g_full[:, R], -mom.Sigma[:, R][:, :, S]
+        if len(self.cols) > len(R):                                     # (E, q + 1)
+            m = np.column_stack([m, risk])
+            D = np.concatenate([D, -2.0 * g_full[:, None, S]], axis=1)
+        V = with_cumulant(gaussian_score_cov(mom, b, self.cols), self.K)
+        ridge = 1e-10 * np.einsum("ejj->e", V)[:, None, None] / V.shape[1]
+        W = self.n[:, None, None] * inv_psd(V + ridge * np.eye(V.shape[1]))
+        Wbar = W.sum(axis=0)
+        dev = m - inv_psd(Wbar) @ np.einsum("eij,ej->i", W, m)
+        return b, m, D, W, Wbar, dev
+
+    def objective(self, b_S: FloatArray, S: np.ndarray) -> tuple[float, FloatArray]:
+        """``AR(b)`` and its gradient on ``S`` (envelope theorem: ``m`` profiled out):
+        ``2 sum_e D_e^T a_e - sum_e a_e^T (dV_e / db) a_e / n_e``, ``a_e = W_e d_e``."""
+        b, _, D, W, _, dev = self._parts(b_S, S)
+        a = np.einsum("eij,ej->ei", W, dev)
+        J = float(np.einsum("ei,ei->", dev, a))
+        grad = 2.0 * np.einsum("eqk,eq->k", D, a) - self._score_form(b, S, a)
+        return J, grad
+
+    def _score_form(self, b: FloatArray, S: np.ndarray, a: FloatArray) -> FloatArray:
+        """``sum_e a_e^T (dV_e / db_k) a_e / n_e`` for ``k`` in ``S`` from the Gaussian form
+        ``a^T V a = (a^T E[W W^T] a) rho + 4 mu_r (a^T mu)(a^T c) + 2 (a^T c)^2 -
+        (a^T g)^2`` of ``W = (Z, r)``, ``rho = E[r^2]``, ``g = E[W r]``,
+        ``c = Cov(W, r)``; ``dr / db_k = -X_k``."""
+        mom, q = self.mom, len(self.R)
+        mu, mu_r, g_full, g, rho, c, Sig = isserlis_parts(mom, b, self.cols)
+        ar = a[:, q] if a.shape[1] > q else np.zeros(len(a))             # (E,)
+        z = np.einsum("eq,eqk->ek", a[:, :q], mom.Sigma[:, self.R][:, :, S])
+        gk, mk = g_full[:, S], mom.mean_x[:, S]
+        A = np.einsum("eq,eqp,ep->e", a, Sig, a)
+        Mu, C, G = (np.einsum("eq,eq->e", a, v) for v in (mu, c, g))
+        dA = -2.0 * ar[:, None] * (z + ar[:, None] * gk)
+        d_rho, d_mur, d_Mu = -2.0 * gk, -mk, -ar[:, None] * mk
+        dG = -2.0 * ar[:, None] * gk - z
+        dC = dG + ar[:, None] * mk * mu_r[:, None] + Mu[:, None] * mk
+        form = (dA * rho[:, None] + A[:, None] * d_rho
+                + 4.0 * (d_mur * (Mu * C)[:, None] + mu_r[:, None] * d_Mu * C[:, None]
+                         + (mu_r * Mu)[:, None] * dC)
+                + 4.0 * C[:, None] * dC - 2.0 * G[:, None] * dG)
+        return (form / self.n[:, None]).sum(axis=0)
+
+    def _information(self, b_S: FloatArray, S: np.ndarray) -> FloatArray:
+        """``sum_e D_e^T W_e D_e`` less the common mean's share (Gauss-Newton: half the
+        Hessian)."""
+        _, _, D, W, Wbar, _ = self._parts(b_S, S)
+        WD = W @ D
+        SWD = WD.sum(axis=0)
+        P = np.einsum("eqk,eql->kl", D, WD) - SWD.T @ inv_psd(Wbar) @ SWD
+        return (P + P.T) / 2.0
+
+    def test_at(self, b: FloatArray) -> float:
+        """``AR(b)`` at a fixed ``b`` (every coefficient given)."""
+        return max(self.objective(np.asarray(b, dtype=float), np.arange(self.mom.p))[0], 0.0)
+
+    def fit_cue(self, S: np.ndarray, start: FloatArray | None = None) -> _ARFit:
+        """The least ``AR`` over ``b_S`` from ``start`` (default: the two-step GMM of the
+        residual moments alone)."""
+        S = np.asarray(S, dtype=int)
+        b = (self._moments_only.fit(S).b if start is None
+             else np.asarray(start, dtype=float)).copy()
+        if not len(S):
+            return _ARFit(self.test_at(np.zeros(self.mom.p)), b)
+        with np.errstate(all="ignore"):
+            try:
+                J, grad = self.objective(b, S)
+                done = False
+                for _ in range(30):                             # Gauss-Newton
+                    step = linalg.solve(self._information(b, S) * 2.0
+                                        + 1e-12 * np.eye(len(S)), grad, assume_a="pos")
+                    if float(grad @ step) <= CUE_FTOL * max(J, 1.0):
+                        done = True
+                        break
+                    t = 1.0
+                    while t > 1e-4:
+                        J_new, grad_new = self.objective(b - t * step, S)
+                        if np.isfinite(J_new) and J_new <= J - 1e-4 * t * float(grad @ step):
+                            break
+                        t /= 2.0
+                    else:
+                        break
+                    b, J, grad, done = b - t * step, J_new, grad_new, J - J_new <= (
+                        CUE_FTOL * max(J, 1.0))
+                    if done:
+                        break
+                if not done:
+                    opt = optimize.minimize(self.objective, b, args=(S,), jac=True,
+                                            method="L-BFGS-B",
+                                            options={"maxiter": 200, "ftol": CUE_FTOL})
+                    if np.isfinite(opt.fun) and opt.fun < J and np.all(np.isfinite(opt.x)):
+                        b, J = opt.x, float(opt.fun)
+            except (linalg.LinAlgError, ValueError):
+                J = self.objective(b, S)[0]
+        return _ARFit(max(float(J), 0.0), b)
 
 
 def _with_outcome_shift(mom: Moments, j: int, beta0: float) -> Moments:
@@ -204,18 +337,23 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
     every = np.arange(p)
     R = every if q >= p else np.sort(most_heterogeneous(std)[:q])
     b0 = b_work * d / s_y
-    K = Cumulant.zero(E) if rows_cov is None else Cumulant(
-        R, rows_cov(b0, R) - gaussian_score_cov(std, b0, R))
+    cols = np.append(R, RESIDUAL)                 # the residual moments and the risk
+    K = (np.zeros((E, len(cols), len(cols))) if rows_cov is None
+         else rows_cov(b0, cols) - gaussian_score_cov(std, b0, cols))
 
-    joint = InvarianceGMM(std, instruments=R, cumulant=K, b_ref=b0)
-    cue = min(joint.fit_cue(every), joint.fit_cue(every, start=b0), key=lambda f: f.J)
-    df = joint.df_base
+    moments_only = InvarianceGMM(std, instruments=R, cumulant=Cumulant(R, K[:, :-1, :-1]),
+                                 b_ref=b0)
+    cue = min(moments_only.fit_cue(every), moments_only.fit_cue(every, start=b0),
+              key=lambda f: f.J)                  # the centre of the search and its scale
+    joint = _RiskAR(std, R, K)
+    df = joint.df
     critical = float(stats.chi2.ppf(1 - alpha, df))
     df_sub = df - (p - 1)
     critical_sub = float(stats.chi2.ppf(1 - alpha, df_sub))
 
     profile = _Profile(std, R, K, critical_sub, (cue.b, b0))
-    statistic = min(float(cue.J), profile.limit)  # the least AR may lie at infinity
+    fits = [joint.fit_cue(every, start=x) for x in (cue.b, b0)]
+    statistic = min(min(f.J for f in fits), profile.limit)  # the least may lie at infinity
     se = np.where(np.isfinite(cue.se) & (cue.se > 0), cue.se, 1.0)
     lower, upper, pvalues = np.full(p, np.nan), np.full(p, np.nan), np.full(p, np.nan)
     for j in range(p if statistic <= critical else 0):  # empty: so is every projection
@@ -263,7 +401,7 @@ class _Profile:
     ``"decide"`` at the same point tries the other starts); p-values every start
     (``"all"``).  ``fits`` counts the CUE fits."""
 
-    def __init__(self, std: Moments, R: np.ndarray, K: Cumulant, critical: float,
+    def __init__(self, std: Moments, R: np.ndarray, K: FloatArray, critical: float,
                  anchors: tuple[FloatArray, ...]) -> None:
         self.std, self.R, self.K, self.critical, self.anchors = std, R, K, critical, anchors
         # j -> beta_0 -> (AR_j, the others' coefficients, verified)
@@ -271,9 +409,9 @@ class _Profile:
         self._limit: float | None = None
         self.fits = 0
 
-    def _gmm(self, j: int, beta0: float | None) -> tuple[InvarianceGMM, FloatArray, float]:
-        """The invariance GMM of ``Y - beta_0 X_j`` (of ``X_j`` when ``beta_0`` is None:
-        the limit ``beta_0 -> +-inf``, where the fixed cumulant vanishes against the
+    def _gmm(self, j: int, beta0: float | None) -> tuple[_RiskAR, FloatArray, float]:
+        """The invariance statistic of ``Y - beta_0 X_j`` (of ``X_j`` when ``beta_0`` is
+        None: the limit ``beta_0 -> +-inf``, where the fixed cumulant vanishes against the
         outcome's scale), with the scales to map the others' coefficients back."""
         std, p = self.std, self.std.p
         if beta0 is None:
@@ -283,11 +421,11 @@ class _Profile:
         else:
             shifted = _with_outcome_shift(std, j, beta0)
         d_j, s_j = shifted.scales()
-        K = (Cumulant.zero(std.n_envs) if beta0 is None
-             else self.K.scaled(1.0 / (np.multiply.outer(d_j, d_j) * s_j**2)))
-        gmm = InvarianceGMM(shifted.rescale(d_j, s_j), instruments=self.R,
-                            cumulant=K, b_ref=np.zeros(p))
-        return gmm, d_j[np.arange(p) != j], s_j
+        scale = np.append(d_j[self.R], s_j) * s_j      # of Z r and r^2 (r like Y)
+        K = (np.zeros_like(self.K) if beta0 is None
+             else self.K / np.multiply.outer(scale, scale))
+        return (_RiskAR(shifted.rescale(d_j, s_j), self.R, K, risk=beta0 is not None),
+                d_j[np.arange(p) != j], s_j)
 
     def __call__(self, j: int, beta0: float,
                  starts: Literal["near", "decide", "all"] = "decide") -> float:
@@ -303,8 +441,7 @@ class _Profile:
             tried += [None, *(a[others] for a in self.anchors)]
         best = seen[beta0][:2] if redo else (np.inf, np.zeros(len(others)))
         for x in tried:
-            fit = gmm.fit_cue(others, start=None if x is None else x * d / s,
-                              ftol=CUE_FTOL, newton=True)
+            fit = gmm.fit_cue(others, start=None if x is None else x * d / s)
             self.fits += 1
             if fit.J < best[0]:
                 best = (fit.J, fit.b * s / d)
@@ -322,7 +459,13 @@ class _Profile:
         others run off along a direction near ``v``): where ``A`` is below the quantile,
         every interval is the whole line.  Found as the CUE of ``X_k`` on the others
         (``v_k = 1``), with ``k`` moved to the largest coordinate of the minimiser until
-        it stays (at most 3 rounds; from the two-step estimate and from zero)."""
+        it stays (at most 3 rounds; from the two-step estimate and from zero).
+
+        Of the residual moments alone: there ``r = -v^T X`` and, with every covariate an
+        instrument, ``r^2 = -v^T (X r)`` repeats them (its score covariance is
+        singular); with the risk the limit is a ratio of two vanishing terms.  The
+        residual moments' limit is the smaller (fewer equations), so using it can only
+        widen the intervals and make an empty set less likely."""
         if self._limit is None:
             p, k, best = self.std.p, 0, (np.inf, None)
             for _ in range(3):

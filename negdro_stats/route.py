@@ -80,6 +80,7 @@ from threadpoolctl import threadpool_limits
 from ._typing import FloatArray
 from .diagnostics import DEFAULT_TOL, SDP_MAX_DIM, check_condition_1b
 from .exceptions import SolverError
+from .fourth import RESIDUAL
 from .moments import Moments
 from .objective import env_risks, gradient, objective
 from .selection import (
@@ -253,9 +254,13 @@ def centred_problem(mom: Moments, const: int, score_cov: Callable | None):
     if score_cov is not None:
         def rows_cov(b: FloatArray, cols: np.ndarray) -> FloatArray:
             """``Var_e((X_cols - xbar) r)`` from the rows' ``Var_e(Z r)``, ``Z = (X_cols,
-            1)``: the congruence by ``[I, -xbar]``, exact."""
-            V = score_cov(full(b), np.append(slopes[cols], const))
-            A = np.column_stack([np.eye(len(cols)), -x_bar[cols]])
+            1)``: the congruence by ``[I, -xbar]``, exact (a :data:`RESIDUAL` column is
+            ``r`` itself, not centred)."""
+            x = cols != RESIDUAL
+            V = score_cov(full(b), np.append(np.where(x, slopes[np.where(x, cols, 0)],
+                                                      RESIDUAL), const))
+            A = np.column_stack([np.eye(len(cols)),
+                                 -np.where(x, x_bar[np.where(x, cols, 0)], 0.0)])
             return A @ V @ A.T
 
     return slopes, centred, full, rows_cov
@@ -264,10 +269,16 @@ def centred_problem(mom: Moments, const: int, score_cov: Callable | None):
 def standardised_cov(score_cov: Callable | None, d: FloatArray, s_y: float):
     """``(unit, rows_cov)``: the scale of ``Var(X r)`` (p, p) under :meth:`Moments.rescale`
     by ``d, s_y``, and ``score_cov`` taking and giving standardised units (None
-    without it)."""
+    without it; a :data:`RESIDUAL` column has the outcome's scale)."""
     unit = np.multiply.outer(d, d) * s_y**2
-    return unit, None if score_cov is None else (
-        lambda b_std, R: score_cov(b_std * s_y / d, R) / unit[np.ix_(R, R)])
+    if score_cov is None:
+        return unit, None
+
+    def rows_cov(b_std: FloatArray, R: np.ndarray) -> FloatArray:
+        scale = np.where(R != RESIDUAL, d[np.where(R != RESIDUAL, R, 0)], s_y) * s_y
+        return score_cov(b_std * s_y / d, R) / np.multiply.outer(scale, scale)
+
+    return unit, rows_cov
 
 
 def _instruments(std: Moments, order: np.ndarray, t_pilot: FloatArray, q: int,

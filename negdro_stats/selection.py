@@ -69,7 +69,8 @@ from .fourth import gaussian_score_cov, isserlis_parts
 __all__ = ["InvarianceGMM", "GMMFit", "Selection", "SelectionReport", "Cumulant",
            "select_support", "augment_support", "exogenous_support",
            "ExogenousSupport", "hausman", "pooled_ols", "pooled_t", "critical_value",
-           "gaussian_score_cov", "invariant_ls", "null_count", "N_POPULATION"]
+           "gaussian_score_cov", "invariant_ls", "null_count", "N_POPULATION", "inv_psd",
+           "with_cumulant"]
 
 N_POPULATION = 1e12     # rows assumed for population moments: noise far below rounding
 GATE_SE = 0.1           # sharply determined: worst standardised s.e. below this (route, growth)
@@ -101,7 +102,7 @@ class GMMFit:
         k = len(self.b)
         if not self.identified:
             return np.full((k, k), np.inf)
-        return _inv_psd(self.info) if k else np.zeros((0, 0))
+        return inv_psd(self.info) if k else np.zeros((0, 0))
 
     @property
     def se(self) -> FloatArray:
@@ -176,19 +177,7 @@ class InvarianceGMM:
         rounding between two sources of the same rows moved a J statistic from 1e3 to
         1.7e4.)  ``t = 1`` where ``G + K / (1 - FLOOR)`` is positive definite (one
         Cholesky, the common case)."""
-        gauss = gaussian_score_cov(self.mom, b, self.R)
-        if not self.K.any() or _is_pd(gauss + self.K / (1.0 - SCORE_FLOOR)):
-            return gauss + self.K
-        V = gauss.copy()
-        for e in range(len(V)):
-            try:
-                L = np.linalg.cholesky(gauss[e])
-            except np.linalg.LinAlgError:        # the Gaussian part itself is singular
-                continue
-            half = linalg.solve_triangular(L, self.K[e], lower=True)
-            low = float(np.linalg.eigvalsh(linalg.solve_triangular(L, half.T, lower=True))[0])
-            V[e] += min(1.0, (1.0 - SCORE_FLOOR) / max(-low, 1e-300)) * self.K[e]
-        return V
+        return with_cumulant(gaussian_score_cov(self.mom, b, self.R), self.K)
 
     def _score_form(self, b: FloatArray, S: np.ndarray, a: FloatArray) -> FloatArray:
         """``sum_e a_e^T (dV_e / db_k) a_e / n_e`` for ``k`` in ``S``: the derivative of the
@@ -224,7 +213,7 @@ class InvarianceGMM:
     def _invert(self, V: FloatArray) -> FloatArray:
         q = V.shape[1]
         ridge = 1e-10 * np.einsum("ejj->e", V)[:, None, None] / q * np.eye(q)
-        return self.n[:, None, None] * _inv_psd(V + ridge)
+        return self.n[:, None, None] * inv_psd(V + ridge)
 
     def _cue_objective(self, b_S: FloatArray, S: np.ndarray) -> tuple[float, FloatArray]:
         """CUE criterion ``J(b) = min_m sum_e (g_e - m)^T W_e(b) (g_e - m)`` and gradient.
@@ -237,7 +226,7 @@ class InvarianceGMM:
         W = self._invert(self._score(b))
         r = self.u - self.M[:, :, S] @ b_S
         Wr = np.einsum("eij,ej->ei", W, r)
-        dev = r - _inv_psd(W.sum(axis=0)) @ Wr.sum(axis=0)
+        dev = r - inv_psd(W.sum(axis=0)) @ Wr.sum(axis=0)
         Wd = np.einsum("eij,ej->ei", W, dev)
         J = float(np.einsum("ei,ei->", dev, Wd))
         grad = (-2.0 * np.einsum("eqk,eq->k", self.M[:, :, S], Wd)
@@ -318,7 +307,7 @@ class InvarianceGMM:
         Wu = np.einsum("eij,ej->ei", W, self.u)
         Wbar = W.sum(axis=0)
         SWM, SWu = WM.sum(axis=0), Wu.sum(axis=0)
-        Wbar_inv = _inv_psd(Wbar)
+        Wbar_inv = inv_psd(Wbar)
         proj = Wbar_inv @ np.column_stack([SWM, SWu])
         E, q, k = M.shape
         P = M.reshape(E * q, k).T @ WM.reshape(E * q, k) - SWM.T @ proj[:, :-1]  # (BLAS)
@@ -381,6 +370,24 @@ class InvarianceGMM:
                       identified=identified)
 
 
+def with_cumulant(gauss: FloatArray, K: FloatArray) -> FloatArray:
+    """``gauss + t K`` per environment, ``t`` as :meth:`InvarianceGMM._score` says (1 where
+    ``gauss + K / (1 - SCORE_FLOOR)`` is positive definite): a covariance ``>= SCORE_FLOOR
+    gauss``, continuous in ``b``."""
+    if not K.any() or _is_pd(gauss + K / (1.0 - SCORE_FLOOR)):
+        return gauss + K
+    V = gauss.copy()
+    for e in range(len(V)):
+        try:
+            L = np.linalg.cholesky(gauss[e])
+        except np.linalg.LinAlgError:        # the Gaussian part itself is singular
+            continue
+        half = linalg.solve_triangular(L, K[e], lower=True)
+        low = float(np.linalg.eigvalsh(linalg.solve_triangular(L, half.T, lower=True))[0])
+        V[e] += min(1.0, (1.0 - SCORE_FLOOR) / max(-low, 1e-300)) * K[e]
+    return V
+
+
 def _is_pd(A: FloatArray) -> bool:
     """Whether a (stack of) symmetric matrices is positive definite (Cholesky)."""
     try:
@@ -390,7 +397,7 @@ def _is_pd(A: FloatArray) -> bool:
         return False
 
 
-def _inv_psd(A: FloatArray) -> FloatArray:
+def inv_psd(A: FloatArray) -> FloatArray:
     """Inverse of a (stack of) symmetric positive definite matrices; pseudo-inverse of
     any that is only semi-definite."""
     try:
@@ -572,7 +579,7 @@ def pooled_ols(mom, S: np.ndarray) -> tuple[FloatArray, FloatArray]:
     b = linalg.solve(G, c, assume_a="pos")
     rss = float(n @ mom.syy - 2.0 * b @ c + b @ G @ b)
     sigma2 = max(rss, 0.0) / max(n.sum() - len(S), 1.0)
-    return b, sigma2 * _inv_psd(G)
+    return b, sigma2 * inv_psd(G)
 
 
 def null_count(vals: FloatArray, df: int, alpha: float) -> int:

@@ -163,3 +163,59 @@ def test_summary_keeps_the_bootstrap_where_identified_unless_asked():
     assert "(asked for)" in text
     with pytest.raises(ValueError, match="intervals"):
         res.summary(intervals="wald")
+
+
+def test_a_change_of_the_outcome_noise_scale_empties_the_set():
+    """Y's noise variance doubles in one environment: the residual moments stay
+    invariant at beta*, the risks do not; the set tests both, so it is empty."""
+    df = _manual(3000, 5, FOUR)
+    moved = df["env"] == 2
+    noise = df["Y"] - df["X1"] + 0.5 * df["X2"]
+    df.loc[moved, "Y"] += (np.sqrt(2.0) - 1.0) * noise[moved]
+    df.loc[moved, "X3"] += 0.8 * (np.sqrt(2.0) - 1.0) * noise[moved]   # X3 follows Y
+    rs = _fit(NegDRO(df, env="env", outcome="Y")).robust_set()
+    assert rs.empty and rs.statistic > 3 * rs.critical
+    assert rs.df == 3 * (3 + 1)                       # residual moments and the risk
+
+
+def test_the_statistic_gradient_is_exact():
+    """The joint statistic's analytic gradient (score covariances moving with b, the
+    risk's Jacobian) equals central differences, with a non-Gaussian part small enough
+    that the positive-definiteness guard leaves it as it is (the gradient treats the
+    guard's scale as fixed, as the selection's does)."""
+    from negdro_stats.robust import _RiskAR
+
+    mom = NegDRO(_manual(500, 9, FOUR), env="env", outcome="Y").moments
+    d, s = mom.scales()
+    std = mom.rescale(d, s)
+    rng = np.random.default_rng(0)
+    K = rng.normal(size=(4, 4, 4)) * 0.002
+    ar = _RiskAR(std, np.arange(3), K + K.transpose(0, 2, 1))
+    S, b = np.array([0, 2]), np.array([0.7, 0.3])
+    _, grad = ar.objective(b, S)
+    h = 1e-6
+    numeric = [(ar.objective(b + e, S)[0] - ar.objective(b - e, S)[0]) / (2 * h)
+               for e in np.eye(2) * h]
+    assert_allclose(grad, numeric, rtol=1e-5)
+
+
+def test_score_covariance_with_the_residual_from_rows_and_fourth_moments():
+    """The residual as an instrument (``Z r = r^2``): the fourth moments and the rows
+    give the covariance of the rows' own (X r, r^2)."""
+    import copy
+    from dataclasses import replace
+
+    from negdro_stats.fourth import RESIDUAL
+
+    df = _manual(400, 3, FOUR)
+    data = NegDRO(df, env="env", outcome="Y", fit_intercept=True).data
+    b = np.array([0.9, -0.4, 0.1, 0.2])
+    cols = np.array([2, RESIDUAL, 0])
+    r = df.Y - df.X1 * 0.9 + df.X2 * 0.4 - df.X3 * 0.1 - 0.2
+    rows = df[df.env == 1]
+    Z = np.column_stack([rows.X3, r[rows.index], rows.X1]) * r[rows.index].to_numpy()[:, None]
+    direct = np.cov(Z.T, bias=True)
+    assert_allclose(data.score_cov(b, cols)[1], direct, rtol=1e-9)
+    without = copy.copy(data)                         # the rows' pass, no fourth moments
+    without.moments = replace(data.moments, fourth=None)
+    assert_allclose(without.score_cov(b, cols)[1], direct, rtol=1e-9)
