@@ -641,16 +641,26 @@ def _verdict(problems: list[str], robust: RobustSet | None) -> str | None:
     return "\n".join(lines) or None
 
 
+ROBUST_TABLE_MAX_P = 30   # beyond, the summary shows the robust set's verdict, not its intervals
+
+
 def _robust_or_reason(res: NegDROResults, alpha: float, intervals: str,
-                      problems: list[str]) -> tuple[RobustSet | None, str | None]:
-    """The robust set the summary shows (``intervals``, see :meth:`summary`), or None,
-    with the note that says why it is shown or could not be computed."""
+                      problems: list[str]) -> tuple[RobustSet | None, bool, str | None]:
+    """The robust set the summary uses (``intervals``, see :meth:`summary`) or None,
+    whether its intervals fill the table, and the note that says why (or why not)."""
     if intervals == "bootstrap" or (intervals == "auto" and not problems):
-        return None, None
+        return None, False, None
     try:
         rs = res.robust_set(alpha)
     except DataError as err:
-        return None, f"Robust intervals not computed: {err}"
+        return None, False, f"Robust intervals not computed: {err}"
+    p = int(rs.estimate.notna().sum())
+    if intervals == "auto" and not rs.empty and p > ROBUST_TABLE_MAX_P:
+        return rs, False, (f"The robust set is not empty (least AR = {rs.statistic:.4g} <= "
+                           f"{rs.critical:.4g}, chi2({rs.df})); its intervals cost about 20 "
+                           f"fits per coefficient, so with {p} they are not computed for "
+                           "the summary: res.conf_int(kind='robust'), or "
+                           "summary(intervals='robust').")
     why = ("asked for" if intervals == "robust" else
            "shown instead of the bootstrap's because of the warning above: where "
            "identification is weak or invariance is rejected, a bootstrap of the fit "
@@ -661,11 +671,11 @@ def _robust_or_reason(res: NegDROResults, alpha: float, intervals: str,
     tested = ("every covariate's" if len(rs.instruments) == rs.estimate.notna().sum()
               else f"{len(rs.instruments)} covariates' (those whose second moments vary "
               "most across environments; too few rows for all)")
-    return rs, (f"Robust intervals ({why}): the b_j at which the invariance test of "
-                f"{tested} residual moments and of the risks does not reject (subvector "
-                "Anderson-Rubin, "
-                f"chi2({rs.df_sub}) at level {rs.alpha:g}), valid however weak the "
-                f"identification; robust p = its p-value of b_j = 0.  {state}")
+    return rs, True, (f"Robust intervals ({why}): the b_j at which the invariance test of "
+                      f"{tested} residual moments and of the risks does not reject "
+                      f"(subvector Anderson-Rubin, chi2({rs.df_sub}) at level "
+                      f"{rs.alpha:g}), valid however weak the identification; robust p = "
+                      f"its p-value of b_j = 0.  {state}")
 
 
 def _format_test(test: tuple) -> str:
@@ -712,7 +722,8 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
         rows = rows[res.support.to_numpy() | (freq.fillna(0).to_numpy() >= 0.1)]
     has_boot = res.bootstrap is not None
     problems = _problems(res)
-    robust, robust_note = _robust_or_reason(res, alpha, intervals, problems)
+    checked, in_table, robust_note = _robust_or_reason(res, alpha, intervals, problems)
+    robust = checked if in_table else None
     lo_lab, hi_lab = f"[{alpha / 2:g}", f"{1 - alpha / 2:g}]"
     headers = ["coef", "std coef", "selected"] + (       # (no boot se beside the robust)
         ["robust p", lo_lab, hi_lab] if robust is not None else
@@ -743,7 +754,7 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
                   [str(e) for e in res.weights.index], "environment", width)
     smry = NegDROSummary()
     smry.tables = [top, coefs, envs]
-    verdict = _verdict(problems, robust)
+    verdict = _verdict(problems, checked)
     smry.verdict = None if verdict is None else "\n".join(
         _wrap(line, width, indent="") for line in verdict.split("\n"))
     sel = res.selection

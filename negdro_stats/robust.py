@@ -55,6 +55,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -73,6 +74,8 @@ __all__ = ["RobustSet", "robust_set"]
 
 REACH = 1e6          # an endpoint beyond this many standard errors is infinite
 MAX_DOUBLINGS = 60
+MAX_STEPS = 30       # of the root search on one bracket (to 1e-4 of its width)
+MAX_ROUNDS = 4       # brackets whose outer end turned out inside, then +-inf
 ROOT_TOL = 0.01     # an interval end is where AR_j is this close to the quantile
 CUE_FTOL = 1e-7     # L-BFGS-B's relative tolerance of the profile's fits (1e-3 at AR ~ 1e4;
                     # 20% fewer evaluations than its default, the same intervals to 1e-4)
@@ -95,7 +98,7 @@ class RobustSet:
         The CUE, the centre of the per-coefficient search (original units).
     lower, upper : Series
         Per-coefficient subvector intervals (+-inf where unbounded; NaN where empty, and
-        for the intercept).
+        for the intercept); computed on first use, with ``pvalues``.
     pvalues : Series
         Robust p-values of "no direct effect" (``b_j = 0``); NaN where the set is empty
         (the test then rejects every ``b``, with or without ``X_j``).
@@ -113,9 +116,6 @@ class RobustSet:
     df: int
     critical: float
     estimate: pd.Series
-    lower: pd.Series
-    upper: pd.Series
-    pvalues: pd.Series
     df_sub: int
     critical_sub: float
     instruments: tuple[str, ...]
@@ -123,6 +123,46 @@ class RobustSet:
     _profile: _Profile               # the subvector statistics, on the same
     _slopes: np.ndarray              # the coefficients it covers (model order)
     _to_std: FloatArray              # b -> standardised b, entrywise
+    _starts: tuple[FloatArray, FloatArray, FloatArray]   # CUE, fit, CUE's s.e. (std)
+
+    @cached_property
+    def _projections(self) -> tuple[pd.Series, pd.Series, pd.Series]:
+        """``(lower, upper, pvalues)``, computed on first use: the joint test alone
+        (:attr:`empty`, :meth:`contains`) costs a few fits, these ~20 per coefficient."""
+        cue_b, b0, se = self._starts
+        profile, p = self._profile, len(cue_b)
+        lower, upper, pvalues = np.full(p, np.nan), np.full(p, np.nan), np.full(p, np.nan)
+        for j in range(0 if self.empty else p):         # empty: so is every projection
+            pvalues[j] = float(stats.chi2.sf(profile(j, 0.0, starts="all"), self.df_sub))
+            if profile.limit <= self.critical_sub:
+                lower[j], upper[j] = -np.inf, np.inf  # far out on both sides is inside
+                continue
+            centre = _inside(lambda x, j=j: profile(j, x), [cue_b[j], b0[j], 0.0], se[j],
+                             self.critical_sub)
+            if centre is None:
+                continue                             # the set's projection on b_j is empty
+            lower[j], upper[j] = (_endpoint(profile, j, centre, side * se[j])
+                                  for side in (-1.0, 1.0))
+
+        def series(values: FloatArray, name: str) -> pd.Series:
+            out = pd.Series(np.nan, index=self.estimate.index, name=name)
+            out.iloc[self._slopes] = values
+            return out
+
+        return (series(lower / self._to_std, "lower"), series(upper / self._to_std, "upper"),
+                series(pvalues, "robust p"))
+
+    @property
+    def lower(self) -> pd.Series:
+        return self._projections[0]
+
+    @property
+    def upper(self) -> pd.Series:
+        return self._projections[1]
+
+    @property
+    def pvalues(self) -> pd.Series:
+        return self._projections[2]
 
     @property
     def empty(self) -> bool:
@@ -159,8 +199,9 @@ class RobustSet:
                           for v in grid], index=pd.Index(grid, name=name), name="AR_j")
 
     def __repr__(self) -> str:
-        state = ("empty" if self.empty else
-                 "bounded" if self.bounded.loc[self.lower.notna()].all() else "unbounded")
+        state = ("empty" if self.empty else "not empty" if "_projections" not in self.__dict__
+                 else "bounded" if self.bounded.loc[self.lower.notna()].all()
+                 else "unbounded")
         return (f"<RobustSet: {state}, level {1 - self.alpha:g}, min AR = "
                 f"{self.statistic:.4g} vs {self.critical:.4g} (chi2 {self.df})>")
 
@@ -268,8 +309,9 @@ class _RiskAR:
                 J, grad = self.objective(b, S)
                 done = False
                 for _ in range(30):                             # Gauss-Newton
-                    step = linalg.solve(self._information(b, S) * 2.0
-                                        + 1e-12 * np.eye(len(S)), grad, assume_a="pos")
+                    P = self._information(b, S)     # (numpy's solve: no warning)
+                    step = np.linalg.solve(2.0 * P + 1e-12 * np.trace(P) * np.eye(len(S)),
+                                           grad)
                     if float(grad @ step) <= CUE_FTOL * max(J, 1.0):
                         done = True
                         break
@@ -355,32 +397,14 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
     fits = [joint.fit_cue(every, start=x) for x in (cue.b, b0)]
     statistic = min(min(f.J for f in fits), profile.limit)  # the least may lie at infinity
     se = np.where(np.isfinite(cue.se) & (cue.se > 0), cue.se, 1.0)
-    lower, upper, pvalues = np.full(p, np.nan), np.full(p, np.nan), np.full(p, np.nan)
-    for j in range(p if statistic <= critical else 0):  # empty: so is every projection
-        pvalues[j] = float(stats.chi2.sf(profile(j, 0.0, starts="all"), df_sub))
-        if profile.limit <= critical_sub:
-            lower[j], upper[j] = -np.inf, np.inf  # far out on both sides is inside
-            continue
-        centre = _inside(lambda x, j=j: profile(j, x), [cue.b[j], b0[j], 0.0], se[j],
-                         critical_sub)
-        if centre is None:
-            continue                             # the set's projection on b_j is empty
-        lower[j], upper[j] = (_endpoint(profile, j, centre, side * se[j])
-                              for side in (-1.0, 1.0))
     scale = s_y / d                              # standardised -> original units
-
-    def series(values: FloatArray) -> pd.Series:
-        out = pd.Series(np.nan, index=names)
-        out.iloc[slopes] = values
-        return out
-
+    estimate = pd.Series(np.nan, index=names)
+    estimate.iloc[slopes] = cue.b * scale
     return RobustSet(alpha=alpha, statistic=statistic, df=df, critical=critical,
-                     estimate=series(cue.b * scale), lower=series(lower * scale),
-                     upper=series(upper * scale), pvalues=series(pvalues), df_sub=df_sub,
-                     critical_sub=critical_sub,
+                     estimate=estimate, df_sub=df_sub, critical_sub=critical_sub,
                      instruments=tuple(work.names[k] for k in R), _gmm=joint,
-                     _profile=profile, _slopes=slopes,
-                     _to_std=1.0 / scale)
+                     _profile=profile, _slopes=slopes, _to_std=1.0 / scale,
+                     _starts=(cue.b, b0, se))
 
 
 class _Profile:
@@ -532,7 +556,7 @@ def _endpoint(profile: _Profile, j: int, centre: float, se: float) -> float:
         return np.sqrt(max(profile(j, x, starts="near") - a_c, 0.0)) - np.sqrt(gap)
 
     inside, trial = centre, centre + se * np.sqrt(gap)
-    while True:
+    for _ in range(MAX_ROUNDS):
         while (a_t := profile(j, trial, starts="near")) <= crit:  # a step out of the set
             if abs(trial - centre) > REACH * abs(se):
                 return float(np.sign(se) * np.inf)
@@ -541,10 +565,13 @@ def _endpoint(profile: _Profile, j: int, centre: float, se: float) -> float:
             grow = np.sqrt(gap / curv) * 1.1 / abs(trial - centre) if curv > 0 else 16.0
             trial = centre + (trial - centre) * float(np.clip(grow, 2.0, 16.0))
         outside = root = trial
-        while abs(outside - inside) > 1e-6 * abs(se):   # secant, kept in the bracket
-            u_in, u_out = u(inside), u(outside)
+        width = abs(outside - inside)
+        for k in range(MAX_STEPS):               # secant, kept in the bracket, and
+            if abs(outside - inside) <= 1e-4 * width:     # bisection every other step:
+                break                            # a jump (where the least CUE moves to
+            u_in, u_out = u(inside), u(outside)  # another minimum) stalls the secant
             root = inside - u_in * (outside - inside) / (u_out - u_in)
-            if not min(inside, outside) < root < max(inside, outside):
+            if k % 2 or not min(inside, outside) < root < max(inside, outside):
                 root = (inside + outside) / 2.0
             a_root = profile(j, root, starts="near")
             inside, outside = (root, outside) if a_root <= crit else (inside, root)
@@ -553,6 +580,8 @@ def _endpoint(profile: _Profile, j: int, centre: float, se: float) -> float:
         if profile(j, outside) > crit:            # verified with every start
             break
         inside, trial = outside, centre + (outside - centre) * 2.0   # (rare) on from there
+    else:
+        return float(np.sign(se) * np.inf)       # no verified end: the hull is unbounded
     far, last = outside, np.inf
     while abs(far - centre) <= REACH * abs(se):
         far = centre + (far - centre) * 8.0

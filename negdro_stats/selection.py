@@ -281,8 +281,7 @@ class InvarianceGMM:
         J, grad = self._cue_objective(b, S)
         for _ in range(max_iter):
             _, P, _, _ = self._solve(S, self._weights(self._full(S, b)))
-            step = linalg.solve(2.0 * P + 1e-12 * np.trace(P) * np.eye(len(S)), grad,
-                                assume_a="pos")
+            step = np.linalg.solve(2.0 * P + 1e-12 * np.trace(P) * np.eye(len(S)), grad)
             if float(grad @ step) <= ftol * max(J, 1.0):
                 return b, True                        # the predicted decrease is nil
             t = 1.0
