@@ -35,7 +35,7 @@ step, then the secant method on ``sqrt(AR_j - AR_j(centre))`` (close to linear i
 ``beta_0``), and points at 8x steps beyond it are checked until the profile levels off: if
 it falls below the quantile again, the set has another piece and that end of the hull is
 infinite.  About 20 statistic fits per coefficient where it is identified; at p = 30 the
-whole set costs ~15 fits of the model (``bench_inference.py --only robust_cost``).
+whole set costs ~35 fits of the model (median) (``bench_inference.py --only robust_cost``).
 The p-value of "X_j has no direct effect" is ``P(chi2 > AR_j(0))``.
 
 With more covariates than :func:`~negdro_stats.route.instrument_budget` allows (the
