@@ -61,6 +61,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 import pandas as pd
 from scipy import linalg, optimize, stats
+from statsmodels.stats.multitest import multipletests
 
 from ._typing import ArrayLike, FloatArray
 from ._validation import check_scalar
@@ -163,6 +164,21 @@ class RobustSet:
     @property
     def pvalues(self) -> pd.Series:
         return self._projections[2]
+
+    def causes(self, alpha: float | None = None) -> pd.Series:
+        """The covariates declared direct causes at family-wise error ``alpha`` (default
+        the set's): Holm's step-down on :attr:`pvalues` (each a valid test of
+        ``b_j = 0``), so the chance that any declared one has no effect is at most
+        ``alpha``; a boolean Series (False where the p-value is NaN)."""
+        alpha = self.alpha if alpha is None else check_scalar(
+            alpha, "alpha", "RobustSet.causes", min_val=0, max_val=0.5, closed="neither")
+        p = self.pvalues
+        declared = pd.Series(False, index=p.index, name="cause")
+        tested = p.dropna()
+        if len(tested):
+            declared[tested.index] = multipletests(tested.to_numpy(), alpha=alpha,
+                                                   method="holm")[0]
+        return declared
 
     @property
     def empty(self) -> bool:
