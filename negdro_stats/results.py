@@ -460,7 +460,7 @@ class NegDROResults(_Saveable):
         depend on how strongly the environments identify ``beta*``; it is unbounded along
         what they leave undetermined and empty when no invariant linear model fits.
         Computed on first use for each ``alpha`` (its intervals on first use of them):
-        about 20 statistic fits per coefficient (~35 fits of the model at p = 30, 22 at
+        about 20 statistic fits per coefficient (~28 fits of the model at p = 30, 19 at
         p = 10), a few in all where no interval is bounded."""
         cache = self.__dict__.setdefault("_robust_sets", {})
         if alpha not in cache:

@@ -35,7 +35,7 @@ step, then the secant method on ``sqrt(AR_j - AR_j(centre))`` (close to linear i
 ``beta_0``), and points at 8x steps beyond it are checked until the profile levels off: if
 it falls below the quantile again, the set has another piece and that end of the hull is
 infinite.  About 20 statistic fits per coefficient where it is identified; at p = 30 the
-whole set costs ~35 fits of the model (median) (``bench_inference.py --only robust_cost``).
+whole set costs ~28 fits of the model (median) (``bench_inference.py --only robust_cost``).
 The p-value of "X_j has no direct effect" is ``P(chi2 > AR_j(0))``.
 
 With more covariates than :func:`~negdro_stats.route.instrument_budget` allows (the
@@ -69,7 +69,14 @@ from .exceptions import DataError
 from .fourth import RESIDUAL, gaussian_score_cov, isserlis_parts
 from .moments import Moments
 from .route import centred_problem, instrument_budget, most_heterogeneous, standardised_cov
-from .selection import N_POPULATION, Cumulant, InvarianceGMM, inv_psd, with_cumulant
+from .selection import (
+    N_POPULATION,
+    Cumulant,
+    InvarianceGMM,
+    inv_psd,
+    score_weights,
+    with_cumulant,
+)
 
 __all__ = ["RobustSet", "robust_set"]
 
@@ -261,9 +268,8 @@ class _RiskAR:
         if len(self.cols) > len(R):                                     # (E, q + 1)
             m = np.column_stack([m, risk])
             D = np.concatenate([D, -2.0 * g_full[:, None, S]], axis=1)
-        V = with_cumulant(gaussian_score_cov(mom, b, self.cols), self.K)
-        ridge = 1e-10 * np.einsum("ejj->e", V)[:, None, None] / V.shape[1]
-        W = self.n[:, None, None] * inv_psd(V + ridge * np.eye(V.shape[1]))
+        W = score_weights(with_cumulant(gaussian_score_cov(mom, b, self.cols), self.K),
+                          self.n)
         Wbar = W.sum(axis=0)
         dev = m - inv_psd(Wbar) @ np.einsum("eij,ej->i", W, m)
         return b, m, D, W, Wbar, dev
@@ -271,11 +277,22 @@ class _RiskAR:
     def objective(self, b_S: FloatArray, S: np.ndarray) -> tuple[float, FloatArray]:
         """``AR(b)`` and its gradient on ``S`` (envelope theorem: ``m`` profiled out):
         ``2 sum_e D_e^T a_e - sum_e a_e^T (dV_e / db) a_e / n_e``, ``a_e = W_e d_e``."""
-        b, _, D, W, _, dev = self._parts(b_S, S)
+        return self._evaluate(b_S, S)[:2]
+
+    def _evaluate(self, b_S: FloatArray, S: np.ndarray, information: bool = False):
+        """``(AR, gradient, P)`` from one evaluation of the weights; ``P`` (with
+        ``information``) is ``sum_e D_e^T W_e D_e`` less the common mean's share, half the
+        Gauss-Newton Hessian."""
+        b, _, D, W, Wbar, dev = self._parts(b_S, S)
         a = np.einsum("eij,ej->ei", W, dev)
         J = float(np.einsum("ei,ei->", dev, a))
         grad = 2.0 * np.einsum("eqk,eq->k", D, a) - self._score_form(b, S, a)
-        return J, grad
+        if not information:
+            return J, grad, None
+        WD = W @ D
+        SWD = WD.sum(axis=0)
+        P = np.einsum("eqk,eql->kl", D, WD) - SWD.T @ inv_psd(Wbar) @ SWD
+        return J, grad, (P + P.T) / 2.0
 
     def _score_form(self, b: FloatArray, S: np.ndarray, a: FloatArray) -> FloatArray:
         """``sum_e a_e^T (dV_e / db_k) a_e / n_e`` for ``k`` in ``S`` from the Gaussian form
@@ -299,15 +316,6 @@ class _RiskAR:
                 + 4.0 * C[:, None] * dC - 2.0 * G[:, None] * dG)
         return (form / self.n[:, None]).sum(axis=0)
 
-    def _information(self, b_S: FloatArray, S: np.ndarray) -> FloatArray:
-        """``sum_e D_e^T W_e D_e`` less the common mean's share (Gauss-Newton: half the
-        Hessian)."""
-        _, _, D, W, Wbar, _ = self._parts(b_S, S)
-        WD = W @ D
-        SWD = WD.sum(axis=0)
-        P = np.einsum("eqk,eql->kl", D, WD) - SWD.T @ inv_psd(Wbar) @ SWD
-        return (P + P.T) / 2.0
-
     def test_at(self, b: FloatArray) -> float:
         """``AR(b)`` at a fixed ``b`` (every coefficient given)."""
         return max(self.objective(np.asarray(b, dtype=float), np.arange(self.mom.p))[0], 0.0)
@@ -322,24 +330,23 @@ class _RiskAR:
             return _ARFit(self.test_at(np.zeros(self.mom.p)), b)
         with np.errstate(all="ignore"):
             try:
-                J, grad = self.objective(b, S)
+                J, grad, P = self._evaluate(b, S, information=True)
                 done = False
                 for _ in range(30):                             # Gauss-Newton
-                    P = self._information(b, S)     # (numpy's solve: no warning)
                     step = np.linalg.solve(2.0 * P + 1e-12 * np.trace(P) * np.eye(len(S)),
-                                           grad)
+                                           grad)                # (numpy's: no warning)
                     if float(grad @ step) <= CUE_FTOL * max(J, 1.0):
                         done = True
                         break
                     t = 1.0
                     while t > 1e-4:
-                        J_new, grad_new = self.objective(b - t * step, S)
+                        J_new, grad_new, P_new = self._evaluate(b - t * step, S, True)
                         if np.isfinite(J_new) and J_new <= J - 1e-4 * t * float(grad @ step):
                             break
                         t /= 2.0
                     else:
                         break
-                    b, J, grad, done = b - t * step, J_new, grad_new, J - J_new <= (
+                    b, J, grad, P, done = b - t * step, J_new, grad_new, P_new, J - J_new <= (
                         CUE_FTOL * max(J, 1.0))
                     if done:
                         break

@@ -70,7 +70,7 @@ __all__ = ["InvarianceGMM", "GMMFit", "Selection", "SelectionReport", "Cumulant"
            "select_support", "augment_support", "exogenous_support",
            "ExogenousSupport", "hausman", "pooled_ols", "pooled_t", "critical_value",
            "gaussian_score_cov", "invariant_ls", "null_count", "N_POPULATION", "inv_psd",
-           "with_cumulant"]
+           "score_weights", "with_cumulant"]
 
 N_POPULATION = 1e12     # rows assumed for population moments: noise far below rounding
 GATE_SE = 0.1           # sharply determined: worst standardised s.e. below this (route, growth)
@@ -211,9 +211,7 @@ class InvarianceGMM:
         return self._invert(self._score(b))
 
     def _invert(self, V: FloatArray) -> FloatArray:
-        q = V.shape[1]
-        ridge = 1e-10 * np.einsum("ejj->e", V)[:, None, None] / q * np.eye(q)
-        return self.n[:, None, None] * inv_psd(V + ridge)
+        return score_weights(V, self.n)
 
     def _cue_objective(self, b_S: FloatArray, S: np.ndarray) -> tuple[float, FloatArray]:
         """CUE criterion ``J(b) = min_m sum_e (g_e - m)^T W_e(b) (g_e - m)`` and gradient.
@@ -233,36 +231,25 @@ class InvarianceGMM:
                 - self._score_form(b, S, Wd))
         return J, grad
 
-    def fit_cue(self, S: np.ndarray, start: FloatArray | None = None, *,
-                ftol: float = 2.2e-9, newton: bool = False) -> GMMFit:
+    def fit_cue(self, S: np.ndarray, start: FloatArray | None = None) -> GMMFit:
         """Continuously updated GMM on ``S``, started at ``start`` (default: the two-step
         estimate; the pruning passes the previous CUE fit without the removed coordinate,
         which saves most of the iterations on large supports); the covariance is
         ``P_SS^{-1}`` with the weight at the CUE estimate.  (Its correction of
         the two-step estimate can exceed several two-step standard errors: those are too
         small with many moments; measured on the random designs of
-        ``benchmarks/bench_selection.py``, bounding the step made the errors worse.)
-
-        ``newton=True``: Gauss-Newton steps first (the Hessian approximated by twice the
-        information ``P_SS`` at the current weight, with backtracking), L-BFGS-B from
-        where they stop only if they have not converged: from a nearby start, as in the
-        robust sets' profiles, a few steps instead of ~40 evaluations (the robust set at
-        p = 30: 19,644 -> 9,154 evaluations, the same intervals to 1e-4)."""
+        ``benchmarks/bench_selection.py``, bounding the step made the errors worse.)"""
         S = np.asarray(S, dtype=int)
         two = self.fit(S)
         b_S = two.b
         if len(S) and two.identified:
             with np.errstate(all="ignore"):           # (no warnings module: threads)
                 try:
-                    x0, done = two.b if start is None else start, False
-                    if newton:
-                        x0, done = self._newton(S, np.asarray(x0, dtype=float), ftol)
-                    opt = None if done else optimize.minimize(
-                        self._cue_objective, x0, args=(S,), jac=True, method="L-BFGS-B",
-                        options={"maxiter": 200, "ftol": ftol})
-                    if opt is None:
-                        b_S = x0                      # (finite: a descent from a finite J)
-                    elif np.isfinite(opt.fun) and np.all(np.isfinite(opt.x)):
+                    opt = optimize.minimize(self._cue_objective,
+                                            two.b if start is None else start, args=(S,),
+                                            jac=True, method="L-BFGS-B",
+                                            options={"maxiter": 200})
+                    if np.isfinite(opt.fun) and np.all(np.isfinite(opt.x)):
                         b_S = opt.x
                 except (linalg.LinAlgError, ValueError):
                     pass                                   # keep the two-step estimate
@@ -272,32 +259,6 @@ class InvarianceGMM:
         return GMMFit(support=S, b=b_S, info=info, J=J, df=df,
                       pvalue=float(stats.chi2.sf(J, df)) if df > 0 else np.nan,
                       identified=identified)
-
-    def _newton(self, S: np.ndarray, b: FloatArray, ftol: float,
-                max_iter: int = 30) -> tuple[FloatArray, bool]:
-        """Gauss-Newton on the CUE criterion from ``b``: ``(b, converged)``, converged
-        when a step lowers ``J``, or would by its linear prediction, by at most
-        ``ftol max(J, 1)``."""
-        J, grad = self._cue_objective(b, S)
-        for _ in range(max_iter):
-            _, P, _, _ = self._solve(S, self._weights(self._full(S, b)))
-            step = np.linalg.solve(2.0 * P + 1e-12 * np.trace(P) * np.eye(len(S)), grad)
-            if float(grad @ step) <= ftol * max(J, 1.0):
-                return b, True                        # the predicted decrease is nil
-            t = 1.0
-            while t > 1e-4:
-                trial = b - t * step
-                J_new, grad_new = self._cue_objective(trial, S)
-                if np.isfinite(J_new) and J_new <= J - 1e-4 * t * float(grad @ step):
-                    break
-                t /= 2.0
-            else:
-                return b, False                       # no descent along the step
-            done = J - J_new <= ftol * max(J, 1.0)
-            b, J, grad = trial, J_new, grad_new
-            if done:
-                return b, True
-        return b, False
 
     def _solve(self, S: np.ndarray, W: FloatArray):
         """Minimise ``J(b_S) = min_m sum_e (g_e - m)^T W_e (g_e - m)`` with m profiled out."""
@@ -367,6 +328,13 @@ class InvarianceGMM:
         pvalue = float(stats.chi2.sf(J, df)) if df > 0 else np.nan
         return GMMFit(support=S, b=b, info=info, J=J, df=df, pvalue=pvalue,
                       identified=identified)
+
+
+def score_weights(V: FloatArray, n: FloatArray) -> FloatArray:
+    """``W_e = n_e V_e^{-1}`` (a ridge of 1e-10 of the mean eigenvalue keeps it finite)."""
+    q = V.shape[1]
+    ridge = 1e-10 * np.einsum("ejj->e", V)[:, None, None] / q * np.eye(q)
+    return n[:, None, None] * inv_psd(V + ridge)
 
 
 def with_cumulant(gauss: FloatArray, K: FloatArray) -> FloatArray:
