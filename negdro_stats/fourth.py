@@ -95,7 +95,7 @@ def isserlis_parts(mom, b: FloatArray, cols: np.ndarray):
         xc = np.where(x, cols, 0)
         mu = np.where(x, mom.mean_x[:, xc], mu_r[:, None])
         g = np.where(x, g_full[:, xc], risk[:, None])
-        Sig = mom.Sigma[np.ix_(envs, xc, xc)].copy()   # E[W W^T], W = (X_cols, r)
+        Sig = mom.Sigma[np.ix_(envs, xc, xc)].astype(g.dtype)   # E[W W^T], W = (X_cols, r)
         Sig[:, ~x, :] = g[:, None, :]
         Sig[:, :, ~x] = g[:, :, None]
     c = g - mu * mu_r[:, None]

@@ -454,29 +454,32 @@ class NegDROResults(_Saveable):
         return (y.astype(np.float64) - fitted).rename("resid") if isinstance(y, pd.Series) \
             else np.asarray(y, dtype=np.float64) - fitted
 
-    def robust_set(self, alpha: float = 0.05) -> RobustSet:
+    def robust_set(self, alpha: float = 0.05, test: str = "kj") -> RobustSet:
         """The confidence set of ``beta*`` by inverting the invariance test of every
         covariate's residual moments (:mod:`negdro_stats.robust`): its coverage does not
         depend on how strongly the environments identify ``beta*``; it is unbounded along
         what they leave undetermined and empty when no invariant linear model fits.
         Computed on first use for each ``alpha`` (its intervals on first use of them):
         about 20 statistic fits per coefficient (~28 fits of the model at p = 30, 19 at
-        p = 10), a few in all where no interval is bounded."""
+        p = 10), a few in all where no interval is bounded.  ``test``: the subvector
+        test of the intervals and p-values, Kleibergen's KJ (``"kj"``, default: about the
+        efficient GMM's Wald interval where ``beta*`` is identified) or Anderson-Rubin's
+        (``"ar"``, wider there; see :class:`~negdro_stats.robust.RobustSet`)."""
         cache = self.__dict__.setdefault("_robust_sets", {})
-        if alpha not in cache:
-            cache[alpha] = robust_set(self.model.moments, self.params.to_numpy(),
-                                      alpha=alpha, score_cov=self._score_cov(),
-                                      const=self.params.size - 1 if self.fit_intercept
-                                      else None)
-        return cache[alpha]
+        if (alpha, test) not in cache:
+            cache[alpha, test] = robust_set(
+                self.model.moments, self.params.to_numpy(), alpha=alpha,
+                score_cov=self._score_cov(), test=test,
+                const=self.params.size - 1 if self.fit_intercept else None)
+        return cache[alpha, test]
 
     @property
     def robust_pvalues(self) -> pd.Series:
         """Robust p-values of "X_j has no direct effect" (``b_j = 0``) by the subvector
         invariance test (:meth:`robust_set`; they do not depend on its ``alpha``)."""
         cache = self.__dict__.get("_robust_sets") or {}
-        rs = next(iter(cache.values())) if cache else self.robust_set()
-        return rs.pvalues.rename("robust p")
+        rs = next((rs for (_, test), rs in cache.items() if test == "kj"), None)
+        return (rs or self.robust_set()).pvalues.rename("robust p")
 
     @cached_property
     def identification(self) -> IdentificationResult | None:
@@ -674,9 +677,13 @@ def _robust_or_reason(res: NegDROResults, alpha: float, intervals: str,
               "most across environments; too few rows for all)")
     return rs, True, (f"Robust intervals ({why}): the b_j at which the invariance test of "
                       f"{tested} residual moments and of the risks does not reject "
-                      f"(subvector Anderson-Rubin, chi2({rs.df_sub}) at level "
+                      f"({_SUBVECTOR_TESTS[rs.test].format(df=rs.df_sub)} at level "
                       f"{rs.alpha:g}), valid however weak the identification; robust p = "
                       f"its p-value of b_j = 0.  {state}")
+
+
+_SUBVECTOR_TESTS = {"kj": "Kleibergen's KJ test: score chi2(1), J chi2({df} - 1)",
+                    "ar": "subvector Anderson-Rubin, chi2({df})"}
 
 
 def _format_test(test: tuple) -> str:

@@ -30,6 +30,17 @@ def _manual(n: int, seed: int, shifts, y_shift_env: int | None = None) -> pd.Dat
 FOUR = ((0, 0, 0), (2, 0, 0), (0, 2, 0), (0, 0, 2))
 
 
+def _statistic_with_cumulant(seed: int):
+    """The joint statistic on a standardised sample with a small random non-Gaussian
+    part (one the positive-definiteness guard leaves as it is)."""
+    from negdro_stats.robust import _RiskAR
+
+    mom = NegDRO(_manual(500, 9, FOUR), env="env", outcome="Y").moments
+    d, s = mom.scales()
+    K = np.random.default_rng(seed).normal(size=(4, 4, 4)) * 0.002
+    return _RiskAR(mom.rescale(d, s), np.arange(3), K + K.transpose(0, 2, 1))
+
+
 def _fit(model):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -103,18 +114,60 @@ def test_levels_are_checked():
         res.conf_int(kind="wald")
 
 
-def test_interval_ends_are_where_the_profile_crosses_the_quantile():
-    """Just inside each end the subvector statistic (fitted from every start) is below the
-    quantile, just outside above it: the secant search stops at the crossing."""
-    rs = _fit(NegDRO(_manual(600, 7, FOUR), env="env", outcome="Y")).robust_set()
+@pytest.mark.parametrize("test", ["kj", "ar"])
+def test_interval_ends_are_where_the_profile_crosses_the_quantile(test):
+    """Just inside each end the subvector test's statistic (fitted from every start) is
+    below its critical value, just outside above it: the secant search stops at the
+    crossing; the p-value of b_j = 0 is below alpha exactly where 0 is outside."""
+    res = _fit(NegDRO(_manual(600, 7, FOUR), env="env", outcome="Y"))
+    rs = res.robust_set(test=test)
+    assert rs.test == test
     for name in rs.lower.index:
         lo, hi = rs.lower[name], rs.upper[name]
         assert np.isfinite(lo) and np.isfinite(hi)
         eps = 0.002 * (hi - lo)
-        ar = rs.profile(name, [lo - eps, lo + eps, hi - eps, hi + eps]).to_numpy()
-        assert (ar[[1, 2]] < rs.critical_sub).all() and (ar[[0, 3]] > rs.critical_sub).all()
+        t = rs.profile(name, [lo - eps, lo + eps, hi - eps, hi + eps])["T_j"].to_numpy()
+        assert (t[[1, 2]] < rs.critical_sub).all() and (t[[0, 3]] > rs.critical_sub).all()
+        assert (rs.pvalues[name] > rs.alpha) == (lo <= 0.0 <= hi)
+    assert rs.pvalues["X3"] > rs.alpha and rs.pvalues["X1"] < rs.alpha
     with pytest.raises(DataError, match="not a coefficient"):
         rs.profile("const", [0.0])
+    with pytest.raises(ValueError, match="test"):
+        res.robust_set(test="clr")
+
+
+def test_kj_intervals_are_the_efficient_wald_intervals_where_identified():
+    """Strongly identified: K_j is the Wald statistic of the efficient GMM, so the KJ
+    interval is 2 sqrt(c_K) of its standard errors wide (c_K the chi2(1) quantile at
+    0.8 alpha), narrower than the Anderson-Rubin one (chi2(df_sub) less J), and both
+    cover beta*."""
+    res = _fit(NegDRO(_manual(20_000, 11, FOUR), env="env", outcome="Y"))
+    kj, ar = res.robust_set(test="kj"), res.robust_set(test="ar")
+    beta = np.array([1.0, -0.5, 0.0])
+    every = np.arange(3)
+    fit = kj._gmm.fit_cue(every, start=kj._starts[0])
+    _, _, info = kj._gmm._evaluate(fit.b, every, information=True)
+    se = np.sqrt(np.diag(np.linalg.inv(info))) / kj._to_std
+    width = (kj.upper - kj.lower).to_numpy()
+    assert_allclose(width, 2 * np.sqrt(kj.critical_sub) * se, rtol=0.05)
+    assert (width < 0.8 * (ar.upper - ar.lower).to_numpy()).all()
+    for rs in (kj, ar):
+        assert ((rs.lower <= beta) & (beta <= rs.upper)).all()
+
+
+def test_the_score_statistic_uses_the_gradient_of_the_statistic():
+    """K's score s = 2 sum_e D~_e^T a_e (the Jacobian made uncorrelated with the moments,
+    dV/db by the complex step) is the statistic's exact gradient, with a non-Gaussian
+    part; K is 0 at the CUE and at most AR (the profiled mean)."""
+    ar = _statistic_with_cumulant(seed=1)
+    every = np.arange(3)
+    b = np.array([0.7, -0.2, 0.3])
+    score, _ = ar._score(b)
+    J, grad = ar.objective(b, every)
+    assert_allclose(score, grad, rtol=1e-8)
+    assert 0 < ar.score_statistic(b) <= J
+    cue = ar.fit_cue(every, start=b)
+    assert ar.score_statistic(cue.b) < 1e-6 * cue.J
 
 
 def test_summary_says_no_invariant_model_fits_the_sachs_data():
@@ -185,14 +238,7 @@ def test_the_statistic_gradient_is_exact():
     risk's Jacobian) equals central differences, with a non-Gaussian part small enough
     that the positive-definiteness guard leaves it as it is (the gradient treats the
     guard's scale as fixed, as the selection's does)."""
-    from negdro_stats.robust import _RiskAR
-
-    mom = NegDRO(_manual(500, 9, FOUR), env="env", outcome="Y").moments
-    d, s = mom.scales()
-    std = mom.rescale(d, s)
-    rng = np.random.default_rng(0)
-    K = rng.normal(size=(4, 4, 4)) * 0.002
-    ar = _RiskAR(std, np.arange(3), K + K.transpose(0, 2, 1))
+    ar = _statistic_with_cumulant(seed=0)
     S, b = np.array([0, 2]), np.array([0.7, 0.3])
     _, grad = ar.objective(b, S)
     h = 1e-6

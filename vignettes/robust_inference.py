@@ -88,10 +88,11 @@ for k, (name, res) in enumerate(fits.items()):
     rs, boot = res.robust_set(), res.conf_int()
     top, bottom = axes[0, k], axes[1, k]
     grid = np.linspace(0.0, 2.0, 9 if QUICK else 41)
-    ar = rs.profile("X1", grid)
-    top.plot(grid, ar, color="C0", label="AR$_{X1}(b_1)$")
+    stat = rs.profile("X1", grid)
+    top.plot(grid, stat["T_j"], color="C0", label="KJ statistic of $b_1$")
+    top.plot(grid, stat["AR_j"], color="C0", lw=0.8, ls=":", label="AR$_{X1}(b_1)$")
     top.axhline(rs.critical_sub, color="k", lw=0.8, ls="--",
-                label=f"$\\chi^2_{{{rs.df_sub}}}$ 95% quantile")
+                label="its critical value")
     top.axvspan(boot.loc["X1", "lower"], boot.loc["X1", "upper"], color="C1", alpha=0.4,
                 label="bootstrap interval")
     top.axvline(BETA["X1"], color="C2", lw=1.2, label="$\\beta^*_1$")
