@@ -313,6 +313,33 @@ class _RiskAR:
         P = np.einsum("eqk,eql->kl", D, WD) - SWD.T @ inv_psd(Wbar) @ SWD
         return J, grad, (P + P.T) / 2.0
 
+    def _dV_a(self, b: FloatArray, a: FloatArray) -> FloatArray:
+        """``(dV_e / db_k) a_e`` for every ``k``, shape (E, q + 1, p): the derivative of
+        the Gaussian form ``V = E[W W^T] rho + 2 mu_r (mu c^T + c mu^T) + 2 c c^T -
+        g g^T`` of ``W = (Z, r)`` (:meth:`_score_form`'s names), where only the entries of
+        ``r`` move with ``b`` (``dr / db_k = -X_k``)."""
+        mom = self.mom
+        mu, mu_r, g_full, g, rho, c, Sig = isserlis_parts(mom, b, self.cols)
+        is_r = self.cols == RESIDUAL
+        xc = np.where(is_r, 0, self.cols)
+        d_rho, d_mur = -2.0 * g_full, -mom.mean_x                        # (E, p)
+        d_mu = np.where(is_r[None, :, None], -mom.mean_x[:, None, :], 0.0)   # (E, c, p)
+        d_g = np.where(is_r[None, :, None], d_rho[:, None, :], -mom.Sigma[:, xc, :])
+        d_c = d_g - d_mu * mu_r[:, None, None] - mu[:, :, None] * d_mur[:, None, :]
+        ca, mua, ga = (np.einsum("ei,ei->e", v, a) for v in (c, mu, g))
+        d_ca, d_mua, d_ga = (np.einsum("eip,ei->ep", v, a) for v in (d_c, d_mu, d_g))
+        a_r = a[:, is_r].sum(axis=1)                # (0 without the risk's column)
+        d_Sig_a = np.where(is_r[None, :, None], d_ga[:, None, :],   # r's row: d E[r W^T] a,
+                           d_g * a_r[:, None, None])                # the others d E[W r] a_r
+        return (d_Sig_a * rho[:, None, None] + (Sig @ a[:, :, None]) * d_rho[:, None, :]
+                + 2.0 * d_mur[:, None, :] * (mu * ca[:, None] + c * mua[:, None])[:, :, None]
+                + 2.0 * mu_r[:, None, None] * (d_mu * ca[:, None, None]
+                                               + mu[:, :, None] * d_ca[:, None, :]
+                                               + d_c * mua[:, None, None]
+                                               + c[:, :, None] * d_mua[:, None, :])
+                + 2.0 * (d_c * ca[:, None, None] + c[:, :, None] * d_ca[:, None, :])
+                - (d_g * ga[:, None, None] + g[:, :, None] * d_ga[:, None, :]))
+
     def _score_form(self, b: FloatArray, S: np.ndarray, a: FloatArray) -> FloatArray:
         """``sum_e a_e^T (dV_e / db_k) a_e / n_e`` for ``k`` in ``S`` from the Gaussian form
         ``a^T V a = (a^T E[W W^T] a) rho + 4 mu_r (a^T mu)(a^T c) + 2 (a^T c)^2 -
@@ -339,8 +366,7 @@ class _RiskAR:
         """Kleibergen's score statistic at ``b`` (every coefficient):
         ``K(b) = s^T I~^{-1} s / 4`` with ``s = grad AR(b) = 2 sum_e D~_e^T a_e``, the
         Jacobian ``D~_e = D_e - dV_e a_e / (2 n_e)`` made uncorrelated with the moments
-        (``dV_e / db_k`` by the complex step: the Gaussian form is a polynomial in ``b``)
-        and ``I~ = sum_e D~_e^T W_e D~_e`` less the common mean's share.  At ``beta*``
+        (:meth:`_dV_a`; the non-Gaussian part is held fixed) and ``I~ = sum_e D~_e^T W_e D~_e`` less the common mean's share.  At ``beta*``
         ``K ~ chi2(p)`` however weak the identification (Kleibergen 2005); at a restricted
         CUE the nuisance components of ``s`` vanish and ``K`` tests the fixed ones
         (:class:`_KJ`)."""
@@ -349,15 +375,10 @@ class _RiskAR:
 
     def _score(self, b: FloatArray) -> tuple[FloatArray, FloatArray]:
         """``(s, I~)`` of :meth:`score_statistic`."""
-        mom, p = self.mom, self.mom.p
         b = np.asarray(b, dtype=np.float64)
-        _, _, D, W, Wbar, dev = self._parts(b, np.arange(p))
+        _, _, D, W, Wbar, dev = self._parts(b, np.arange(self.mom.p))
         a = np.einsum("eij,ej->ei", W, dev)
-        step = 1e-30 * max(1.0, float(np.abs(b).max()))
-        dVa = np.stack([np.einsum("eij,ej->ei", gaussian_score_cov(
-            mom, b + 1j * step * np.eye(p)[k], self.cols).imag / step, a)
-            for k in range(p)], axis=-1)                                # (E, q + 1, p)
-        Dt = D - 0.5 * dVa / self.n[:, None, None]
+        Dt = D - 0.5 * self._dV_a(b, a) / self.n[:, None, None]
         s = 2.0 * np.einsum("eqk,eq->k", Dt, a)
         WD = W @ Dt
         SWD = WD.sum(axis=0)
@@ -627,6 +648,12 @@ class _Subvector:
             hit = self._K[j, beta0] = (ar, min(self.joint.score_statistic(b), ar))
         return hit
 
+    def floor(self, j: int, centre: float) -> float:
+        """The vertex of the parabola ``T_j`` is close to near the estimate: ``AR_j`` at
+        the centre of the search (``"ar"``), 0 (``"kj"``: ``K_j`` vanishes at the
+        CUE and the interval's ends are where it reaches ``c_K``)."""
+        return self.profile(j, centre) if self.test == "ar" else 0.0
+
     def _value(self, ar: float, k: float) -> float:
         return ar if self.test == "ar" else max(k, (ar - k) * self.c_K / self.c_J)
 
@@ -669,16 +696,19 @@ def _inside(excess: Callable[[float], float], candidates: list[float], step: flo
     return None
 
 
-def _endpoint(profile: _Profile, j: int, centre: float, se: float) -> float:
+def _endpoint(profile: _Subvector, j: int, centre: float, se: float) -> float:
     """The end of the set on the side of ``centre`` that the sign of ``se`` gives, where
     the profiles' limit at infinity is above the quantile (else the end is infinite).
 
-    Near the estimate ``AR_j`` is close to a parabola, so ``u = sqrt(AR_j - AR_j(c))``
-    is close to linear in ``beta_0``: the first step goes where the parabola of the
-    standard error crosses the quantile, further steps (while inside) where the parabola
-    through the last point does (at least 2x, at most 16x the step), and the secant
-    method on ``u`` (kept inside the bracket) refines the crossing until ``AR_j`` is
-    within ``ROOT_TOL`` of the quantile.  Beyond it, points at 8x steps are checked
+    Near the estimate the test's statistic ``T_j`` is close to a parabola with its
+    vertex at :meth:`_Subvector.floor`, ``a``, so ``u = sqrt(T_j - a)`` is close to
+    linear in ``beta_0``: the first step goes where the parabola of the standard error
+    crosses the critical value, further steps (while inside) where the parabola through
+    the last point does (at least 2x, at most 16x the step), and the secant method on
+    ``u`` kept in the bracket (the Illinois variant: a bracket end kept twice has its
+    ``u`` halved, so the bracket shrinks on both sides even where the least CUE jumps
+    to another minimum) refines the crossing until ``T_j`` is within ``ROOT_TOL`` of the
+    critical value.  Beyond it, points at 8x steps are checked
     until the profile levels off (within 1% of the last point or of the limit; at most
     ``REACH`` standard errors out):
     if it falls below the quantile again, the set has another piece further out (weakly
@@ -686,11 +716,11 @@ def _endpoint(profile: _Profile, j: int, centre: float, se: float) -> float:
     as infinite (an interval around one piece only covered beta* in 60% of the samples
     of a mean-shift design)."""
     crit = profile.critical
-    a_c = profile(j, centre)
+    a_c = profile.floor(j, centre)
     gap = max(crit - a_c, 1e-12)
 
-    def u(x: float) -> float:                     # ~ linear in x near the estimate
-        return np.sqrt(max(profile(j, x, starts="near") - a_c, 0.0)) - np.sqrt(gap)
+    def u(a: float) -> float:                     # ~ linear in beta_0 near the estimate
+        return np.sqrt(max(a - a_c, 0.0)) - np.sqrt(gap)
 
     inside, trial = centre, centre + se * np.sqrt(gap)
     for _ in range(MAX_ROUNDS):
@@ -703,15 +733,21 @@ def _endpoint(profile: _Profile, j: int, centre: float, se: float) -> float:
             trial = centre + (trial - centre) * float(np.clip(grow, 2.0, 16.0))
         outside = root = trial
         width = abs(outside - inside)
-        for k in range(MAX_STEPS):               # secant, kept in the bracket, and
-            if abs(outside - inside) <= 1e-4 * width:     # bisection every other step:
-                break                            # a jump (where the least CUE moves to
-            u_in, u_out = u(inside), u(outside)  # another minimum) stalls the secant
+        u_in, u_out = u(profile(j, inside, starts="near")), u(a_t)
+        kept = 0                                 # +1: the inside end kept, -1: outside
+        for _ in range(MAX_STEPS):
+            if abs(outside - inside) <= 1e-4 * width:
+                break
             root = inside - u_in * (outside - inside) / (u_out - u_in)
-            if k % 2 or not min(inside, outside) < root < max(inside, outside):
+            if not min(inside, outside) < root < max(inside, outside):
                 root = (inside + outside) / 2.0
             a_root = profile(j, root, starts="near")
-            inside, outside = (root, outside) if a_root <= crit else (inside, root)
+            if a_root <= crit:
+                inside, u_in = root, u(a_root)
+                u_out, kept = (u_out / 2.0 if kept == -1 else u_out), -1
+            else:
+                outside, u_out = root, u(a_root)
+                u_in, kept = (u_in / 2.0 if kept == 1 else u_in), 1
             if abs(a_root - crit) <= ROOT_TOL:
                 break
         if profile(j, outside) > crit:            # verified with every start

@@ -156,12 +156,23 @@ def test_kj_intervals_are_the_efficient_wald_intervals_where_identified():
 
 
 def test_the_score_statistic_uses_the_gradient_of_the_statistic():
-    """K's score s = 2 sum_e D~_e^T a_e (the Jacobian made uncorrelated with the moments,
-    dV/db by the complex step) is the statistic's exact gradient, with a non-Gaussian
-    part; K is 0 at the CUE and at most AR (the profiled mean)."""
+    """K's score s = 2 sum_e D~_e^T a_e (the Jacobian made uncorrelated with the moments)
+    is the statistic's exact gradient, with a non-Gaussian part; the derivative of the
+    score covariance in it equals the complex step's (the Gaussian form is a polynomial
+    in b, so the step is exact), with and without the risk; K is 0 at the CUE and at
+    most AR (the profiled mean)."""
+    from negdro_stats.fourth import gaussian_score_cov
+    from negdro_stats.robust import _RiskAR
+
     ar = _statistic_with_cumulant(seed=1)
     every = np.arange(3)
     b = np.array([0.7, -0.2, 0.3])
+    a = np.random.default_rng(2).normal(size=(4, 4))
+    for stat in (ar, _RiskAR(ar.mom, np.array([0, 2]), ar.K[:, :3, :3], risk=False)):
+        a_s = a[:, :len(stat.cols)]
+        step = [np.einsum("eij,ej->ei", gaussian_score_cov(
+            stat.mom, b + 1e-30j * e, stat.cols).imag / 1e-30, a_s) for e in np.eye(3)]
+        assert_allclose(stat._dV_a(b, a_s), np.stack(step, axis=-1), atol=1e-12)
     score, _ = ar._score(b)
     J, grad = ar.objective(b, every)
     assert_allclose(score, grad, rtol=1e-8)
