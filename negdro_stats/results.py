@@ -669,9 +669,12 @@ def _robust_or_reason(res: NegDROResults, alpha: float, intervals: str,
            "shown instead of the bootstrap's because of the warning above: where "
            "identification is weak or invariance is rejected, a bootstrap of the fit "
            "gives confidence the data do not support")
+    causes = rs.causes()
     state = ("The set is empty (no b passes the test)." if rs.empty else
              "Bounded for " + (", ".join(rs.bounded.index[rs.bounded]) or "none")
-             + "; +-inf where the environments leave a coefficient undetermined.")
+             + "; +-inf where the environments leave a coefficient undetermined.  Direct "
+             f"causes at family-wise error {rs.alpha:g} (Holm on robust p): "
+             + (", ".join(causes.index[causes]) or "none") + ".")
     tested = ("every covariate's" if len(rs.instruments) == rs.estimate.notna().sum()
               else f"{len(rs.instruments)} covariates' (those whose second moments vary "
               "most across environments; too few rows for all)")

@@ -227,6 +227,7 @@ def test_summary_keeps_the_bootstrap_where_identified_unless_asked():
     assert row[-4:-1] == [f"{res.robust_pvalues['X1']:.3g}", f"{ci.loc['X1', 'lower']:.4f}",
                           f"{ci.loc['X1', 'upper']:.4f}"]
     assert "(asked for)" in text
+    assert "(Holm on robust p): X1, X2." in " ".join(text.split())   # X3 is not a cause
     with pytest.raises(ValueError, match="intervals"):
         res.summary(intervals="wald")
 
