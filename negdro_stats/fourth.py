@@ -102,7 +102,8 @@ def isserlis_parts(mom, b: FloatArray, cols: np.ndarray):
     return mu, mu_r, g_full, g, risk, c, Sig
 
 
-def gaussian_score_cov(mom, b: FloatArray, cols: np.ndarray | None = None) -> FloatArray:
+def gaussian_score_cov(mom, b: FloatArray, cols: np.ndarray | None = None,
+                       parts: tuple | None = None) -> FloatArray:
     """``Var_e(X r)`` at ``b`` from first and second moments, exact for Gaussian rows.
 
     With ``r = Y - b^T X``, per environment mean ``mu`` of X, ``mu_r`` of r and
@@ -115,10 +116,11 @@ def gaussian_score_cov(mom, b: FloatArray, cols: np.ndarray | None = None) -> Fl
     and ``Var_e(X r) = E[X X^T r^2] - g g^T`` with ``g = E[X r]``; on the covariates
     ``cols`` only (default all), shape (E, q, q).  For non-Gaussian rows the difference
     is a fourth-cumulant term (:meth:`FourthMoments.cumulant`).  ``mom`` has the fields of
-    :class:`~negdro_stats.moments.Moments`.
+    :class:`~negdro_stats.moments.Moments`; ``parts``: :func:`isserlis_parts` at ``b``
+    and ``cols`` where the caller has them.
     """
     cols = np.arange(mom.Sigma.shape[1]) if cols is None else np.asarray(cols)
-    mu, mu_r, _, g, risk, c, Sig = isserlis_parts(mom, b, cols)
+    mu, mu_r, _, g, risk, c, Sig = isserlis_parts(mom, b, cols) if parts is None else parts
     return (Sig * risk[:, None, None] + 2.0 * mu_r[:, None, None] * (outer(mu, c)
             + outer(c, mu)) + 2.0 * outer(c, c) - outer(g, g))
 

@@ -276,22 +276,23 @@ class _RiskAR:
             mom.n_envs), b_ref=np.zeros(mom.p))
 
     def _parts(self, b_S: FloatArray, S: np.ndarray):
-        """``m_e``, its Jacobian ``D_e`` on ``S``, the weights ``W_e = n_e V_e^{-1}`` and
-        the deviations ``d_e = m_e - m`` at the best common ``m``."""
+        """``m_e``, its Jacobian ``D_e`` on ``S``, the weights ``W_e = n_e V_e^{-1}``, the
+        deviations ``d_e = m_e - m`` at the best common ``m`` and the Gaussian form's
+        parts (:func:`~negdro_stats.fourth.isserlis_parts`)."""
         mom, R = self.mom, self.R
         b = np.zeros(mom.p)
         b[S] = b_S
-        g_full = mom.sxy - mom.Sigma @ b
-        risk = mom.syy - 2.0 * mom.sxy @ b + np.einsum("i,eij,j->e", b, mom.Sigma, b)
+        parts = isserlis_parts(mom, b, self.cols)
+        g_full, risk = parts[2], parts[4]
         m, D = g_full[:, R], -mom.Sigma[:, R][:, :, S]
         if len(self.cols) > len(R):                                     # (E, q + 1)
             m = np.column_stack([m, risk])
             D = np.concatenate([D, -2.0 * g_full[:, None, S]], axis=1)
-        W = score_weights(with_cumulant(gaussian_score_cov(mom, b, self.cols), self.K),
-                          self.n)
+        W = score_weights(with_cumulant(gaussian_score_cov(mom, b, self.cols, parts),
+                                        self.K), self.n)
         Wbar = W.sum(axis=0)
         dev = m - inv_psd(Wbar) @ np.einsum("eij,ej->i", W, m)
-        return b, m, D, W, Wbar, dev
+        return parts, m, D, W, Wbar, dev
 
     def objective(self, b_S: FloatArray, S: np.ndarray) -> tuple[float, FloatArray]:
         """``AR(b)`` and its gradient on ``S`` (envelope theorem: ``m`` profiled out):
@@ -302,10 +303,10 @@ class _RiskAR:
         """``(AR, gradient, P)`` from one evaluation of the weights; ``P`` (with
         ``information``) is ``sum_e D_e^T W_e D_e`` less the common mean's share, half the
         Gauss-Newton Hessian."""
-        b, _, D, W, Wbar, dev = self._parts(b_S, S)
+        parts, _, D, W, Wbar, dev = self._parts(b_S, S)
         a = np.einsum("eij,ej->ei", W, dev)
         J = float(np.einsum("ei,ei->", dev, a))
-        grad = 2.0 * np.einsum("eqk,eq->k", D, a) - self._score_form(b, S, a)
+        grad = 2.0 * np.einsum("eqk,eq->k", D, a) - self._score_form(parts, S, a)
         if not information:
             return J, grad, None
         WD = W @ D
@@ -313,13 +314,13 @@ class _RiskAR:
         P = np.einsum("eqk,eql->kl", D, WD) - SWD.T @ inv_psd(Wbar) @ SWD
         return J, grad, (P + P.T) / 2.0
 
-    def _dV_a(self, b: FloatArray, a: FloatArray) -> FloatArray:
+    def _dV_a(self, parts: tuple, a: FloatArray) -> FloatArray:
         """``(dV_e / db_k) a_e`` for every ``k``, shape (E, q + 1, p): the derivative of
         the Gaussian form ``V = E[W W^T] rho + 2 mu_r (mu c^T + c mu^T) + 2 c c^T -
         g g^T`` of ``W = (Z, r)`` (:meth:`_score_form`'s names), where only the entries of
         ``r`` move with ``b`` (``dr / db_k = -X_k``)."""
         mom = self.mom
-        mu, mu_r, g_full, g, rho, c, Sig = isserlis_parts(mom, b, self.cols)
+        mu, mu_r, g_full, g, rho, c, Sig = parts
         is_r = self.cols == RESIDUAL
         xc = np.where(is_r, 0, self.cols)
         d_rho, d_mur = -2.0 * g_full, -mom.mean_x                        # (E, p)
@@ -340,13 +341,13 @@ class _RiskAR:
                 + 2.0 * (d_c * ca[:, None, None] + c[:, :, None] * d_ca[:, None, :])
                 - (d_g * ga[:, None, None] + g[:, :, None] * d_ga[:, None, :]))
 
-    def _score_form(self, b: FloatArray, S: np.ndarray, a: FloatArray) -> FloatArray:
+    def _score_form(self, parts: tuple, S: np.ndarray, a: FloatArray) -> FloatArray:
         """``sum_e a_e^T (dV_e / db_k) a_e / n_e`` for ``k`` in ``S`` from the Gaussian form
         ``a^T V a = (a^T E[W W^T] a) rho + 4 mu_r (a^T mu)(a^T c) + 2 (a^T c)^2 -
         (a^T g)^2`` of ``W = (Z, r)``, ``rho = E[r^2]``, ``g = E[W r]``,
         ``c = Cov(W, r)``; ``dr / db_k = -X_k``."""
         mom, q = self.mom, len(self.R)
-        mu, mu_r, g_full, g, rho, c, Sig = isserlis_parts(mom, b, self.cols)
+        mu, mu_r, g_full, g, rho, c, Sig = parts
         ar = a[:, q] if a.shape[1] > q else np.zeros(len(a))             # (E,)
         z = np.einsum("eq,eqk->ek", a[:, :q], mom.Sigma[:, self.R][:, :, S])
         gk, mk = g_full[:, S], mom.mean_x[:, S]
@@ -376,9 +377,9 @@ class _RiskAR:
     def _score(self, b: FloatArray) -> tuple[FloatArray, FloatArray]:
         """``(s, I~)`` of :meth:`score_statistic`."""
         b = np.asarray(b, dtype=np.float64)
-        _, _, D, W, Wbar, dev = self._parts(b, np.arange(self.mom.p))
+        parts, _, D, W, Wbar, dev = self._parts(b, np.arange(self.mom.p))
         a = np.einsum("eij,ej->ei", W, dev)
-        Dt = D - 0.5 * self._dV_a(b, a) / self.n[:, None, None]
+        Dt = D - 0.5 * self._dV_a(parts, a) / self.n[:, None, None]
         s = 2.0 * np.einsum("eqk,eq->k", Dt, a)
         WD = W @ Dt
         SWD = WD.sum(axis=0)
