@@ -276,9 +276,10 @@ class _RiskAR:
             mom.n_envs), b_ref=np.zeros(mom.p))
 
     def _parts(self, b_S: FloatArray, S: np.ndarray):
-        """``m_e``, its Jacobian ``D_e`` on ``S``, the weights ``W_e = n_e V_e^{-1}``, the
-        deviations ``d_e = m_e - m`` at the best common ``m`` and the Gaussian form's
-        parts (:func:`~negdro_stats.fourth.isserlis_parts`)."""
+        """The Gaussian form's parts (:func:`~negdro_stats.fourth.isserlis_parts`),
+        ``m_e``, its Jacobian ``D_e`` on ``S``, the weights ``W_e = n_e V_e^{-1}``, the
+        inverse of their sum and the deviations ``d_e = m_e - m`` at the best common
+        ``m``."""
         mom, R = self.mom, self.R
         b = np.zeros(mom.p)
         b[S] = b_S
@@ -290,9 +291,9 @@ class _RiskAR:
             D = np.concatenate([D, -2.0 * g_full[:, None, S]], axis=1)
         W = score_weights(with_cumulant(gaussian_score_cov(mom, b, self.cols, parts),
                                         self.K), self.n)
-        Wbar = W.sum(axis=0)
-        dev = m - inv_psd(Wbar) @ np.einsum("eij,ej->i", W, m)
-        return parts, m, D, W, Wbar, dev
+        Wbar_inv = inv_psd(W.sum(axis=0))
+        dev = m - Wbar_inv @ np.einsum("eij,ej->i", W, m)
+        return parts, m, D, W, Wbar_inv, dev
 
     def objective(self, b_S: FloatArray, S: np.ndarray) -> tuple[float, FloatArray]:
         """``AR(b)`` and its gradient on ``S`` (envelope theorem: ``m`` profiled out):
@@ -303,7 +304,7 @@ class _RiskAR:
         """``(AR, gradient, P)`` from one evaluation of the weights; ``P`` (with
         ``information``) is ``sum_e D_e^T W_e D_e`` less the common mean's share, half the
         Gauss-Newton Hessian."""
-        parts, _, D, W, Wbar, dev = self._parts(b_S, S)
+        parts, _, D, W, Wbar_inv, dev = self._parts(b_S, S)
         a = np.einsum("eij,ej->ei", W, dev)
         J = float(np.einsum("ei,ei->", dev, a))
         grad = 2.0 * np.einsum("eqk,eq->k", D, a) - self._score_form(parts, S, a)
@@ -311,7 +312,7 @@ class _RiskAR:
             return J, grad, None
         WD = W @ D
         SWD = WD.sum(axis=0)
-        P = np.einsum("eqk,eql->kl", D, WD) - SWD.T @ inv_psd(Wbar) @ SWD
+        P = np.einsum("eqk,eql->kl", D, WD) - SWD.T @ Wbar_inv @ SWD
         return J, grad, (P + P.T) / 2.0
 
     def _dV_a(self, parts: tuple, a: FloatArray) -> FloatArray:
@@ -377,13 +378,13 @@ class _RiskAR:
     def _score(self, b: FloatArray) -> tuple[FloatArray, FloatArray]:
         """``(s, I~)`` of :meth:`score_statistic`."""
         b = np.asarray(b, dtype=np.float64)
-        parts, _, D, W, Wbar, dev = self._parts(b, np.arange(self.mom.p))
+        parts, _, D, W, Wbar_inv, dev = self._parts(b, np.arange(self.mom.p))
         a = np.einsum("eij,ej->ei", W, dev)
         Dt = D - 0.5 * self._dV_a(parts, a) / self.n[:, None, None]
         s = 2.0 * np.einsum("eqk,eq->k", Dt, a)
         WD = W @ Dt
         SWD = WD.sum(axis=0)
-        info = np.einsum("eqk,eql->kl", Dt, WD) - SWD.T @ inv_psd(Wbar) @ SWD
+        info = np.einsum("eqk,eql->kl", Dt, WD) - SWD.T @ Wbar_inv @ SWD
         return s, (info + info.T) / 2.0
 
     def test_at(self, b: FloatArray) -> float:
