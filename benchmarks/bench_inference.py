@@ -194,7 +194,9 @@ def robust_width(reps: int, n: int = 20_000, designs=("identified", "t5", "confo
     """Median width of the robust intervals (KJ and AR) / the bootstrap's (percentile,
     ``B`` replicates) of the causes X1, X2, on designs where both are valid, and the
     efficient GMM's Wald width (1.96 x 2 s.e. of the joint CUE) / the bootstrap's: no
-    interval that does not assume the support can be much narrower than that."""
+    interval that does not assume the support can be much narrower than that.  NaN
+    widths (AR's projection on a coefficient can be empty while the joint set is not)
+    are left out of the medians and counted."""
     rows = []
     for name in designs:
         ratios = {"kj": [], "ar": [], "wald": []}
@@ -215,8 +217,9 @@ def robust_width(reps: int, n: int = 20_000, designs=("identified", "t5", "confo
             se = np.sqrt(np.diag(np.linalg.inv(info))) / rs._to_std
             ratios["wald"].append(2 * 1.96 * se[:2] / width_boot)
         row = dict(design=name, n_per_env=n, reps=reps, B=B,
-                   **{f"width_{k}_over_boot": np.median(v, axis=0).round(3).tolist()
-                      for k, v in ratios.items()})
+                   **{f"width_{k}_over_boot": np.nanmedian(v, axis=0).round(3).tolist()
+                      for k, v in ratios.items()},
+                   ar_projection_empty=np.isnan(ratios["ar"]).mean(axis=0).round(3).tolist())
         print(row, flush=True)
         rows.append(row)
     return rows

@@ -91,6 +91,7 @@ MAX_DOUBLINGS = 60
 MAX_STEPS = 30       # of the root search on one bracket (to 1e-4 of its width)
 MAX_ROUNDS = 4       # brackets whose outer end turned out inside, then +-inf
 ROOT_TOL = 0.01     # an interval end is where AR_j is this close to the quantile
+AGREE = 1e-6       # two CUE fits this close (relative) found the same minimum: no more starts
 KJ_SHARE = 0.8      # of alpha spent on the score statistic K (the rest on J = AR - K)
 CUE_FTOL = 1e-7     # L-BFGS-B's relative tolerance of the profile's fits (1e-3 at AR ~ 1e4;
                     # 20% fewer evaluations than its default, the same intervals to 1e-4)
@@ -495,9 +496,14 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
     df_sub = df - (p - 1)
     profile = _Profile(std, R, K, float(stats.chi2.ppf(1 - alpha, df_sub)), (cue.b, b0))
     subvector = _Subvector(profile, joint, alpha, df_sub, test)
-    fits = [joint.fit_cue(every, start=x) for x in (cue.b, b0)]
-    statistic = min(min(f.J for f in fits), profile.limit)  # the least may lie at infinity
-    se = np.where(np.isfinite(cue.se) & (cue.se > 0), cue.se, 1.0)
+    best = min((joint.fit_cue(every, start=x) for x in (cue.b, b0)), key=lambda f: f.J)
+    statistic = min(best.J, profile.limit)       # the least may lie at infinity
+    # the searches' step: the joint statistic's standard errors at its CUE (the
+    # curvature of every profile near it), else the residual moments' CUE's
+    with np.errstate(all="ignore"):
+        se = np.sqrt(np.diag(linalg.pinvh(joint._evaluate(best.b, every, True)[2])))
+    se = np.where(np.isfinite(se) & (se > 0), se, np.where(
+        np.isfinite(cue.se) & (cue.se > 0), cue.se, 1.0))
     scale = s_y / d                              # standardised -> original units
     estimate = pd.Series(np.nan, index=names)
     estimate.iloc[slopes] = cue.b * scale
@@ -520,7 +526,11 @@ class _Profile:
     one start), so a value that decides "outside" is the least of the fits from several
     starts (``starts="decide"``): the nearest point of the search so far (continuation),
     the two-step estimate, the CUE's and the reported fit's other coefficients.  A value
-    below the quantile needs no more starts (the least can only be lower).  The steps of
+    below the quantile needs no more starts (the least can only be lower), nor does one
+    that a second start reproduces (to ``AGREE``: the same minimum found from two
+    places; this halves the cost of the checks where identification is strong, and a
+    criterion with several minima rarely gives two starts the same least value).  The
+    steps of
     a root search and the checks for pieces far out use the continuation only
     (``"near"``; such a value above the quantile is marked unverified, and a later
     ``"decide"`` at the same point tries the other starts); p-values every start
@@ -569,10 +579,11 @@ class _Profile:
             fit = gmm.fit_cue(others, start=None if x is None else x * d / s,
                               enough=self.limit)
             self.fits += 1
+            agree = np.isfinite(best[0]) and abs(fit.J - best[0]) <= AGREE * max(best[0], 1.0)
             if fit.J < best[0]:
                 best = (fit.J, fit.b * s / d)
-            if starts == "near" or (starts == "decide" and best[0] <= self.critical):
-                break
+            if starts == "near" or agree or (starts == "decide" and best[0] <= self.critical):
+                break                           # two starts found the same least value
         seen[beta0] = (*best, starts != "near" or best[0] <= self.critical)
         return min(best[0], self.limit)
 
@@ -712,7 +723,7 @@ def _endpoint(profile: _Subvector, j: int, centre: float, se: float) -> float:
     vertex at :meth:`_Subvector.floor`, ``a``, so ``u = sqrt(T_j - a)`` is close to
     linear in ``beta_0``: the first step goes where the parabola of the standard error
     crosses the critical value, further steps (while inside) where the parabola through
-    the last point does (at least 2x, at most 16x the step), and the secant method on
+    the last point does (at least 1.25x, at most 16x the step), and the secant method on
     ``u`` kept in the bracket (the Illinois variant: a bracket end kept twice has its
     ``u`` halved, so the bracket shrinks on both sides even where the least CUE jumps
     to another minimum) refines the crossing until ``T_j`` is within ``ROOT_TOL`` of the
@@ -738,7 +749,7 @@ def _endpoint(profile: _Subvector, j: int, centre: float, se: float) -> float:
             inside = trial
             curv = (a_t - a_c) / (trial - centre) ** 2
             grow = np.sqrt(gap / curv) * 1.1 / abs(trial - centre) if curv > 0 else 16.0
-            trial = centre + (trial - centre) * float(np.clip(grow, 2.0, 16.0))
+            trial = centre + (trial - centre) * float(np.clip(grow, 1.25, 16.0))
         outside = root = trial
         width = abs(outside - inside)
         u_in, u_out = u(profile(j, inside, starts="near")), u(a_t)
