@@ -460,7 +460,7 @@ class NegDROResults(_Saveable):
         depend on how strongly the environments identify ``beta*``; it is unbounded along
         what they leave undetermined and empty when no invariant linear model fits.
         Computed on first use for each ``alpha`` (its intervals on first use of them):
-        about 20 statistic fits per coefficient (~28 fits of the model at p = 30, 19 at
+        about 15 statistic fits per coefficient (~18 fits of the model at p = 30, 11 at
         p = 10), a few in all where no interval is bounded.  ``test``: the subvector
         test of the intervals and p-values, Kleibergen's KJ (``"kj"``, default: about the
         efficient GMM's Wald interval where ``beta*`` is identified) or Anderson-Rubin's
@@ -661,7 +661,7 @@ def _robust_or_reason(res: NegDROResults, alpha: float, intervals: str,
     p = int(rs.estimate.notna().sum())
     if intervals == "auto" and not rs.empty and p > ROBUST_TABLE_MAX_P:
         return rs, False, (f"The robust set is not empty (least AR = {rs.statistic:.4g} <= "
-                           f"{rs.critical:.4g}, chi2({rs.df})); its intervals cost about 20 "
+                           f"{rs.critical:.4g}, chi2({rs.df})); its intervals cost about 15 "
                            f"fits per coefficient, so with {p} they are not computed for "
                            "the summary: res.conf_int(kind='robust'), or "
                            "summary(intervals='robust').")
