@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import negdro_stats
@@ -411,6 +411,8 @@ def _sources(df: pd.DataFrame, folder: Path, options: dict) -> dict:
 
 @_fuzz(40)
 @given(seed=st.integers(0, 2**32 - 1))
+@example(seed=8721591)     # an environment of 2 rows: the ridge's weight on its score
+@example(seed=3380555621)  # covariance's null directions split the frame and Dask
 def test_fuzz_every_source_agrees(tmp_path_factory, seed):
     """One defective frame through a frame, polars, a CSV stream, Parquet files and Dask:
     each gives a result or a documented error, and they agree -- the same coefficients
