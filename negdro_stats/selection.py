@@ -524,7 +524,8 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, alpha: float,
         fit = gmm.fit_cue(two.support, start=fit.b[keep])
     fit = _prune(lambda S, start: gmm.fit_cue(S, start=start), fit, alpha=alpha,
                  n_min=n_min, pruned=pruned)
-    crit = critical_value(alpha, len(fit.support), n_min) if len(fit.support) else np.nan
+    crit = critical_value(alpha, max(len(fit.support), 1), n_min)   # (the last one used
+                                                                     # if all were pruned)
     return Selection(fit=fit, rejected=not fit.pvalue >= alpha, truncated=truncated,
                      walk=tuple(walk), pruned=tuple(pruned), critical_t=float(crit))
 
