@@ -80,8 +80,7 @@ class BaselineResult:
 
 def _pooled(mom: Moments) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, float]:
     """Row-weighted pooled raw moments: Sigma, sxy, mean_x, mean_y, syy."""
-    pi = mom.n / mom.n.sum() if np.isfinite(mom.n).all() else np.full(mom.n_envs,
-                                                                        1 / mom.n_envs)
+    pi = mom.pooled_weights()
     return (np.tensordot(pi, mom.Sigma, 1), pi @ mom.sxy, pi @ mom.mean_x, pi @ mom.mean_y,
             float(pi @ mom.syy))
 
@@ -92,7 +91,7 @@ def _erm(mom: Moments) -> tuple[FloatArray, dict]:
 
 
 def _anchor(mom: Moments, gamma: float = 5.0) -> tuple[FloatArray, dict]:
-    pi = mom.n / mom.n.sum()
+    pi = mom.pooled_weights()
     M = np.tensordot(pi, mom.Sigma, 1) + (gamma - 1) * np.einsum(
         "e,ei,ej->ij", pi, mom.mean_x, mom.mean_x)
     v = pi @ mom.sxy + (gamma - 1) * (pi * mom.mean_y) @ mom.mean_x
