@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from negdro_stats import cli, simulate
+from negdro_stats import NegDRO, cli, simulate
 from negdro_stats.cli import main
 from negdro_stats.exceptions import SolverError
 
@@ -75,7 +75,7 @@ def test_fit_text_has_the_coefficient_table(capsys, csv):
 
 
 @pytest.mark.parametrize("n_boot", [0, 5])
-def test_fit_json(capsys, csv, n_boot):
+def test_fit_json(capsys, csv, frame, n_boot):
     code, out, _ = run(capsys, "fit", csv, "--env", "env", "--outcome", "Y", "--n-boot",
                        n_boot, "--seed", 1, "--json")
     assert code == 0
@@ -87,7 +87,9 @@ def test_fit_json(capsys, csv, n_boot):
     assert set(res["conf_int"]) >= {"lower", "upper"}
     assert res["nobs"] == {"1": 500, "2": 500, "3": 500, "4": 500}
     assert set(res["weights"]) == set(res["risks"]) == {"1", "2", "3", "4"}
-    assert res["route"] in ("ols", "gmm", "negdro", "invariant")
+    api = NegDRO(frame, env="env", outcome="Y").fit(n_boot=0)   # the same fit in Python
+    assert res["route"] == api.solver.refit
+    np.testing.assert_allclose(list(res["params"].values()), api.params, rtol=1e-6)
     assert res["identification"]["condition"] == "1b"
     assert res["identification"]["holds"] is True
     assert res["settings"]["gamma"] == 20.0 and res["settings"]["refit"] == "auto"

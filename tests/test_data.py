@@ -153,7 +153,7 @@ def test_predict_goes_through_the_model(frame):
     X = frame[["X1", "X2", "X3", "X4", "X5"]].to_numpy()
     assert_allclose(pred.to_numpy(), X @ res.params.to_numpy()[:-1] + res.params["const"])
     assert_allclose(model.predict(res.params, X), pred.to_numpy())
-    assert isinstance(pd.Series(pred), pd.Series)
+    assert isinstance(pred, pd.Series) and pred.name == "prediction"
 
 
 def test_polars_and_pyarrow_frames_in_pandas_out():

@@ -3,7 +3,6 @@
 import warnings
 
 import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
@@ -253,7 +252,9 @@ def test_selection_report_in_results():
     sel = res.selection
     assert sel.route == "invariance" and sel.estimator in ("ols", "gmm")
     assert sel.walk and all(len(step) == 4 for step in sel.walk)
-    assert isinstance(res.params, pd.Series)
+    assert list(res.params.index) == [f"X{j}" for j in range(1, 7)]
+    assert (res.params != 0).tolist() == res.support.tolist()   # zero off the support
+    assert res.support[["X1", "X3"]].all()                     # eq. (33)'s causes
     text = str(res.summary())
     assert "GMM-BIC" in text and "Hausman contrast" in text
     H, df, pvalue = sel.exogeneity
