@@ -90,6 +90,8 @@ def designs(
     intervention_variance: tuple[float, float] = (0.5, 3.0),
     weak_parents: bool = False,
     weak_effects: tuple[float, float] = (0.01, 0.1),
+    min_parents: int = 0,
+    parent_effects: tuple[float, float] = (0.3, 1.5),
     condition_1b: bool | None = None,
     min_margin: float = 1e-3,
 ) -> st.SearchStrategy[LinearSEM]:
@@ -123,6 +125,14 @@ def designs(
         Ranges of the mean shift and the variance of each intervened coordinate.
     weak_parents : bool
         Make one parent of Y weak: a coefficient of magnitude in ``weak_effects``.
+    min_parents : int
+        At least this many covariates are parents of Y (0: ``Y`` may have none, and
+        ``beta*`` is then 0 without confounding; a theorem checked on such draws is
+        checked on its trivial case).
+    parent_effects : (float, float)
+        Range of the magnitudes of Y's parents' coefficients (the other edges' is
+        [0.3, 1.5]); a theorem whose premise asks for clearly non-zero effects keeps more
+        draws with a higher floor.
     condition_1b : bool, optional
         True: keep designs where Condition 1b holds with relative margin
         (:attr:`IdentificationResult.relative_margin`) at least ``min_margin``;
@@ -153,7 +163,10 @@ def designs(
                         f"interventions={interventions!r} designs (almost) never do -- "
                         "hypothesis would filter out every draw. Limited designs are "
                         "identified by Condition 4 instead (check_condition_4).")
-    p_min = 2 if interventions == "limited" else 1
+    if isinstance(min_parents, bool) or not isinstance(min_parents, (int, np.integer)) \
+            or min_parents < 0:
+        raise DataError(f"'min_parents' must be an integer >= 0; got {min_parents!r}.")
+    p_min = max(2 if interventions == "limited" else 1, min_parents)
     if not (np.isfinite(min_margin) and min_margin >= 0):
         raise DataError(f"'min_margin' must be a finite relative margin >= 0; got "
                         f"{min_margin!r}.")
@@ -165,23 +178,32 @@ def designs(
         mean=_interval(intervention_mean, "intervention_mean", -np.inf),
         variance=_interval(intervention_variance, "intervention_variance", 0.0),
         weak=_interval(weak_effects, "weak_effects", 0.0) if weak_parents else None,
+        min_parents=int(min_parents),
+        parent=_interval(parent_effects, "parent_effects", 0.0),
         condition_1b=condition_1b, min_margin=float(min_margin))
 
 
 @st.composite
 def _designs(draw, *, p, n_envs, confounding, strength, interventions, intervene_children,
-             mean, variance, weak, condition_1b, min_margin) -> LinearSEM:
+             mean, variance, weak, min_parents, parent, condition_1b, min_margin
+             ) -> LinearSEM:
     p_lo, p_hi = p
     p = draw(st.integers(p_lo, p_hi))
     E = draw(st.integers(*n_envs))
-    k = draw(st.integers(0 if weak is None else 1, p))         # X_1..X_k before Y
+    k = draw(st.integers(max(0 if weak is None else 1, min_parents), p))   # X_1..X_k: before Y
     pos = np.r_[k, np.arange(p) + (np.arange(p) >= k)]          # position of Y, X_1..X_p
     edge = st.one_of(st.just(0.0), _signed(0.3, 1.5))
+    into_y = st.one_of(st.just(0.0), _signed(*parent))
     B = np.zeros((p + 1, p + 1))
     for child in range(p + 1):
-        for parent in range(p + 1):
-            if pos[parent] < pos[child]:
-                B[child, parent] = draw(edge)
+        for src in range(p + 1):
+            if pos[src] < pos[child]:
+                B[child, src] = draw(into_y if child == 0 else edge)
+    for j in range(1, k + 1):                   # Y's parents, at least min_parents
+        if np.count_nonzero(B[0, 1:k + 1]) >= min_parents:
+            break
+        if B[0, j] == 0:
+            B[0, j] = draw(_signed(*parent))
     if weak is not None:
         B[0, 1 + draw(st.integers(0, k - 1))] = draw(_signed(*weak))
     Omega = np.diag([draw(st.floats(0.5, 1.5)) for _ in range(p + 1)])

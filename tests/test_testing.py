@@ -116,6 +116,21 @@ def test_knobs_are_validated_at_the_call():
         nt.designs(intervention_variance=(-1.0, 1.0))
     with pytest.raises(DataError, match="'min_margin'"):
         nt.designs(min_margin=float("nan"))
+    for bad in (-1, True, 1.5):
+        with pytest.raises(DataError, match="'min_parents'"):
+            nt.designs(min_parents=bad)
+    with pytest.raises(DataError, match="'p' must be an integer >= 3"):
+        nt.designs(p=2, min_parents=3)
+    with pytest.raises(DataError, match="'parent_effects'"):
+        nt.designs(parent_effects=(1.0, 0.5))
+
+
+@settings(max_examples=30, deadline=None)
+@given(sem=nt.designs(confounding=False, min_parents=2, parent_effects=(0.8, 1.5)))
+def test_designs_give_y_the_parents_asked_for(sem):
+    parents = np.abs(sem.B[0, 1:])
+    assert np.count_nonzero(parents) >= 2
+    assert np.all((parents == 0) | ((parents >= 0.8) & (parents <= 1.5)))
 
 
 # ------------------------------------------------------------------- the statements
