@@ -60,10 +60,17 @@ def test_results_contents(df):
 
 
 def test_fit_intercept(df):
+    """Y shifted by 3: the slopes do not move, the intercept moves by 3, and predictions
+    are X b + const (the constant last)."""
+    fit = dict(threshold=0.0, n_boot=0)
+    base = NegDRO(df, env="env", outcome="Y", fit_intercept=True).fit(**fit)
     shifted = df.assign(Y=df["Y"] + 3.0)
-    res = NegDRO(shifted, env="env", outcome="Y", fit_intercept=True).fit(threshold=0.0, n_boot=0)
-    assert "const" in res.params.index
-    assert res.predict(shifted).shape == (len(df),)
+    res = NegDRO(shifted, env="env", outcome="Y", fit_intercept=True).fit(**fit)
+    assert list(res.params.index) == [f"X{j}" for j in range(1, 7)] + ["const"]
+    assert_allclose(res.params.iloc[:-1], base.params.iloc[:-1], atol=1e-8)
+    assert res.params["const"] == pytest.approx(base.params["const"] + 3.0, abs=1e-8)
+    X = shifted[[f"X{j}" for j in range(1, 7)]].to_numpy()
+    assert_allclose(res.predict(shifted), X @ res.params.iloc[:-1] + res.params["const"])
 
 
 @pytest.mark.parametrize(
