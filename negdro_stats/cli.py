@@ -29,20 +29,20 @@ import csv
 import difflib
 import glob
 import json
-import math
 import os
 import re
 import sys
 import tomllib
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import numpy as np
 import pandas as pd
 
 from . import DataError, LinearSEM, NegDRO, __version__, exceptions, simulate
+from ._json import jsonable
 
 __all__ = ["main"]
 
@@ -278,37 +278,8 @@ def _model(args: argparse.Namespace, gamma: float = 20.0) -> NegDRO:
 
 
 # ---------------------------------------------------------------------------- JSON
-def _jsonable(value: Any) -> Any:
-    """Plain JSON values: NaN and infinities become None, labels become strings."""
-    if isinstance(value, pd.Series):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        x = float(value)
-        return x if math.isfinite(x) else None
-    if value is None or isinstance(value, str):
-        return value
-    return str(value)
-
-
 def _print_json(obj: dict) -> None:
-    print(json.dumps(_jsonable(obj), indent=2, allow_nan=False))
-
-
-def _identification_json(result) -> dict | None:
-    if result is None:
-        return None
-    return {"condition": result.condition, "holds": result.holds, "margin": result.margin,
-            "relative_margin": result.relative_margin,
-            "weights": dict(zip(result.envs, result.weights, strict=True)),
-            "failing": list(result.failing)}
+    print(json.dumps(jsonable(obj), indent=2, allow_nan=False))
 
 
 def _advice_json(advice) -> dict | str:
@@ -317,12 +288,6 @@ def _advice_json(advice) -> dict | str:
         return advice
     return {"covariates": advice.covariates, "variance": advice.variance,
             "margin": advice.margin, "exhaustive": advice.exhaustive}
-
-
-def _invariance_json(test) -> dict | None:
-    if test is None:
-        return None
-    return {"statistic": test.statistic, "df": test.df, "pvalue": test.pvalue}
 
 
 # ---------------------------------------------------------------------------- commands
@@ -349,7 +314,7 @@ def _fit(args: argparse.Namespace) -> int:
     with _package_errors():
         res = model.fit(n_boot=args.n_boot, rng=args.seed, refit=args.refit, alpha=args.alpha)
         if args.json:
-            output = _fit_json(res, args.n_boot)
+            output = res.to_dict()
         else:
             summary = res.summary()
             output = {"text": summary.as_text, "html": summary.as_html,
@@ -361,36 +326,13 @@ def _fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fit_json(res, n_boot: int) -> dict:
-    """The fit for machines (NegDROResults by name; intervals at 95%)."""
-    ci = res.conf_int(alpha=0.05)
-    return {
-        "outcome": res.endog_name, "covariates": list(res.params.index),
-        "params": res.params, "support": res.support, "bse": res.bse,
-        "conf_int": {"alpha": 0.05, "lower": ci["lower"], "upper": ci["upper"]},
-        "support_freq": res.support_freq, "weights": res.weights, "risks": res.risks,
-        "nobs": {str(e): int(n) for e, n in res.nobs_env.items()},
-        "route": res.solver.refit, "converged": res.converged,
-        "identification": _identification_json(res.identification),
-        "invariance": _invariance_json(res.invariance),
-        "n_boot": n_boot,
-        "settings": res.settings,
-    }
-
-
 def _diagnose(args: argparse.Namespace) -> int:
     model = _model(args)
     with _package_errors():
         report = model.diagnose(n_boot=args.n_boot, n_perm=args.n_perm, alpha=args.alpha,
                                 rng=args.seed)
     if args.json:
-        _print_json({
-            "condition_1b": _identification_json(report.condition_1b),
-            "margin_lcb": report.margin_lcb, "perm_pvalue": report.perm_pvalue,
-            "holds_with_confidence": report.holds_with_confidence,
-            "invariance": _invariance_json(report.invariance), "alpha": report.alpha,
-            "n_boot": args.n_boot, "n_perm": args.n_perm,
-        })
+        _print_json({**report.to_dict(), "n_boot": args.n_boot})
     else:
         print(report)
     return 0
@@ -415,7 +357,7 @@ def _design(args: argparse.Namespace) -> int:
         _print_json({
             "identified": report.identified, "S_L": report.S_L, "D": report.D,
             "confounded": report.confounded,
-            "conditions": {c.condition: _identification_json(c) for c in
+            "conditions": {c.condition: c.to_dict() for c in
                            (report.condition_1b, report.condition_4, report.condition_6)
                            if c is not None},
             "advice": {c: _advice_json(a) for c, a in advice.items()},

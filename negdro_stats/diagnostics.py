@@ -46,6 +46,7 @@ import numpy as np
 from scipy import linalg, optimize
 from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
+from ._json import jsonable
 from ._typing import FloatArray
 from .exceptions import SolverError
 from .moments import Moments
@@ -159,6 +160,14 @@ class IdentificationResult:
         if self.relative_margin > self.tol:
             return f"{name} fails: {'; '.join(self.failing)} ({rel} on the matrix part)."
         return f"{name} fails: {rel} <= tolerance {self.tol:g}: {'; '.join(self.failing)}."
+
+    def to_dict(self) -> dict:
+        """Plain JSON values: the condition, its verdict and margins, the weights by
+        environment and the failing covariates (the CLI's ``--json``)."""
+        return jsonable({"condition": self.condition, "holds": self.holds,
+                         "margin": self.margin, "relative_margin": self.relative_margin,
+                         "weights": dict(zip(self.envs, self.weights, strict=True)),
+                         "failing": list(self.failing)})
 
     def __str__(self) -> str:
         w = ", ".join(f"{e}: {x:.3f}" for e, x in zip(self.envs, self.weights, strict=True))

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from ._json import jsonable
 from ._typing import FloatArray
 from .diagnostics import IdentificationResult
 from .moments import Moments
@@ -48,6 +49,10 @@ class RiskInvarianceTest:
     pvalue: float
     risks: FloatArray
     envs: tuple
+
+    def to_dict(self) -> dict:
+        """Plain JSON values: the statistic, its degrees of freedom and p-value."""
+        return jsonable({"statistic": self.statistic, "df": self.df, "pvalue": self.pvalue})
 
     def __str__(self) -> str:
         verdict = ("evidence against risk invariance" if self.pvalue < 0.05
@@ -94,6 +99,14 @@ class IdentificationReport:
     def holds_with_confidence(self) -> bool:
         """Whether the bootstrap lower bound of the relative margin is positive."""
         return bool(self.margin_lcb > self.condition_1b.tol)
+
+    def to_dict(self) -> dict:
+        """Plain JSON values (the CLI's ``diagnose --json``)."""
+        return jsonable({
+            "condition_1b": self.condition_1b.to_dict(), "margin_lcb": self.margin_lcb,
+            "perm_pvalue": self.perm_pvalue, "holds_with_confidence": self.holds_with_confidence,
+            "invariance": None if self.invariance is None else self.invariance.to_dict(),
+            "alpha": self.alpha, "n_perm": self.n_perm})
 
     def summary(self) -> str:
         """The report in plain words."""

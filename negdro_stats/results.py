@@ -17,6 +17,7 @@ from scipy import stats
 from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
+from ._json import jsonable
 from ._typing import ArrayLike, FloatArray
 from ._validation import check_option, check_scalar, warn_user
 from .diagnostics import IdentificationResult
@@ -543,6 +544,27 @@ class NegDROResults(_Saveable):
         return plot_risks(self)
 
     # ------------------------------------------------------------------- printing
+    def to_dict(self, alpha: float = 0.05) -> dict:
+        """Plain JSON values of the fit (NaN and infinities as None; the CLI's ``fit
+        --json``): coefficients, support, bootstrap standard errors and ``1 - alpha``
+        intervals, selection frequencies, environment weights, risks and rows, the
+        refit that produced the coefficients (``route``), convergence, the
+        identification check, the equal-risk test and the settings."""
+        ci = self.conf_int(alpha=alpha)
+        return jsonable({
+            "outcome": self.endog_name, "covariates": list(self.params.index),
+            "params": self.params, "support": self.support, "bse": self.bse,
+            "conf_int": {"alpha": alpha, "lower": ci["lower"], "upper": ci["upper"]},
+            "support_freq": self.support_freq, "weights": self.weights, "risks": self.risks,
+            "nobs": {str(e): int(n) for e, n in self.nobs_env.items()},
+            "route": self.solver.refit, "converged": self.converged,
+            "identification": (None if self.identification is None
+                               else self.identification.to_dict()),
+            "invariance": None if self.invariance is None else self.invariance.to_dict(),
+            "n_boot": 0 if self.bootstrap is None else self.bootstrap.n_boot,
+            "settings": self.settings,
+        })
+
     def summary(self, alpha: float = 0.05, show: str | None = None,
                 ci_method: str = "percentile", intervals: str = "auto") -> NegDROSummary:
         """Summary tables: header, coefficients, environments, and numbered notes.

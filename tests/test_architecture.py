@@ -7,7 +7,7 @@ from pathlib import Path
 import negdro_stats
 
 RANKING = [
-    "_typing", "exceptions", "_validation",    # foundations
+    "_typing", "exceptions", "_validation", "_json",   # foundations
     "fourth",                                  # fourth moments, carried with the moments
     "moments", "sources", "data",              # the currency, its readers, the container
     "objective", "selection", "solvers",       # the maths on moments

@@ -347,3 +347,22 @@ def test_predict_matches_a_series_by_its_labels(df):
         model.predict(res.params.rename({"X1": "Z1"}))
     with pytest.raises(DataError, match="must hold"):
         model.predict(res.params.to_numpy()[:-1])
+
+
+def test_results_and_reports_give_plain_json(df):
+    """to_dict(): JSON without NaN (None instead), the same numbers as the objects; the
+    CLI's --json prints exactly these."""
+    import json
+
+    res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    out = res.to_dict()
+    json.dumps(out, allow_nan=False)
+    assert out["params"] == {k: float(v) for k, v in res.params.items()}
+    assert out["bse"] == dict.fromkeys(res.params.index)          # no bootstrap: None
+    assert out["identification"]["relative_margin"] == res.identification.relative_margin
+    assert out["n_boot"] == 0 and out["route"] == res.solver.refit
+    report = NegDRO(df, env="env", outcome="Y").diagnose(n_boot=0, n_perm=9, rng=0)
+    rep = report.to_dict()
+    json.dumps(rep, allow_nan=False)
+    assert rep["margin_lcb"] is None and rep["perm_pvalue"] == report.perm_pvalue
+    assert rep["condition_1b"] == report.condition_1b.to_dict()
