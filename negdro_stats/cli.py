@@ -354,14 +354,8 @@ def _design(args: argparse.Namespace) -> int:
                   f"{condition} ({sem.p} covariates)...", file=sys.stderr, flush=True)
             advice[condition] = _suggest(sem, condition)
     if args.json:
-        _print_json({
-            "identified": report.identified, "S_L": report.S_L, "D": report.D,
-            "confounded": report.confounded,
-            "conditions": {c.condition: c.to_dict() for c in
-                           (report.condition_1b, report.condition_4, report.condition_6)
-                           if c is not None},
-            "advice": {c: _advice_json(a) for c, a in advice.items()},
-        })
+        _print_json({**report.to_dict(),
+                     "advice": {c: _advice_json(a) for c, a in advice.items()}})
         return 0
     print(report)
     for condition, text in advice.items():

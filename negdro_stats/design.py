@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ._json import jsonable
 from ._typing import ArrayLike, FloatArray
 from ._validation import check_int, check_rng
 from .diagnostics import (
@@ -638,6 +639,15 @@ class DesignReport:
         c4 = self.condition_4 is not None and self.condition_4.holds and not self.confounded
         c6 = self.condition_6 is not None and self.condition_6.holds
         return self.condition_1b.holds or c4 or c6
+
+    def to_dict(self) -> dict:
+        """Plain JSON values: the verdict, ``S_L``, ``D``, confounding and each condition
+        checked (:meth:`IdentificationResult.to_dict`) by name."""
+        return jsonable({"identified": self.identified, "S_L": self.S_L, "D": self.D,
+                         "confounded": self.confounded,
+                         "conditions": {c.condition: c.to_dict() for c in
+                                        (self.condition_1b, self.condition_4,
+                                         self.condition_6) if c is not None}})
 
     def summary(self) -> str:
         """The report in plain words."""
