@@ -42,9 +42,22 @@ from .sources import (
     read_rows,
 )
 
-__all__ = ["MultiEnvData", "MISSING"]
+__all__ = ["MultiEnvData", "MISSING", "intercept_index", "split_intercept"]
 
 INTERCEPT_NAME = "const"
+
+
+def intercept_index(n_params: int, fit_intercept: bool) -> int | None:
+    """Where the intercept sits among ``n_params`` coefficients (model order): last, or
+    None without one.  The one place that says so."""
+    return n_params - 1 if fit_intercept else None
+
+
+def split_intercept(b: ArrayLike, fit_intercept: bool) -> tuple[FloatArray, float]:
+    """``(slopes, intercept)`` of coefficients in model order (intercept 0 without one)."""
+    b = np.asarray(b, dtype=np.float64)
+    k = intercept_index(len(b), fit_intercept)
+    return (b, 0.0) if k is None else (np.delete(b, k), float(b[k]))
 
 
 class MultiEnvData:
@@ -333,10 +346,6 @@ class MultiEnvData:
     def _with_constant(self, mom: Moments) -> Moments:
         return mom.add_constant(INTERCEPT_NAME) if self.fit_intercept else mom
 
-    def _split(self, b: FloatArray) -> tuple[FloatArray, float]:
-        b = np.asarray(b, dtype=np.float64)
-        return (b[:-1], float(b[-1])) if self.fit_intercept else (b, 0.0)
-
     # ------------------------------------------------------------------ row passes
     def _need_rows(self, what: str) -> Rows:
         if self._rows is None:
@@ -367,7 +376,7 @@ class MultiEnvData:
             k_e = (n > 0).sum(axis=1)
             var = (n**2 * (Rk - R[:, None]) ** 2).sum(axis=1) / n.sum(axis=1) ** 2
             return R, var * k_e / np.maximum(k_e - 1, 1)
-        slope, intercept = self._split(b)
+        slope, intercept = split_intercept(b, self.fit_intercept)
         n, s2, s4 = (np.zeros(E) for _ in range(3))
         for X, y, codes in self._need_rows("The equal-risk test").chunks():
             r2 = (y - X @ slope - intercept) ** 2
@@ -393,7 +402,7 @@ class MultiEnvData:
             return (gaussian_score_cov(self.moments, b, cols)
                     + self.moments.fourth.cumulant(b, cols))
         E, q = self.moments.n_envs, len(cols)
-        slope, intercept = self._split(b)
+        slope, intercept = split_intercept(b, self.fit_intercept)
         is_x = (cols < len(slope)) & (cols != RESIDUAL)
         n, s1, s2 = np.zeros(E), np.zeros((E, q)), np.zeros((E, q, q))
         for X, y, codes in self._need_rows("The score covariance").chunks():

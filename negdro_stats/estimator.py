@@ -31,6 +31,7 @@ except ImportError as exc:                       # optional dependency
                       "pip install 'negdro-stats[sklearn]'.") from exc
 
 from ._typing import ArrayLike, FloatArray
+from .data import split_intercept
 from .exceptions import DataError
 from .model import NegDRO
 from .results import NegDROResults
@@ -151,9 +152,8 @@ class NegDRORegressor(RegressorMixin, BaseEstimator):
         self.results_: NegDROResults = model.fit(
             n_boot=self.n_boot, rng=_generator(self.random_state), refit=self.refit,
             check_identification=self.check_identification, **(self.solver_options or {}))
-        params = self.results_.params.to_numpy()
-        self.coef_ = params[:X.shape[1]]
-        self.intercept_ = float(params[-1]) if self.fit_intercept else 0.0
+        self.coef_, self.intercept_ = split_intercept(self.results_.params,
+                                                      self.results_.fit_intercept)
         return self
 
     def predict(self, X: ArrayLike) -> FloatArray:

@@ -22,7 +22,7 @@ import pandas as pd
 from ._typing import FloatArray
 from ._validation import check_option, progress
 from .baselines import BASELINES, fit_baseline
-from .data import MultiEnvData
+from .data import MultiEnvData, split_intercept
 from .exceptions import DataError
 
 __all__ = ["LOEOResult", "LOEO_METHODS", "leave_one_environment_out"]
@@ -153,7 +153,7 @@ def leave_one_environment_out(
                     continue
             for w in caught:
                 events.setdefault((method, "warned", str(w.message)), []).append(env)
-            slope, intercept = (b[:-1], b[-1]) if data.fit_intercept else (b, 0.0)
+            slope, intercept = split_intercept(b, data.fit_intercept)
             risks.loc[env, method] = float(np.mean((y - X @ slope - intercept) ** 2))
     return LOEOResult(risks=risks, nobs=nobs, notes=tuple(
         f"{method} {'failed' if kind == 'failed' else 'warned'} with "

@@ -20,6 +20,7 @@ from statsmodels.iolib.table import SimpleTable
 from ._json import jsonable
 from ._typing import ArrayLike, FloatArray
 from ._validation import check_option, check_scalar, warn_user
+from .data import intercept_index
 from .diagnostics import IdentificationResult
 from .exceptions import DataError, DataWarning
 from .fourth import MAX_P
@@ -405,7 +406,7 @@ class NegDROResults(_Saveable):
         return refit_cov(self.model.moments, self.params.to_numpy(),
                          self.support.to_numpy(), self.solver.refit,
                          selection=self.selection, score_cov=self._score_cov(),
-                         const=self.params.size - 1 if self.fit_intercept else None)
+                         const=intercept_index(self.params.size, self.fit_intercept))
 
     def cov_params(self) -> pd.DataFrame:
         """Analytic covariance of the coefficients **conditional on the selected
@@ -471,7 +472,7 @@ class NegDROResults(_Saveable):
             cache[alpha, test] = robust_set(
                 self.model.moments, self.params.to_numpy(), alpha=alpha,
                 score_cov=self._score_cov(), test=test,
-                const=self.params.size - 1 if self.fit_intercept else None)
+                const=intercept_index(self.params.size, self.fit_intercept))
         return cache[alpha, test]
 
     @property
