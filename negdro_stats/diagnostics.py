@@ -149,6 +149,13 @@ class IdentificationResult:
         return float(self.extras.get("paper_lambda", np.nan))
 
     @property
+    def failure(self) -> str:
+        """The summaries' line when the condition fails (the margin it is based on)."""
+        return (f"Condition {self.condition} fails (relative margin "
+                f"{self.relative_margin:.3g} <= {self.tol:g}): the environments may not "
+                "identify the causal model")
+
+    @property
     def verdict(self) -> str:
         """One line in words; the number it cites is the one the verdict is based on."""
         name = {"1b": "Condition 1b (heterogeneity: B_inv = {beta*})",

@@ -26,9 +26,10 @@ from .exceptions import BootstrapFailureWarning
 from .moments import Moments
 from .solvers import SolverOutput
 
-__all__ = ["BootstrapResult", "CI_METHODS", "bootstrap"]
+__all__ = ["BootstrapResult", "CI_METHODS", "SHOWN_FREQ", "bootstrap"]
 
 CI_METHODS = ("percentile", "basic", "normal")
+SHOWN_FREQ = 0.1    # summaries and plots show a covariate selected or kept this often
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)

@@ -13,6 +13,7 @@ import pandas as pd
 
 from ._typing import ArrayLike
 from .exceptions import DataError
+from .inference import SHOWN_FREQ
 
 __all__ = ["plot_coefficients", "plot_selection", "plot_path", "plot_risks"]
 
@@ -54,7 +55,7 @@ def plot_coefficients(res: Any, *, alpha: float = 0.05, beta_star: ArrayLike | N
     ci = res.conf_int(alpha, ci_method)
     keep = np.ones(len(params), dtype=bool)
     if show == "selected" and res.bootstrap is not None:
-        keep = res.support.to_numpy() | (res.support_freq.to_numpy() >= 0.1)
+        keep = res.support.to_numpy() | (res.support_freq.to_numpy() >= SHOWN_FREQ)
     if beta_star is not None:
         beta_star = _beta_star(beta_star, params.index)
         keep |= np.nan_to_num(beta_star) != 0

@@ -30,6 +30,9 @@ __all__ = ["IdentificationReport", "RiskInvarianceTest", "identification_report"
            "risk_invariance_test"]
 
 
+RISK_TEST_LEVEL = 0.05   # the equal-risk test's verdict ("evidence against ...") and warning
+
+
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class RiskInvarianceTest:
     """Test of H0: ``R_e(b) = R_f(b)`` for all environments, at a given ``b``.
@@ -50,12 +53,17 @@ class RiskInvarianceTest:
     risks: FloatArray
     envs: tuple
 
+    @property
+    def rejects(self) -> bool:
+        """Whether the risks differ at level :data:`RISK_TEST_LEVEL`."""
+        return bool(self.pvalue < RISK_TEST_LEVEL)
+
     def to_dict(self) -> dict:
         """Plain JSON values: the statistic, its degrees of freedom and p-value."""
         return jsonable({"statistic": self.statistic, "df": self.df, "pvalue": self.pvalue})
 
     def __str__(self) -> str:
-        verdict = ("evidence against risk invariance" if self.pvalue < 0.05
+        verdict = ("evidence against risk invariance" if self.rejects
                    else "no evidence against risk invariance")
         return (f"Equal environment risks at the estimate: chi2({self.df}) = "
                 f"{self.statistic:.3g}, p = {self.pvalue:.3g} ({verdict}).")

@@ -24,7 +24,7 @@ from .data import intercept_index
 from .diagnostics import IdentificationResult
 from .exceptions import DataError, DataWarning
 from .fourth import MAX_P
-from .inference import CI_METHODS, BootstrapResult
+from .inference import CI_METHODS, SHOWN_FREQ, BootstrapResult
 from .moments import Moments
 from .report import RiskInvarianceTest
 from .robust import RobustSet, robust_set
@@ -641,15 +641,14 @@ def _problems(res: NegDROResults) -> list[str]:
     problems = []
     ident = res.identification
     if ident is not None and not ident.holds:
-        problems.append(f"Condition 1b fails (relative margin {ident.relative_margin:.3g}): "
-                        "the environments may not identify the causal model")
+        problems.append(ident.failure)
     sel = res.selection
     if sel is not None and not sel.identified:
         names = ", ".join(sel.undetermined[:5]) + (" ..." if len(sel.undetermined) > 5 else "")
         problems.append(f"NOT IDENTIFIED: these environments do not determine {names}")
     if sel is not None and sel.rejected:
         problems.append("the J test rejects invariance on the reported support")
-    if res.invariance is not None and res.invariance.pvalue < 0.05:
+    if res.invariance is not None and res.invariance.rejects:
         problems.append(f"the environment risks differ at the estimate "
                         f"(p = {res.invariance.pvalue:.2g})")
     return problems
@@ -753,7 +752,7 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
     freq = res.support_freq
     rows = np.arange(len(res.params))
     if show == "selected":
-        rows = rows[res.support.to_numpy() | (freq.fillna(0).to_numpy() >= 0.1)]
+        rows = rows[res.support.to_numpy() | (freq.fillna(0).to_numpy() >= SHOWN_FREQ)]
     has_boot = res.bootstrap is not None
     problems = _problems(res)
     checked, in_table, robust_note = _robust_or_reason(res, alpha, intervals, problems)
@@ -888,9 +887,7 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
                      "environments' second moments differ too little there); the Phi_mu "
                      "fit is reported.")
     if ident is not None and not ident.holds:
-        notes.append(f"Condition 1b fails (relative margin {ident.relative_margin:.3g} <= "
-                     f"{ident.tol:g}): the environments may not identify the causal model; "
-                     + identification_advice(res.can_resample))
+        notes.append(f"{ident.failure}; " + identification_advice(res.can_resample))
     if not res.converged:
         notes.append(f"The solver did not reach tol = {s['tol']:g}: treat the estimate "
                      "with care, or raise max_iter.")

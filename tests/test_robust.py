@@ -207,6 +207,10 @@ def test_summary_shows_robust_intervals_where_identification_fails():
         res = NegDRO(df, env="env", outcome="Y").fit(n_boot=20, rng=0)
     text = str(res.summary())
     assert "WARNING" in text.splitlines()[0]
+    flat = " ".join(text.split())            # the warning cites the margin of the header
+    margin = res.identification.relative_margin
+    assert flat.startswith(f"WARNING: Condition 1b fails (relative margin {margin:.3g} <= ")
+    assert f"Cond. 1b rel. margin: {margin:.3g} fails" in flat
     assert "robust p    [0.025" in text and "shown instead of the bootstrap's" in text
     robust = res.conf_int(kind="robust")
     row = next(line for line in text.splitlines() if line.startswith("X2_long"))
