@@ -718,11 +718,40 @@ def _format_test(test: tuple) -> str:
 
 def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: str,
                    intervals: str) -> NegDROSummary:
+    """The summary: the header, the coefficients, the environments, then the verdict
+    line and the numbered notes (each part from one helper below)."""
+    top, width = _header_table(res)
+    rows = np.arange(len(res.params))
+    if show == "selected":
+        rows = rows[res.support.to_numpy()
+                    | (res.support_freq.fillna(0).to_numpy() >= SHOWN_FREQ)]
+    problems = _problems(res)
+    checked, in_table, robust_note = _robust_or_reason(res, alpha, intervals, problems)
+    robust = checked if in_table else None
+    env_rows = [[f"{n:g}", f"{w:.3f}", _num(r)]
+                for n, w, r in zip(res.nobs_env, res.weights, res.risks, strict=True)]
+    smry = NegDROSummary()
+    smry.tables = [top, _coef_table(res, rows, alpha, ci_method, robust, width),
+                   _table(env_rows, ["n_e", "weight w_e", "risk R_e(b)"],
+                          [str(e) for e in res.weights.index], "environment", width)]
+    verdict = _verdict(problems, checked)
+    smry.verdict = None if verdict is None else "\n".join(
+        _wrap(line, width, indent="") for line in verdict.split("\n"))
+    notes = [*_selection_notes(res), *([robust_note] if robust_note is not None else []),
+             _bootstrap_note(res, ci_method, robust is not None),
+             *_fit_notes(res, shown=len(rows), show=show)]
+    smry.add_extra_txt([_wrap(f"[{k}] {t}", width)
+                        for k, t in enumerate(notes, start=1)])
+    return smry
+
+
+def _header_table(res: NegDROResults) -> tuple[SimpleTable, int]:
+    """The two-column header and the width of every table (WIDTH, unless a value is too
+    long for it)."""
     s = res.settings
-    method = _METHOD_LABELS[(res.solver.method, res.solver.inner)]
     left = [
         ("Dep. Variable:", _short(res.endog_name, 19)),
-        ("Method:", method),
+        ("Method:", _METHOD_LABELS[(res.solver.method, res.solver.inner)]),
         ("gamma:", f"{res.gamma:g}"),
         ("No. Observations:", f"{res.nobs:g}"),
         ("No. Environments:", f"{res.n_envs}"),
@@ -744,25 +773,22 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
         ("Objective Phi_mu:", f"{res.objective:.4g}"),
     ]
     widths = _widths([left, right], WIDTH, sep=2)
-    width = sum(widths) + 2 * 3                  # WIDTH, unless a value is too long for it
     top = SimpleTable([[a, b, c, d] for (a, b), (c, d) in zip(left, right, strict=True)],
                       txt_fmt={"data_fmts": ["%s"], "empty_cell": "", "colsep": "  ",
                                "data_aligns": "lrlr", "colwidths": widths})
-    ci = res.conf_int(alpha, ci_method)
-    freq = res.support_freq
-    rows = np.arange(len(res.params))
-    if show == "selected":
-        rows = rows[res.support.to_numpy() | (freq.fillna(0).to_numpy() >= SHOWN_FREQ)]
+    return top, sum(widths) + 2 * 3
+
+
+def _coef_table(res: NegDROResults, rows: np.ndarray, alpha: float, ci_method: str,
+                robust: RobustSet | None, width: int) -> SimpleTable:
+    """The coefficients of ``rows``: with the robust p-values and intervals where
+    ``robust`` is given, else the bootstrap's standard errors and intervals if any."""
     has_boot = res.bootstrap is not None
-    problems = _problems(res)
-    checked, in_table, robust_note = _robust_or_reason(res, alpha, intervals, problems)
-    robust = checked if in_table else None
     lo_lab, hi_lab = f"[{alpha / 2:g}", f"{1 - alpha / 2:g}]"
     headers = ["coef", "std coef", "selected"] + (       # (no boot se beside the robust)
         ["robust p", lo_lab, hi_lab] if robust is not None else
         ["boot se", lo_lab, hi_lab] if has_boot else []) + (["sel. freq"] if has_boot else [])
-    if robust is not None:
-        ci = robust.conf_int()
+    ci = robust.conf_int() if robust is not None else res.conf_int(alpha, ci_method)
     coef_rows = []
     for j in rows:
         row = [_num(res.params.iloc[j]), _num(res.std_params.iloc[j]),
@@ -777,19 +803,14 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
         elif robust is not None or has_boot:
             row += [_num(ci["lower"].iloc[j]), _num(ci["upper"].iloc[j])]
         if has_boot:
-            row.append(f"{freq.iloc[j]:.2f}")
+            row.append(f"{res.support_freq.iloc[j]:.2f}")
         coef_rows.append(row)
-    coefs = _table(coef_rows or [["-"] * len(headers)], headers,
-                   [str(res.params.index[j]) for j in rows] or ["(none)"], "", width)
-    env_rows = [[f"{n:g}", f"{w:.3f}", _num(r)]
-                for n, w, r in zip(res.nobs_env, res.weights, res.risks, strict=True)]
-    envs = _table(env_rows, ["n_e", "weight w_e", "risk R_e(b)"],
-                  [str(e) for e in res.weights.index], "environment", width)
-    smry = NegDROSummary()
-    smry.tables = [top, coefs, envs]
-    verdict = _verdict(problems, checked)
-    smry.verdict = None if verdict is None else "\n".join(
-        _wrap(line, width, indent="") for line in verdict.split("\n"))
+    return _table(coef_rows or [["-"] * len(headers)], headers,
+                  [str(res.params.index[j]) for j in rows] or ["(none)"], "", width)
+
+
+def _selection_notes(res: NegDROResults) -> list[str]:
+    """How the support and the coefficients were chosen (the first notes)."""
     sel = res.selection
     if sel is not None and np.isfinite(sel.fixed_test[3]):
         J, df, pvalue, level = sel.fixed_test
@@ -852,9 +873,12 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
                      "errors inf: the data are consistent with other values of them "
                      "(more environments, or interventions on these covariates, would "
                      "determine them).")
-    if robust_note is not None:
-        notes.append(robust_note)
-    if has_boot:
+    return notes
+
+
+def _bootstrap_note(res: NegDROResults, ci_method: str, robust: bool) -> str:
+    """What the bootstrap did (or that there is none), and how to read its columns."""
+    if res.bootstrap is not None:
         boot = res.bootstrap
         unconverged = int((~boot.converged & ~boot.failed).sum())
         blocks = getattr(getattr(res.model, "data", None), "blocks", None)
@@ -862,23 +886,29 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
                 f"{blocks.n_blocks} random blocks of rows drawn with replacement)")
         what = (f"{ci_method} intervals; sel. freq = share of refits that selected the "
                 "covariate.  Intervals of a thresholded estimator are not normal: read them "
-                "with sel. freq." if robust is None else "sel. freq = share of "
+                "with sel. freq." if not robust else "sel. freq = share of "
                 "refits that selected the covariate; boot se and the bootstrap's intervals: "
                 "summary(intervals='bootstrap').")
-        notes.append(f"Bootstrap: {boot.n_boot} stratified refits of the whole "
-                     f"estimator{unit}; {what}"
-                     + (f"  {int(boot.failed.sum())} refits failed (left out)."
-                        if boot.failed.any() else "")
-                     + (f"  {unconverged} refits stopped before tol (kept; 'Converged' "
-                        "above is the fit's own)." if unconverged else ""))
-    else:
-        notes.append("No bootstrap (n_boot=0, or a model built from moments): no standard "
-                     "errors or selection frequencies" + (
-                         "." if robust is not None else ", and no intervals but the "
-                         "robust ones (summary(intervals='robust'))."))
-    if show == "selected" and len(rows) < len(res.params):
-        notes.append(f"{len(res.params) - len(rows)} covariates neither selected nor selected "
-                     "in >= 10% of refits are not shown; summary(show='all') lists them.")
+        return (f"Bootstrap: {boot.n_boot} stratified refits of the whole "
+                f"estimator{unit}; {what}"
+                + (f"  {int(boot.failed.sum())} refits failed (left out)."
+                   if boot.failed.any() else "")
+                + (f"  {unconverged} refits stopped before tol (kept; 'Converged' "
+                   "above is the fit's own)." if unconverged else ""))
+    return ("No bootstrap (n_boot=0, or a model built from moments): no standard "
+            "errors or selection frequencies" + (
+                "." if robust else ", and no intervals but the "
+                "robust ones (summary(intervals='robust'))."))
+
+
+def _fit_notes(res: NegDROResults, *, shown: int, show: str) -> list[str]:
+    """The rest: rows not shown, the refit, identification, convergence, the equal-risk
+    test, the intercept and population moments."""
+    s, ident, notes = res.settings, res.identification, []
+    if show == "selected" and shown < len(res.params):
+        notes.append(f"{len(res.params) - shown} covariates neither selected nor selected "
+                     f"in >= {SHOWN_FREQ:.0%} of refits are not shown; summary(show='all') "
+                     "lists them.")
     if res.solver.refit == "invariant":
         notes.append("Coefficients on the support refitted by gradient invariance, eq. (31); "
                      "Stationarity refers to the last Phi_mu stage.")
@@ -898,9 +928,7 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
                      "on.")
     if res.population:
         notes.append("Fitted on population moments: No. Observations is infinite.")
-    smry.add_extra_txt([_wrap(f"[{k}] {t}", width)
-                        for k, t in enumerate(notes, start=1)])
-    return smry
+    return notes
 
 
 def _wrap(note: str, width: int = WIDTH, indent: str = "    ") -> str:
