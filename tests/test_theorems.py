@@ -65,7 +65,9 @@ def test_theorem4_inequality(sem, data):
 def _run_counted(property_test, max_discarded: float):
     """Run the hypothesis test ``property_test(sem, counts)`` and check that at most
     ``max_discarded`` of the examples it saw were discarded by its premise (else the
-    property was checked on too few designs to mean much)."""
+    property was checked on too few designs to mean much).  The tests are derandomized:
+    the share then describes a fixed set of draws (random runs of the default's spread
+    from 4% to over 20%)."""
     counts = {"seen": 0, "kept": 0}
     property_test(counts=counts)
     assert counts["kept"] >= (1 - max_discarded) * counts["seen"], counts
@@ -78,7 +80,7 @@ def test_algorithm3_exact_without_confounding():
     at least 0.8 (beta* = 0 is the trivial case, 17 of 40 draws; with effects from 0.3
     the premise discarded 40-60% of the draws, now 2-35%: its Theorem 4 radius below
     c0)."""
-    @settings(max_examples=40, **SLOW)
+    @settings(max_examples=40, derandomize=True, **SLOW)   # the share is a fixed fact
     @given(sem=nt.designs(confounding=False, condition_1b=True, min_margin=0.01,
                           min_parents=1, parent_effects=(0.8, 1.5)))
     def check(sem, counts):
@@ -97,7 +99,7 @@ def test_default_exact_under_condition_1b():
     """The default estimator on population moments returns beta* and its support when
     Condition 1b holds and it takes the invariance route (children of Y and hidden
     confounding included).  (On the other route it is Algorithm 3, tested above.)"""
-    @settings(max_examples=25, **SLOW)
+    @settings(max_examples=25, derandomize=True, **SLOW)
     @given(sem=nt.designs(confounding=None, condition_1b=True, min_parents=1))
     def check(sem, counts):
         counts["seen"] += 1
