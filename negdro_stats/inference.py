@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 from scipy import stats
@@ -26,8 +26,9 @@ from .exceptions import BootstrapFailureWarning
 from .moments import Moments
 from .solvers import SolverOutput
 
-__all__ = ["BootstrapResult", "CI_METHODS", "SHOWN_FREQ", "bootstrap"]
+__all__ = ["BootstrapResult", "CI_METHODS", "SHOWN_FREQ", "bootstrap", "replicate"]
 
+T = TypeVar("T")
 CI_METHODS = ("percentile", "basic", "normal")
 SHOWN_FREQ = 0.1    # summaries and plots show a covariate selected or kept this often
 
@@ -99,6 +100,33 @@ class BootstrapResult:
         return estimate - z * se, estimate + z * se
 
 
+def replicate(one: Callable[[int, np.random.Generator], T], n: int,
+              rng: np.random.Generator, *, n_jobs: int = 1,
+              progress: Callable | None = None) -> tuple[list[T | None], np.ndarray]:
+    """The package's one resampling loop: ``one(k, child_k)`` for ``k < n``, each with its
+    own generator spawned from ``rng`` (the same draws whatever ``n_jobs``; BLAS held to
+    one thread per worker when ``n_jobs > 1``).  A replicate that raises a numerical error
+    (``LinAlgError``, ``ValueError``, ``ArithmeticError``) fails: its result is None and
+    its entry of the returned boolean mask True.  ``progress`` wraps the iteration (a
+    progress bar)."""
+    children = rng.spawn(n)
+
+    def run(k: int):
+        try:
+            return one(k, children[k]), False
+        except (np.linalg.LinAlgError, ValueError, ArithmeticError):
+            return None, True
+
+    steps = range(n)
+    if n_jobs > 1:
+        with threadpool_limits(limits=1), ThreadPoolExecutor(max_workers=n_jobs) as pool:
+            results = pool.map(run, steps)
+            results = list(progress(results) if progress is not None else results)
+    else:
+        results = [run(k) for k in (progress(steps) if progress is not None else steps)]
+    return [r for r, _ in results], np.array([f for _, f in results], dtype=bool)
+
+
 def bootstrap(
     resample: Callable[[np.random.Generator], Moments],
     refit: Callable[[Moments], SolverOutput],
@@ -114,30 +142,14 @@ def bootstrap(
     ``resample(rng)`` draws the moments of one bootstrap sample; ``refit`` maps them to a
     solver output with ``p`` coefficients.
     """
-    children = rng.spawn(n_boot)
-
-    def one(k: int):
-        try:
-            out = refit(resample(children[k]))
-            return out.b, out.support, out.converged, False
-        except (np.linalg.LinAlgError, ValueError, ArithmeticError):
-            return None, None, False, True
-
-    steps = range(n_boot)
-    if n_jobs > 1:
-        with threadpool_limits(limits=1), ThreadPoolExecutor(max_workers=n_jobs) as pool:
-            results = pool.map(one, steps)
-            results = list(progress(results) if progress is not None else results)
-    else:
-        results = [one(k) for k in (progress(steps) if progress is not None else steps)]
+    results, failed = replicate(lambda k, child: refit(resample(child)), n_boot, rng,
+                                n_jobs=n_jobs, progress=progress)
     draws = np.full((n_boot, p), np.nan)
     selected = np.zeros((n_boot, p), dtype=bool)
     converged = np.zeros(n_boot, dtype=bool)
-    failed = np.zeros(n_boot, dtype=bool)
-    for k, (b, s, conv, fail) in enumerate(results):
-        failed[k], converged[k] = fail, conv
-        if not fail:
-            draws[k], selected[k] = b, s
+    for k, out in enumerate(results):
+        if out is not None:
+            draws[k], selected[k], converged[k] = out.b, out.support, out.converged
     n_slow = int((~converged & ~failed).sum())
     if failed.any() or n_slow:
         warn_user(f"{int(failed.sum())} of {n_boot} bootstrap refits failed and {n_slow} did "

@@ -11,6 +11,10 @@
   that differ hugely in ways that do not make A(w) positive definite give a large p);
 - a model-rejection signal: a test of equal environment risks at the NegDRO estimate
   (the analogue of ICP's "no set accepted"), see :class:`RiskInvarianceTest`.
+
+The bootstrap and permutation draws run through :func:`~negdro_stats.inference.replicate`
+(the estimator's bootstrap loop): one generator spawned per draw, and a draw whose margin
+fails numerically is left out and counted (a warning), not an error.
 """
 
 from __future__ import annotations
@@ -23,7 +27,10 @@ from scipy import stats
 
 from ._json import jsonable
 from ._typing import FloatArray
+from ._validation import warn_user
 from .diagnostics import IdentificationResult
+from .exceptions import BootstrapFailureWarning
+from .inference import replicate
 from .moments import Moments
 
 __all__ = ["IdentificationReport", "RiskInvarianceTest", "identification_report",
@@ -207,19 +214,20 @@ def identification_report(
     sample and of a label permutation
     (:class:`~negdro_stats.data.MultiEnvData`'s resamplers).
     """
-    steps = range(n_boot + n_perm)
-    it = iter(progress(steps) if progress is not None else steps)
-    boot = np.empty(n_boot)
-    for k in range(n_boot):
-        next(it)
-        boot[k] = margin(resample(rng))
-    observed = condition_1b.relative_margin
-    exceed = 0
-    for _ in range(n_perm):
-        next(it)
-        exceed += margin(permute(rng)) >= observed
-    lcb = float(np.quantile(boot, alpha)) if n_boot else float("nan")
+    values, failed = replicate(
+        lambda k, child: margin(resample(child) if k < n_boot else permute(child)),
+        n_boot + n_perm, rng, progress=progress)        # (the package's one loop)
+    values = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    boot, perm = values[:n_boot], values[n_boot:]
+    if failed.any():
+        warn_user(f"{int(failed[:n_boot].sum())} of {n_boot} bootstrap and "
+                  f"{int(failed[n_boot:].sum())} of {n_perm} permutation margins failed; "
+                  "the bound and the p-value use the others.", BootstrapFailureWarning)
+    perm = perm[np.isfinite(perm)]
+    kept = boot[np.isfinite(boot)]
+    lcb = float(np.quantile(kept, alpha)) if len(kept) else float("nan")
+    exceed = int((perm >= condition_1b.relative_margin).sum())
     return IdentificationReport(
         condition_1b=condition_1b, margin_lcb=lcb, boot_margins=boot,
-        perm_pvalue=(1 + exceed) / (1 + n_perm) if n_perm else float("nan"), n_perm=n_perm,
-        invariance=invariance, alpha=alpha)
+        perm_pvalue=(1 + exceed) / (1 + len(perm)) if len(perm) else float("nan"),
+        n_perm=n_perm, invariance=invariance, alpha=alpha)
