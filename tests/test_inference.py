@@ -174,3 +174,39 @@ def test_printing_never_warns_and_large_p_identification_is_lazy():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         str(res.summary())
+
+
+def test_the_one_resampling_loop_spawns_and_counts_failures():
+    """inference.replicate: the same draws for any n_jobs (one spawned generator per
+    replicate), numerical failures are None and flagged; diagnose()'s report leaves a
+    failed margin out with a warning instead of stopping."""
+    from negdro_stats.inference import replicate
+    from negdro_stats.report import identification_report
+
+    def one(k, child):
+        if k % 3 == 2:
+            raise np.linalg.LinAlgError("singular")
+        return float(child.normal())
+
+    serial, failed = replicate(one, 9, np.random.default_rng(5))
+    threads, _ = replicate(one, 9, np.random.default_rng(5), n_jobs=2)
+    assert serial == threads and failed.tolist() == [k % 3 == 2 for k in range(9)]
+    assert all((v is None) == f for v, f in zip(serial, failed, strict=True))
+
+    df = simulate.eq33(p=5).sample(300, rng=0)
+    model = NegDRO(df, env="env", outcome="Y")
+    c1b = model.fit(n_boot=0).identification
+    calls = iter(range(100))
+
+    def margin(mom):                       # calls 0, 4, 8 (bootstrap) and 12 (permutation)
+        if next(calls) % 4 == 0:
+            raise ValueError("no margin")
+        return 0.5
+
+    with pytest.warns(BootstrapFailureWarning, match="3 of 10 bootstrap and 1 of 6"):
+        report = identification_report(
+            condition_1b=c1b, invariance=None, margin=margin, resample=model.data.resample,
+            permute=model.data.permute, n_boot=10, n_perm=6, alpha=0.05,
+            rng=np.random.default_rng(0))
+    assert np.isnan(report.boot_margins).sum() == 3 and report.margin_lcb == 0.5
+    assert report.perm_pvalue == (1 + 5 * (0.5 >= c1b.relative_margin)) / 6
