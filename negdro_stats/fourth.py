@@ -42,6 +42,7 @@ import numpy as np
 from ._typing import FloatArray
 
 __all__ = ["FourthMoments", "FourthAccumulator", "gaussian_score_cov", "isserlis_parts",
+           "score_cov_derivative",
            "MAX_P", "MAX_ENTRIES", "SAMPLE_ROWS", "RESIDUAL"]
 
 MAX_P = 30                  # covariates carried at most (an appended constant not counted)
@@ -123,6 +124,38 @@ def gaussian_score_cov(mom, b: FloatArray, cols: np.ndarray | None = None,
     mu, mu_r, _, g, risk, c, Sig = isserlis_parts(mom, b, cols) if parts is None else parts
     return (Sig * risk[:, None, None] + 2.0 * mu_r[:, None, None] * (outer(mu, c)
             + outer(c, mu)) + 2.0 * outer(c, c) - outer(g, g))
+
+
+def score_cov_derivative(mom, parts: tuple, cols: np.ndarray, a: FloatArray,
+                         S: np.ndarray | None = None) -> FloatArray:
+    """``(dV_e / db_k) a_e`` for ``k`` in ``S`` (default all), shape (E, |cols|, |S|),
+    for ``V`` the :func:`gaussian_score_cov` on ``cols`` at the point of ``parts``
+    (:func:`isserlis_parts`): the derivative of the Gaussian form ``V = E[W W^T] rho +
+    2 mu_r (mu c^T + c mu^T) + 2 c c^T - g g^T`` of ``W = (Z, r)``, ``rho = E[r^2]``,
+    ``g = E[W r]``, ``c = Cov(W, r)``, where only the entries of ``r`` move with ``b``
+    (``dr / db_k = -X_k``).  The CUE gradients take ``a^T dV a`` (the selection's and the robust
+    statistic's), Kleibergen's score statistic ``dV a`` itself."""
+    S = np.arange(mom.p) if S is None else S
+    mu, mu_r, g_full, g, rho, c, Sig = parts
+    is_r = cols == RESIDUAL
+    xc = np.where(is_r, 0, cols)
+    d_rho, d_mur = -2.0 * g_full[:, S], -mom.mean_x[:, S]            # (E, |S|)
+    d_mu = np.where(is_r[None, :, None], d_mur[:, None, :], 0.0)   # (E, c, |S|)
+    d_g = np.where(is_r[None, :, None], d_rho[:, None, :], -mom.Sigma[:, xc][:, :, S])
+    d_c = d_g - d_mu * mu_r[:, None, None] - mu[:, :, None] * d_mur[:, None, :]
+    ca, mua, ga = (np.einsum("ei,ei->e", v, a) for v in (c, mu, g))
+    d_ca, d_mua, d_ga = (np.einsum("eip,ei->ep", v, a) for v in (d_c, d_mu, d_g))
+    a_r = a[:, is_r].sum(axis=1)                # (0 without the risk's column)
+    d_Sig_a = np.where(is_r[None, :, None], d_ga[:, None, :],   # r's row: d E[r W^T] a,
+                       d_g * a_r[:, None, None])                # the others d E[W r] a_r
+    return (d_Sig_a * rho[:, None, None] + (Sig @ a[:, :, None]) * d_rho[:, None, :]
+            + 2.0 * d_mur[:, None, :] * (mu * ca[:, None] + c * mua[:, None])[:, :, None]
+            + 2.0 * mu_r[:, None, None] * (d_mu * ca[:, None, None]
+                                           + mu[:, :, None] * d_ca[:, None, :]
+                                           + d_c * mua[:, None, None]
+                                           + c[:, :, None] * d_mua[:, None, :])
+            + 2.0 * (d_c * ca[:, None, None] + c[:, :, None] * d_ca[:, None, :])
+            - (d_g * ga[:, None, None] + g[:, :, None] * d_ga[:, None, :]))
 
 
 @dataclass(frozen=True, slots=True, eq=False)

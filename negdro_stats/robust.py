@@ -72,7 +72,7 @@ from statsmodels.stats.multitest import multipletests
 from ._typing import ArrayLike, FloatArray
 from ._validation import check_option, check_scalar
 from .exceptions import DataError
-from .fourth import RESIDUAL, gaussian_score_cov, isserlis_parts
+from .fourth import RESIDUAL, gaussian_score_cov, isserlis_parts, score_cov_derivative
 from .moments import Moments
 from .route import centred_problem, instrument_budget, most_heterogeneous, standardised_cov
 from .selection import (
@@ -308,7 +308,9 @@ class _RiskAR:
         parts, _, D, W, Wbar_inv, dev = self._parts(b_S, S)
         a = np.einsum("eij,ej->ei", W, dev)
         J = float(np.einsum("ei,ei->", dev, a))
-        grad = 2.0 * np.einsum("eqk,eq->k", D, a) - self._score_form(parts, S, a)
+        grad = 2.0 * np.einsum("eqk,eq->k", D, a) - np.einsum(   # the V's derivative
+            "eqk,eq,e->k", score_cov_derivative(self.mom, parts, self.cols, a, S), a,
+            1.0 / self.n)
         if not information:
             return J, grad, None
         WD = W @ D
@@ -316,60 +318,12 @@ class _RiskAR:
         P = np.einsum("eqk,eql->kl", D, WD) - SWD.T @ Wbar_inv @ SWD
         return J, grad, (P + P.T) / 2.0
 
-    def _dV_a(self, parts: tuple, a: FloatArray) -> FloatArray:
-        """``(dV_e / db_k) a_e`` for every ``k``, shape (E, q + 1, p): the derivative of
-        the Gaussian form ``V = E[W W^T] rho + 2 mu_r (mu c^T + c mu^T) + 2 c c^T -
-        g g^T`` of ``W = (Z, r)`` (:meth:`_score_form`'s names), where only the entries of
-        ``r`` move with ``b`` (``dr / db_k = -X_k``)."""
-        mom = self.mom
-        mu, mu_r, g_full, g, rho, c, Sig = parts
-        is_r = self.cols == RESIDUAL
-        xc = np.where(is_r, 0, self.cols)
-        d_rho, d_mur = -2.0 * g_full, -mom.mean_x                        # (E, p)
-        d_mu = np.where(is_r[None, :, None], -mom.mean_x[:, None, :], 0.0)   # (E, c, p)
-        d_g = np.where(is_r[None, :, None], d_rho[:, None, :], -mom.Sigma[:, xc, :])
-        d_c = d_g - d_mu * mu_r[:, None, None] - mu[:, :, None] * d_mur[:, None, :]
-        ca, mua, ga = (np.einsum("ei,ei->e", v, a) for v in (c, mu, g))
-        d_ca, d_mua, d_ga = (np.einsum("eip,ei->ep", v, a) for v in (d_c, d_mu, d_g))
-        a_r = a[:, is_r].sum(axis=1)                # (0 without the risk's column)
-        d_Sig_a = np.where(is_r[None, :, None], d_ga[:, None, :],   # r's row: d E[r W^T] a,
-                           d_g * a_r[:, None, None])                # the others d E[W r] a_r
-        return (d_Sig_a * rho[:, None, None] + (Sig @ a[:, :, None]) * d_rho[:, None, :]
-                + 2.0 * d_mur[:, None, :] * (mu * ca[:, None] + c * mua[:, None])[:, :, None]
-                + 2.0 * mu_r[:, None, None] * (d_mu * ca[:, None, None]
-                                               + mu[:, :, None] * d_ca[:, None, :]
-                                               + d_c * mua[:, None, None]
-                                               + c[:, :, None] * d_mua[:, None, :])
-                + 2.0 * (d_c * ca[:, None, None] + c[:, :, None] * d_ca[:, None, :])
-                - (d_g * ga[:, None, None] + g[:, :, None] * d_ga[:, None, :]))
-
-    def _score_form(self, parts: tuple, S: np.ndarray, a: FloatArray) -> FloatArray:
-        """``sum_e a_e^T (dV_e / db_k) a_e / n_e`` for ``k`` in ``S`` from the Gaussian form
-        ``a^T V a = (a^T E[W W^T] a) rho + 4 mu_r (a^T mu)(a^T c) + 2 (a^T c)^2 -
-        (a^T g)^2`` of ``W = (Z, r)``, ``rho = E[r^2]``, ``g = E[W r]``,
-        ``c = Cov(W, r)``; ``dr / db_k = -X_k``."""
-        mom, q = self.mom, len(self.R)
-        mu, mu_r, g_full, g, rho, c, Sig = parts
-        ar = a[:, q] if a.shape[1] > q else np.zeros(len(a))             # (E,)
-        z = np.einsum("eq,eqk->ek", a[:, :q], mom.Sigma[:, self.R][:, :, S])
-        gk, mk = g_full[:, S], mom.mean_x[:, S]
-        A = np.einsum("eq,eqp,ep->e", a, Sig, a)
-        Mu, C, G = (np.einsum("eq,eq->e", a, v) for v in (mu, c, g))
-        dA = -2.0 * ar[:, None] * (z + ar[:, None] * gk)
-        d_rho, d_mur, d_Mu = -2.0 * gk, -mk, -ar[:, None] * mk
-        dG = -2.0 * ar[:, None] * gk - z
-        dC = dG + ar[:, None] * mk * mu_r[:, None] + Mu[:, None] * mk
-        form = (dA * rho[:, None] + A[:, None] * d_rho
-                + 4.0 * (d_mur * (Mu * C)[:, None] + mu_r[:, None] * d_Mu * C[:, None]
-                         + (mu_r * Mu)[:, None] * dC)
-                + 4.0 * C[:, None] * dC - 2.0 * G[:, None] * dG)
-        return (form / self.n[:, None]).sum(axis=0)
-
     def score_statistic(self, b: FloatArray) -> float:
         """Kleibergen's score statistic at ``b`` (every coefficient):
         ``K(b) = s^T I~^{-1} s / 4`` with ``s = grad AR(b) = 2 sum_e D~_e^T a_e``, the
         Jacobian ``D~_e = D_e - dV_e a_e / (2 n_e)`` made uncorrelated with the moments
-        (:meth:`_dV_a`; the non-Gaussian part is held fixed) and ``I~ = sum_e D~_e^T W_e
+        (:func:`~negdro_stats.fourth.score_cov_derivative`; the non-Gaussian part is
+        held fixed) and ``I~ = sum_e D~_e^T W_e
         D~_e`` less the common mean's share.  At ``beta*`` ``K ~ chi2(p)`` however weak
         the identification (Kleibergen 2005); at a restricted CUE the nuisance
         components of ``s`` vanish and ``K`` tests the fixed ones (:class:`_Subvector`)."""
@@ -381,7 +335,8 @@ class _RiskAR:
         b = np.asarray(b, dtype=np.float64)
         parts, _, D, W, Wbar_inv, dev = self._parts(b, np.arange(self.mom.p))
         a = np.einsum("eij,ej->ei", W, dev)
-        Dt = D - 0.5 * self._dV_a(parts, a) / self.n[:, None, None]
+        Dt = D - 0.5 * score_cov_derivative(self.mom, parts, self.cols, a) / self.n[
+            :, None, None]
         s = 2.0 * np.einsum("eqk,eq->k", Dt, a)
         WD = W @ Dt
         SWD = WD.sum(axis=0)
@@ -635,11 +590,11 @@ class _Subvector:
     (``chi2(df_sub - 1)``) at ``0.2 alpha``, rejecting when either does (size <= alpha
     by Bonferroni): ``T_j = max(K_j, J_j c_K / c_J)`` against ``c_K``.  Where ``beta*``
     is identified ``J_j`` hardly moves with ``beta_0`` and the interval is where ``K_j
-    <= c_K``, about the Wald interval of the efficient GMM (a fifth wider at
-    ``df_sub = 10`` with ``AR`` alone); far out ``K_j -> 0`` and ``T_j`` tends to the
-    profiles' limit times ``c_K / c_J``.  Plugging the restricted CUE in for the other
-    coefficients keeps the level where they are identified (Kleibergen 2005); where they
-    are not, the benchmark measures it."""
+    <= c_K``, about the Wald interval of the efficient GMM (the ``AR`` interval was
+    1.3-1.7x as wide in ``bench_inference.py --only robust_width``); far out ``K_j ->
+    0`` and ``T_j`` tends to the profiles' limit times ``c_K / c_J``.  Plugging the
+    restricted CUE in for the other coefficients keeps the level where they are
+    identified (Kleibergen 2005); where they are not, the benchmark measures it."""
 
     def __init__(self, profile: _Profile, joint: _RiskAR, alpha: float, df_sub: int,
                  test: Literal["ar", "kj"]) -> None:
@@ -688,9 +643,9 @@ class _Subvector:
 
     def pvalue(self, j: int, beta0: float = 0.0) -> float:
         """The p-value of ``b_j = beta_0``: the least level at which the test rejects."""
-        ar, k = self.parts(j, beta0, "all")
         if self.test == "ar":
-            return float(stats.chi2.sf(ar, self.df_sub))
+            return float(stats.chi2.sf(self.profile(j, beta0, "all"), self.df_sub))
+        ar, k = self.parts(j, beta0, "all")
         return min(1.0, float(stats.chi2.sf(k, 1)) / KJ_SHARE,
                    float(stats.chi2.sf(ar - k, self.df_sub - 1)) / (1 - KJ_SHARE))
 

@@ -64,7 +64,7 @@ import numpy as np
 from scipy import linalg, optimize, stats
 
 from ._typing import FloatArray
-from .fourth import gaussian_score_cov, isserlis_parts
+from .fourth import gaussian_score_cov, isserlis_parts, score_cov_derivative
 
 __all__ = ["InvarianceGMM", "GMMFit", "Selection", "SelectionReport", "Cumulant",
            "select_support", "augment_support", "exogenous_support",
@@ -181,30 +181,11 @@ class InvarianceGMM:
 
     def _score_form(self, b: FloatArray, S: np.ndarray, a: FloatArray) -> FloatArray:
         """``sum_e a_e^T (dV_e / db_k) a_e / n_e`` for ``k`` in ``S``: the derivative of the
-        score covariance enters the CUE gradient only through this form, so it is
-        evaluated term by term of ``V`` (O(|E| q |S|)) instead of forming ``dV``
-        (O(|E| q^2 |S|)).  With ``dg = d g / db_k = -Sigma[Z, k]``,
-        ``d risk = -2 g_k``, ``d mu_r = -mu_k`` and ``dc = dg - mu d mu_r``."""
-        mom = self.mom
-        mu, mu_r, g_full, g, _, c, Sig = isserlis_parts(mom, b, self.R)
-        a_n = a / self.n[:, None]
-        dg = -np.swapaxes(mom.Sigma[:, self.R][:, :, S], 1, 2)  # (E, k, q)
-        d_risk = -2.0 * g_full[:, S]                             # (E, k)
-        d_mu_r = -mom.mean_x[:, S]                               # (E, k)
-        dc = dg - mu[:, None, :] * d_mu_r[:, :, None]
-
-        def dots(v):                                  # (a_n . v, a . v), per environment
-            return (np.einsum("eq,e...q->e...", a_n, v), np.einsum("eq,e...q->e...", a, v))
-
-        (am, bm), (ac, bc), (ag, bg) = dots(mu), dots(c), dots(g)
-        (adc, bdc), (adg, bdg) = dots(dc), dots(dg)
-        quad_sig = np.einsum("eq,eqp,ep->e", a_n, Sig, a)
-        form = (d_risk * quad_sig[:, None]
-                + 2.0 * d_mu_r * (am * bc + ac * bm)[:, None]
-                + 2.0 * mu_r[:, None] * (am[:, None] * bdc + adc * bm[:, None])
-                + 2.0 * (adc * bc[:, None] + ac[:, None] * bdc)
-                - (adg * bg[:, None] + ag[:, None] * bdg))
-        return form.sum(axis=0)
+        score covariance enters the CUE gradient only through this form
+        (:func:`~negdro_stats.fourth.score_cov_derivative`, O(|E| q |S|): ``dV a``
+        without forming ``dV``)."""
+        dVa = score_cov_derivative(self.mom, isserlis_parts(self.mom, b, self.R), self.R, a, S)
+        return np.einsum("eqk,eq,e->k", dVa, a, 1.0 / self.n)
 
     def _weights(self, b: FloatArray) -> FloatArray:
         """``W_e = n_e Var_e(Z r)^{-1}`` at ``b`` (a tiny ridge keeps it finite)."""

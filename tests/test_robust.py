@@ -161,7 +161,7 @@ def test_the_score_statistic_uses_the_gradient_of_the_statistic():
     score covariance in it equals the complex step's (the Gaussian form is a polynomial
     in b, so the step is exact), with and without the risk; K is 0 at the CUE and at
     most AR (the profiled mean)."""
-    from negdro_stats.fourth import gaussian_score_cov, isserlis_parts
+    from negdro_stats.fourth import gaussian_score_cov, isserlis_parts, score_cov_derivative
     from negdro_stats.robust import _RiskAR
 
     ar = _statistic_with_cumulant(seed=1)
@@ -172,7 +172,8 @@ def test_the_score_statistic_uses_the_gradient_of_the_statistic():
         a_s = a[:, :len(stat.cols)]
         step = [np.einsum("eij,ej->ei", gaussian_score_cov(
             stat.mom, b + 1e-30j * e, stat.cols).imag / 1e-30, a_s) for e in np.eye(3)]
-        assert_allclose(stat._dV_a(isserlis_parts(stat.mom, b, stat.cols), a_s),
+        assert_allclose(score_cov_derivative(stat.mom, isserlis_parts(stat.mom, b, stat.cols),
+                                             stat.cols, a_s),
                         np.stack(step, axis=-1), atol=1e-12)
     score, _ = ar._score(b)
     J, grad = ar.objective(b, every)
