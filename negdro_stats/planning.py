@@ -67,7 +67,9 @@ from .data import MultiEnvData
 from .design import LinearSEM
 from .diagnostics import DEFAULT_TOL, check_condition_1b
 from .exceptions import DataError, DataWarning, SolverError
+from .inference import replicate
 from .moments import Moments
+from .plotting import plot_plan
 from .route import solve
 from .selection import gaussian_score_cov
 from .solvers import SolverOptions
@@ -390,36 +392,12 @@ class SamplePlan:
     def plot(self, target_error: float | None = None):
         """Error quantiles (left) and the probabilities (right) against ``n``, log axes;
         with ``target_error``, the target on the left and ``P(error <= target)`` on the
-        right.  Returns the matplotlib ``Figure`` (needs the ``plot`` extra)."""
+        right.  Returns the matplotlib ``Figure`` (needs the ``plot`` extra;
+        :func:`negdro_stats.plotting.plot_plan`)."""
         if target_error is not None:
             target_error = check_scalar(target_error, "target_error", "SamplePlan.plot",
                                         min_val=0, closed="neither")
-        try:
-            import matplotlib.pyplot as plt
-        except ImportError as exc:                   # optional dependency
-            raise ImportError("Plots need matplotlib: pip install "
-                              "'negdro-stats[plot]'.") from exc
-        frame = self.to_frame()
-        fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.6))
-        left.fill_between(self.n, np.quantile(self.errors, 0.1, axis=1),
-                          np.quantile(self.errors, 0.9, axis=1), alpha=0.25,
-                          label="10%-90%")
-        left.plot(self.n, frame["median_error"], "o-", label="median")
-        if target_error is not None:
-            left.axhline(target_error, color="C3", lw=0.8, label="target")
-        left.set(xscale="log", yscale="log", xlabel="n per environment",
-                 ylabel="||b - beta*||_2")
-        left.legend(fontsize=8)
-        if target_error is not None:
-            right.plot(self.n, self._probability("error", target_error), "^-",
-                       label=f"error <= {target_error:g}")
-        right.plot(self.n, frame["p_support"], "o-", label="right support")
-        right.plot(self.n, frame["p_margin"], "s-", label="margin shown")
-        right.set(xscale="log", ylim=(-0.02, 1.02), xlabel="n per environment",
-                  ylabel="probability")
-        right.legend(fontsize=8)
-        fig.tight_layout()
-        return fig
+        return plot_plan(self, target_error=target_error)
 
 
 def plan_sample_size(
@@ -481,9 +459,9 @@ def plan_sample_size(
     >>> plan = plan_sample_size(simulate.example3("strong"), [100, 500, 2000], reps=20,
     ...                         rng=0, verbose=False)
     >>> plan.to_frame()["p_support"].tolist()
-    [0.1, 0.9, 0.95]
+    [0.35, 0.95, 1.0]
     >>> round(plan.required_n(criterion="support"))      # P(right support) >= 0.8
-    409
+    335
     """
     owner = "plan_sample_size"
     if not isinstance(sem, LinearSEM):
@@ -508,35 +486,43 @@ def plan_sample_size(
     population = sem.moments()
     beta_star, truth = sem.beta_star, sem.beta_star != 0
     shape = (len(grid), reps)
-    errors, support_ok, margins = np.empty(shape), np.zeros(shape, bool), np.empty(shape)
-    boot_lcb = np.full(shape, np.nan) if margin_boot else None
-    failed, start = 0, time.perf_counter()
-    steps = progress(np.ndindex(*shape), verbose, "plan", total=len(grid) * reps)
-    for k, r in steps:
+    start = time.perf_counter()
+
+    def one(i: int, child: np.random.Generator) -> tuple[float, bool, float, float]:
+        """Replicate ``i`` (candidate ``i // reps``): error, support, margin, bound."""
+        n_rows = int(grid[i // reps])
         if draw == "moments":
-            mom = sample_moments(population, int(grid[k]), rng)
-            score_cov = cumulant_noise(population, int(grid[k]), rng)(mom)
+            mom = sample_moments(population, n_rows, child)
+            score_cov = cumulant_noise(population, n_rows, child)(mom)
         else:
-            data = MultiEnvData.from_frame(sem.sample(int(grid[k]), rng, env_column="env"),
+            data = MultiEnvData.from_frame(sem.sample(n_rows, child, env_column="env"),
                                            "env", outcome=sem.names[0])
             mom, score_cov = data.moments, data.score_cov
-        margins[k, r] = check_condition_1b(mom).relative_margin
-        if margin_boot:
-            boot_lcb[k, r] = _bootstrap_bound(mom, int(grid[k]), margin_boot, margin_alpha, rng)
+        margin = check_condition_1b(mom).relative_margin
+        bound = (_bootstrap_bound(mom, n_rows, margin_boot, margin_alpha, child)
+                 if margin_boot else np.nan)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")          # the replicates' fit warnings
                 out = solve(mom, solver_options, score_cov=score_cov)
         except SolverError:
-            failed += 1
-            errors[k, r] = np.inf
-            continue
-        errors[k, r] = np.linalg.norm(out.b - beta_star)
-        support_ok[k, r] = np.array_equal(out.support, truth)
+            return np.inf, False, margin, bound          # a failed fit counts as a miss
+        return (float(np.linalg.norm(out.b - beta_star)),
+                bool(np.array_equal(out.support, truth)), margin, bound)
+
+    results, crashed = replicate(one, shape[0] * reps, rng,
+                                 progress=lambda steps: progress(steps, verbose, "plan",
+                                                                 total=len(steps)))
+    if crashed.any():
+        raise SolverError(f"{int(crashed.sum())} of {crashed.size} replicates failed "
+                          "numerically (drawing the moments or checking the margin).")
+    errors, support_ok, margins, boot_lcb = (np.array(col).reshape(shape)
+                                             for col in zip(*results, strict=True))
+    failed = int(np.isinf(errors).sum())
     return SamplePlan(n=grid, errors=errors, support_ok=support_ok, margins=margins,
                       population_margin=check_condition_1b(population).relative_margin,
-                      boot_lcb=boot_lcb, margin_alpha=margin_alpha, tol=DEFAULT_TOL,
-                      draw=draw,
+                      boot_lcb=boot_lcb if margin_boot else None,
+                      margin_alpha=margin_alpha, tol=DEFAULT_TOL, draw=draw,
                       gaussian_approximation=draw == "moments" and not sem.is_gaussian,
                       failed=failed, seconds=time.perf_counter() - start)
 
@@ -544,9 +530,14 @@ def plan_sample_size(
 def _bootstrap_bound(mom: Moments, n: int, draws: int, alpha: float,
                      rng: np.random.Generator) -> float:
     """Parametric bootstrap lower bound of the relative margin: ``draws`` Wishart moment
-    sets from ``mom`` taken as the population, mean + z_alpha sd of their margins."""
-    boot = [check_condition_1b(sample_moments(mom, n, rng)).relative_margin
-            for _ in range(draws)]
+    sets from ``mom`` taken as the population, mean + z_alpha sd of their margins (draws
+    whose margin fails numerically are left out; NaN with fewer than two left)."""
+    boot, failed = replicate(
+        lambda k, child: check_condition_1b(sample_moments(mom, n, child)).relative_margin,
+        draws, rng)
+    boot = np.asarray([m for m, bad in zip(boot, failed, strict=True) if not bad])
+    if len(boot) < 2:
+        return np.nan
     return float(np.mean(boot) + stats.norm.ppf(alpha) * np.std(boot, ddof=1))
 
 

@@ -12,10 +12,11 @@ import numpy as np
 import pandas as pd
 
 from ._typing import ArrayLike
+from ._validation import check_scalar
 from .exceptions import DataError
 from .inference import SHOWN_FREQ
 
-__all__ = ["plot_coefficients", "plot_selection", "plot_path", "plot_risks"]
+__all__ = ["plot_coefficients", "plot_selection", "plot_path", "plot_plan", "plot_risks"]
 
 
 def _pyplot():
@@ -163,5 +164,36 @@ def plot_risks(res: Any):
     if res.invariance is not None:
         title += f" (equal-risk test p = {res.invariance.pvalue:.2g})"
     ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_plan(plan: Any, *, target_error: float | None = None):
+    """A :class:`~negdro_stats.planning.SamplePlan`: error quantiles (left) and the
+    probabilities (right) against ``n``, log axes; with ``target_error``, the target on
+    the left and ``P(error <= target)`` on the right."""
+    if target_error is not None:
+        target_error = check_scalar(target_error, "target_error", "plot_plan",
+                                    min_val=0, closed="neither")
+    plt = _pyplot()
+    frame = plan.to_frame()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.6))
+    left.fill_between(plan.n, np.quantile(plan.errors, 0.1, axis=1),
+                      np.quantile(plan.errors, 0.9, axis=1), alpha=0.25,
+                      label="10%-90%")
+    left.plot(plan.n, frame["median_error"], "o-", label="median")
+    if target_error is not None:
+        left.axhline(target_error, color="C3", lw=0.8, label="target")
+    left.set(xscale="log", yscale="log", xlabel="n per environment",
+             ylabel="||b - beta*||_2")
+    left.legend(fontsize=8)
+    if target_error is not None:
+        right.plot(plan.n, plan._probability("error", target_error), "^-",
+                   label=f"error <= {target_error:g}")
+    right.plot(plan.n, frame["p_support"], "o-", label="right support")
+    right.plot(plan.n, frame["p_margin"], "s-", label="margin shown")
+    right.set(xscale="log", ylim=(-0.02, 1.02), xlabel="n per environment",
+              ylabel="probability")
+    right.legend(fontsize=8)
     fig.tight_layout()
     return fig

@@ -15,12 +15,14 @@ RANKING = [
     "route",                                   # the estimator on moments: selection, verdict
     "robust",                                  # confidence sets by test inversion
     "sandwich",                                # analytic covariance of the refit
+    "inference",                               # the one resampling loop, the bootstrap
+    "plotting",                                # figures of results, paths and plans
     "design",                                  # planned designs
     "baselines", "simulate",                   # peers and the paper's SEMs: moments/design only
     "datasets",                                # bundled real data
     "holdout",                                 # LOEO validation: peers + a NegDRO callable
     "planning",                                # sample sizes for a planned design
-    "inference", "plotting", "report", "results",
+    "report", "results",
     "model",                                   # orchestration
     "theory", "testing",                       # the paper's results as checks; strategies
     "studies",                                 # the one place with the model and the peers
