@@ -43,6 +43,7 @@ import pandas as pd
 
 from . import DataError, LinearSEM, NegDRO, __version__, exceptions, simulate
 from ._json import jsonable
+from .diagnostics import CONDITIONS
 
 __all__ = ["main"]
 
@@ -344,10 +345,10 @@ def _design(args: argparse.Namespace) -> int:
         sem = LinearSEM.from_equations(**plan)
         report = sem.check_identification()
     advice = {}
-    # Condition 1b covers every design; Condition 4 advice matters only while 1b fails.
+    # Condition 1b covers every design; advice for the others matters only while 1b fails.
     failing = [] if report.condition_1b.holds else [
-        c for c, res in (("4", report.condition_4), ("1b", report.condition_1b))
-        if res is not None and not res.holds]
+        name for name, res in report.conditions.items()
+        if CONDITIONS[name].suggestable and not res.holds]
     with _package_errors():
         for condition in failing:
             print(f"negdro: searching for the smallest intervention that satisfies Condition "

@@ -30,12 +30,7 @@ import pandas as pd
 from ._json import jsonable
 from ._typing import ArrayLike, FloatArray
 from ._validation import check_int, check_rng
-from .diagnostics import (
-    IdentificationResult,
-    check_condition_1b,
-    check_condition_4,
-    check_condition_6,
-)
+from .diagnostics import CONDITIONS, IdentificationResult
 from .exceptions import DataError
 from .moments import Moments
 
@@ -459,15 +454,10 @@ class LinearSEM:
         Condition 4 uses ``S_L`` (29) and ``D``; Conditions 4 and 6 need the additive
         form (12) (``is_additive``), else only Condition 1b is checked.
         """
-        conf = self.is_additive and bool(np.any(self.Omega[0, 1:] != 0))
-        if self.is_additive:
-            checks = _design_conditions(self, "all")
-        else:
-            checks, conf = {"1b": check_condition_1b(self.moments())}, True
+        conf = not self.is_additive or bool(np.any(self.Omega[0, 1:] != 0))
         name = self.names[1:]
         return DesignReport(
-            condition_1b=checks["1b"], condition_4=checks.get("4"),
-            condition_6=checks.get("6"),
+            conditions=_design_conditions(self, list(CONDITIONS)),
             S_L=tuple(name[j] for j in self.S_L) if self.is_additive else (),
             D=tuple(name[j] for j in self.D), confounded=conf)
 
@@ -500,21 +490,22 @@ class LinearSEM:
             (about 20 s at p = 10, minutes at p = 12) and the greedy one at most p^2 / 2.
         """
         self._require_additive("suggest_interventions")
-        if condition not in ("any", "1b", "4"):
-            raise DataError(f"condition must be 'any', '1b' or '4'; got {condition!r}.")
+        aims = [c.name for c in CONDITIONS.values() if c.suggestable]
+        if condition not in ("any", *aims):
+            raise DataError(f"condition must be 'any' or one of {aims}; got {condition!r}.")
         if variance is None:
             top = float(np.max(np.einsum("ejj->ej", self.Delta), initial=0.0))
             variance = 2.0 * top if top > 0 else 1.0
         confounded = bool(np.any(self.Omega[0, 1:] != 0))
-        targets = ["1b"] if condition == "1b" or (condition == "any" and confounded) else (
-            ["4"] if condition == "4" else ["1b", "4"])
+        targets = [condition] if condition != "any" else [
+            c for c in aims if CONDITIONS[c].with_confounding or not confounded]
 
         def attempt(T: tuple[int, ...]) -> tuple[bool, float, str, LinearSEM]:
             var = np.zeros(self.p)
             var[list(T)] = variance
             new = Intervention(np.zeros(self.p), np.diag(var))
             sem = self.with_environment(new) if T else self
-            res = _design_conditions(sem, "4" if "4" in targets else "1b")
+            res = _design_conditions(sem, targets)
             scores = [(res[c].holds, res[c].relative_margin, c) for c in targets]
             ok, rel, c = max(scores)
             return ok, rel, c, sem
@@ -540,7 +531,7 @@ class LinearSEM:
                         "satisfy the target condition; add more environments.")
 
     def _advice(self, T, variance, condition, sem, exhaustive) -> InterventionAdvice:
-        res = _design_conditions(sem, condition)[condition]
+        res = _design_conditions(sem, [condition])[condition]
         return InterventionAdvice(covariates=tuple(self.names[j + 1] for j in T),
                                   variance=variance, condition=condition,
                                   margin=res.margin, design=sem, exhaustive=exhaustive)
@@ -620,59 +611,74 @@ def _topological_order(B: FloatArray) -> list[int] | None:
 # ------------------------------------------------------------------ design checks
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class DesignReport:
-    """Identification of a planned design: Conditions 1b/1a, 4 and 6 with margins.
+    """Identification of a planned design: the registered conditions with margins.
 
-    ``identified`` is True when Condition 1b holds (Theorem 3), or Condition 4 holds
-    without hidden confounding (Theorem 6), or Condition 6 holds (Theorem 12).
+    ``identified`` is True when some condition that applies holds: Condition 1b
+    (Theorem 3), Condition 4 without hidden confounding (Theorem 6), Condition 6
+    (Theorem 12); see :data:`~negdro_stats.diagnostics.CONDITIONS`.
+
+    Attributes
+    ----------
+    conditions : dict of str to IdentificationResult
+        Each condition checked, by name, in the registry's order.
+    S_L, D : tuple of str
+        The intervened covariates (29) and the children of the outcome.
+    confounded : bool
+        Hidden confounding of the outcome (or a design that is not additive).
     """
 
-    condition_1b: IdentificationResult
-    condition_4: IdentificationResult | None
-    condition_6: IdentificationResult | None
+    conditions: dict[str, IdentificationResult]
     S_L: tuple[str, ...]
     D: tuple[str, ...]
     confounded: bool
 
     @property
+    def condition_1b(self) -> IdentificationResult:
+        """Condition 1b, the one checked on every design (and on data)."""
+        return self.conditions["1b"]
+
+    @property
+    def routes(self) -> tuple[str, ...]:
+        """The conditions that identify beta* here (hold, and allow the confounding)."""
+        return tuple(name for name, res in self.conditions.items()
+                     if CONDITIONS[name].identifies(res, self.confounded))
+
+    @property
     def identified(self) -> bool:
         """Whether some sufficient condition of the paper holds."""
-        c4 = self.condition_4 is not None and self.condition_4.holds and not self.confounded
-        c6 = self.condition_6 is not None and self.condition_6.holds
-        return self.condition_1b.holds or c4 or c6
+        return bool(self.routes)
 
     def to_dict(self) -> dict:
         """Plain JSON values: the verdict, ``S_L``, ``D``, confounding and each condition
         checked (:meth:`IdentificationResult.to_dict`) by name."""
         return jsonable({"identified": self.identified, "S_L": self.S_L, "D": self.D,
                          "confounded": self.confounded,
-                         "conditions": {c.condition: c.to_dict() for c in
-                                        (self.condition_1b, self.condition_4,
-                                         self.condition_6) if c is not None}})
+                         "conditions": {name: res.to_dict()
+                                        for name, res in self.conditions.items()}})
 
     def summary(self) -> str:
         """The report in plain words."""
         lines = ["Design check (population moments)", "=" * 34,
                  f"Intervened covariates S_L = {list(self.S_L)}; children of the outcome "
                  f"D = {list(self.D)}; hidden confounding: {'yes' if self.confounded else 'no'}."]
-        for c in (self.condition_1b, self.condition_4, self.condition_6):
-            if c is not None:
-                lines.append(f"- {c.verdict}")
-        if self.condition_1b.certificate is not None:
-            lines.append(f"  Condition 1a certificate: {self.condition_1b.certificate}.")
+        for res in self.conditions.values():
+            lines.append(f"- {res.verdict}")
+            if res.certificate is not None:
+                lines.append(f"  Condition 1a certificate: {res.certificate}.")
         if self.identified:
-            route = ("Condition 1b (Theorem 3)" if self.condition_1b.holds else
-                     "Condition 4 (Theorem 6)" if self.condition_4 is not None
-                     and self.condition_4.holds and not self.confounded else
-                     "Condition 6 (Theorem 12)")
+            name = self.routes[0]
             lines.append("Verdict: beta* is identified by NegDRO's constrained problem "
-                         f"(eq. (7) of the paper) "
-                         f"via {route}.")
+                         f"(eq. (7) of the paper) via Condition {name} "
+                         f"({CONDITIONS[name].theorem}).")
         else:
             lines.append("Verdict: no sufficient condition holds; see "
                          "suggest_interventions() for the smallest change that fixes it.")
-        if self.confounded and self.condition_4 is not None and self.condition_4.holds:
-            lines.append("  Note: Condition 4 suffices only without hidden confounding "
-                         "(Theorem 6); with confounding rely on Condition 6.")
+        for name, res in self.conditions.items():
+            if res.holds and self.confounded and not CONDITIONS[name].with_confounding:
+                others = [c for c in self.conditions if CONDITIONS[c].with_confounding]
+                lines.append(f"  Note: Condition {name} suffices only without hidden "
+                             f"confounding ({CONDITIONS[name].theorem}); with confounding "
+                             f"rely on Condition {' or '.join(others)}.")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -701,12 +707,9 @@ class InterventionAdvice:
                 "smallest such set).")
 
 
-def _design_conditions(sem: LinearSEM, which: str) -> dict[str, IdentificationResult]:
+def _design_conditions(sem: LinearSEM, which: Sequence[str]
+                       ) -> dict[str, IdentificationResult]:
+    """The conditions named in ``which`` that apply to ``sem``, in registry order."""
     mom = sem.moments()
-    out = {"1b": check_condition_1b(mom)}
-    if which in ("all", "4"):
-        out["4"] = check_condition_4(mom.Sigma, sem.Delta, sem.S_L, sem.D, envs=sem.envs,
-                                     names=sem.names[1:])
-    if which == "all":
-        out["6"] = check_condition_6(sem.Delta, sem.H, sem.h, envs=sem.envs)
-    return out
+    return {name: c.check(mom, sem) for name, c in CONDITIONS.items()
+            if name in which and c.applies(sem)}

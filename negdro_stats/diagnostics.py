@@ -38,8 +38,9 @@ Two solution paths, reported in the result:
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any
 
 import cvxpy as cp
 import numpy as np
@@ -52,7 +53,9 @@ from .exceptions import SolverError
 from .moments import Moments
 
 __all__ = [
+    "CONDITIONS",
     "Certificate1a",
+    "Condition",
     "IdentificationResult",
     "check_condition_1b",
     "check_condition_4",
@@ -95,7 +98,8 @@ class IdentificationResult:
 
     Attributes
     ----------
-    condition : {"1b", "4", "6"}
+    condition : str
+        Its name in :data:`CONDITIONS` (``"1b"``, ``"4"``, ``"6"``).
     holds : bool
         ``relative_margin > tol`` (and, for Condition 4, ``D`` within ``S_L``).
     margin : float
@@ -126,7 +130,7 @@ class IdentificationResult:
     source : {"sample", "population"}
     """
 
-    condition: Literal["1b", "4", "6"]
+    condition: str
     holds: bool
     margin: float
     relative_margin: float
@@ -158,9 +162,7 @@ class IdentificationResult:
     @property
     def verdict(self) -> str:
         """One line in words; the number it cites is the one the verdict is based on."""
-        name = {"1b": "Condition 1b (heterogeneity: B_inv = {beta*})",
-                "4": "Condition 4 (limited interventions)",
-                "6": "Condition 6 (relaxed, with confounding)"}[self.condition]
+        name = CONDITIONS[self.condition].title
         rel = f"relative margin {self.relative_margin:.3g}"
         if self.holds:
             return f"{name} holds: {rel} > tolerance {self.tol:g}."
@@ -492,3 +494,74 @@ def _range_margin(Dw: FloatArray, h: FloatArray) -> float:
     if np.linalg.norm(coef[~keep]) > 1e-6 * np.linalg.norm(h):
         return 0.0
     return float((h @ h) / np.sum(coef[keep] ** 2 / vals[keep]))
+
+
+# ------------------------------------------------------------------------- registry
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Condition:
+    """A sufficient condition for identification, as the reports and the CLI use it.
+
+    Attributes
+    ----------
+    name : str
+        The key in :data:`CONDITIONS` and :attr:`IdentificationResult.condition`.
+    title : str
+        How verdicts name it.
+    theorem : str
+        The paper's result that makes it sufficient.
+    margin : str
+        What its relative margin measures.
+    check : callable ``(moments, design) -> IdentificationResult``
+        ``moments`` are per-environment :class:`Moments`; ``design`` is the planned
+        :class:`~negdro_stats.LinearSEM` in its additive form (12), or None on data.
+    structural : bool
+        Whether ``check`` needs the design (the interventions' ``Delta``, ``S_L``,
+        ``D``, ``H``, ``h``), so that data alone cannot check it.
+    with_confounding : bool
+        Whether it suffices with hidden confounding of the outcome.
+    suggestable : bool
+        Whether :meth:`LinearSEM.suggest_interventions` can aim for it.
+    """
+
+    name: str
+    title: str
+    theorem: str
+    margin: str
+    check: Callable[[Moments, Any], IdentificationResult]
+    structural: bool
+    with_confounding: bool
+    suggestable: bool
+
+    def applies(self, design: Any) -> bool:
+        """Whether it can be checked: on data (``design`` None) only a condition on the
+        moments; on a design, any condition when it is additive."""
+        return not self.structural or (design is not None and design.is_additive)
+
+    def identifies(self, result: IdentificationResult, confounded: bool) -> bool:
+        """Whether ``result`` (of this condition) identifies beta* given confounding."""
+        return result.holds and (self.with_confounding or not confounded)
+
+
+CONDITIONS: dict[str, Condition] = {c.name: c for c in (
+    Condition(name="1b", title="Condition 1b (heterogeneity: B_inv = {beta*})",
+              theorem="Theorem 3",
+              margin="max over the simplex of lambda_min(A(w)), covariates standardised",
+              check=lambda mom, design: check_condition_1b(mom),
+              structural=False, with_confounding=True, suggestable=True),
+    Condition(name="4", title="Condition 4 (limited interventions)", theorem="Theorem 6",
+              margin="the smaller of lambda_min([Delta(w)]_{S_L,S_L}) and "
+                     "lambda_min(sum_e w_e Sigma_e), each relative to its average",
+              check=lambda mom, design: check_condition_4(
+                  mom.Sigma, design.Delta, design.S_L, design.D, envs=design.envs,
+                  names=design.names[1:]),
+              structural=True, with_confounding=False, suggestable=True),
+    Condition(name="6", title="Condition 6 (relaxed, with confounding)",
+              theorem="Theorem 12",
+              margin="the largest t with Delta(w) >= t h h^T / ||h||^2 and "
+                     "H + sum_e w_e E[delta delta^T] >= t I, relative",
+              check=lambda mom, design: check_condition_6(design.Delta, design.H, design.h,
+                                                          envs=design.envs),
+              structural=True, with_confounding=True, suggestable=False),
+)}
+"""The identification conditions by name, in the order the reports list them; a new
+condition is one entry here (its check, title and what its margin means)."""

@@ -118,7 +118,7 @@ def test_example3_conditions_and_gamma_rates(regime):
     sem = simulate.example3(regime)
     rep = sem.check_identification()
     assert rep.condition_1b.holds == (regime != "limited")
-    assert rep.condition_4.holds and rep.identified
+    assert rep.conditions["4"].holds and rep.identified
     err = _errors_over_gamma(sem, GAMMAS)
     kappa = 1 + GAMMAS * sem.n_envs
     rate = kappa ** (-0.5 if regime == "limited" else -1.0)
@@ -137,7 +137,7 @@ def test_theorem12_condition6_with_confounding():
     Omega[0, 3] = Omega[3, 0] = 0.4                    # eta_Y with eta_X3
     sem = LinearSEM(base.B, Omega, base.interventions, names=base.names)
     rep = sem.check_identification()
-    assert not rep.condition_1b.holds and rep.condition_6.holds and rep.confounded
+    assert not rep.condition_1b.holds and rep.conditions["6"].holds and rep.confounded
     err = _errors_over_gamma(sem, GAMMAS)
     assert np.all(np.diff(err) < 0) and err[-1] < 0.02
 
@@ -172,7 +172,7 @@ def test_suggest_interventions_is_smallest():
         advice = sem.suggest_interventions(condition=target)
         assert advice.covariates == expected and advice.condition == target
         report = advice.design.check_identification()
-        assert (report.condition_4 if target == "4" else report.condition_1b).holds
+        assert (report.conditions["4"] if target == "4" else report.condition_1b).holds
         # No smaller set works (exhaustive check).
         for k in range(len(expected)):
             for T in itertools.combinations(range(3), k):
@@ -180,7 +180,7 @@ def test_suggest_interventions_is_smallest():
                 var[list(T)] = advice.variance
                 d = sem.with_environment(Intervention(np.zeros(3), np.diag(var))) if T else sem
                 rep = d.check_identification()
-                assert not (rep.condition_4 if target == "4" else rep.condition_1b).holds
+                assert not (rep.conditions["4"] if target == "4" else rep.condition_1b).holds
     assert "Add one environment" in str(sem.suggest_interventions())
 
 
@@ -257,7 +257,7 @@ def test_condition_4_survives_stalled_cutting_planes():
     """Eight environments at p = 30: Kelley's planes stall on the 60 x 60 block problem;
     the SDP takes over and agrees with a direct SDP solve."""
     sem = simulate.random_sem(30, n_envs=8, rng=2)
-    c4 = sem.check_identification().condition_4
+    c4 = sem.check_identification().conditions["4"]
     direct = check_condition_4(sem.moments().Sigma, sem.Delta, sem.S_L, sem.D, path="sdp")
     assert c4.path == "sdp" and "stalled" in c4.status
     assert_allclose(c4.relative_margin, direct.relative_margin, rtol=1e-5, atol=1e-8)
@@ -273,7 +273,7 @@ def test_verdicts_cite_the_number_they_rest_on():
     limited = LinearSEM.from_equations(
         {"X2": {"X1": 1.0}, "Y": {"X2": 2.0}, "X3": {"X1": 0.5, "Y": -1.0}},
         interventions=[{}, {"X1": 1.0, "X2": 1.0}])
-    c4 = limited.check_identification().condition_4
+    c4 = limited.check_identification().conditions["4"]
     assert not c4.holds and "never intervened" in c4.verdict
     assert c4.relative_margin <= c4.tol or "on the matrix part" in c4.verdict
 
@@ -299,3 +299,40 @@ def test_paper_lambda_is_the_maximum_of_16_in_raw_units():
     best = max(np.linalg.eigvalsh(A(rng.dirichlet(np.full(mom.n_envs, 0.5))))[0]
                for _ in range(20_000))
     assert best <= c.paper_lambda + 1e-9
+
+
+# ------------------------------------------------------------- the registry
+def test_a_new_condition_is_one_registry_entry(monkeypatch, tmp_path, capsys):
+    """A condition added to CONDITIONS alone (here: 1b at a strict tolerance, 0.03) reaches the
+    design report, its verdict, its JSON, the intervention advice and the CLI."""
+    import dataclasses
+    import json
+
+    from negdro_stats import diagnostics
+    from negdro_stats.cli import main
+
+    def strict(mom, design):
+        return dataclasses.replace(check_condition_1b(mom, tol=0.03), condition="1b-strict")
+
+    monkeypatch.setitem(diagnostics.CONDITIONS, "1b-strict", diagnostics.Condition(
+        name="1b-strict", title="Condition 1b at margin 0.03", theorem="Theorem 3",
+        margin="as 1b", check=strict, structural=False, with_confounding=True,
+        suggestable=True))
+    sem = LinearSEM.from_equations({"Y": {"X1": 1.0}, "X2": {"Y": 1.0}},
+                                   interventions=[{}, {"X1": 0.3, "X2": 0.3}])
+    report = sem.check_identification()
+    res = report.conditions["1b-strict"]
+    assert report.condition_1b.holds and not res.holds          # the margin is below 0.03
+    assert 0 < res.relative_margin <= 0.03 and res.relative_margin == pytest.approx(
+        report.condition_1b.relative_margin)
+    assert "Condition 1b at margin 0.03 fails" in report.summary()
+    assert report.to_dict()["conditions"]["1b-strict"]["holds"] is False
+    advice = sem.suggest_interventions(condition="1b-strict")
+    assert advice.design.check_identification().conditions["1b-strict"].holds
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"equations": {"Y": {"X1": 1.0}, "X2": {"Y": 1.0}},
+                                "interventions": [{}, {"X1": 0.3, "X2": 0.3}]}))
+    assert main(["design", str(plan), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["conditions"]["1b-strict"]["holds"] is False
+    with pytest.raises(ValueError, match="'1b-strict'"):
+        sem.suggest_interventions(condition="nope")

@@ -36,7 +36,7 @@ for regime in ("limited", "weak", "strong"):
     report = simulate.example3(regime).check_identification()
     print(f"--- {regime} regime\n{report}\n")
     margins[regime] = (report.condition_1b.relative_margin,
-                       report.condition_4.relative_margin)
+                       report.conditions["4"].relative_margin)
 
 # %% A plan that misses the outcome's child: what should we add?
 plan = LinearSEM.from_equations(
