@@ -23,6 +23,7 @@ from .exceptions import (
     IdentificationWarning,
     SelectionWarning,
     SolverError,
+    SubsetCapError,
 )
 from .holdout import LOEOResult
 from .inference import BootstrapResult
@@ -70,6 +71,7 @@ __all__ = [
     "IdentificationWarning",
     "SelectionWarning",
     "SolverError",
+    "SubsetCapError",
 ]
 __version__ = "0.1.0"
 

@@ -46,7 +46,7 @@ from .moments import Moments
 
 MAX_SUBSETS = 2**15     # ICP / EILLS stop (and say so) after this many subsets: all of p = 15
 
-__all__ = ["BaselineResult", "BASELINES", "fit_baseline"]
+__all__ = ["BaselineResult", "BASELINES", "ENUMERATING", "fit_baseline"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -227,6 +227,8 @@ def _icp(mom: Moments, alpha: float = 0.05, max_size: int | None = None,
 
 BASELINES = {"erm": _erm, "anchor": _anchor, "drig": _drig,
              "causal_dantzig": _causal_dantzig, "icp": _icp, "eills": _eills}
+#: The peers that enumerate supports (cost 2^p, ``max_subsets``, ``details["capped"]``).
+ENUMERATING = ("icp", "eills")
 
 
 def fit_baseline(method: str, moments: Moments, **options) -> BaselineResult:

@@ -16,6 +16,7 @@ __all__ = [
     "IdentificationWarning",
     "SelectionWarning",
     "SolverError",
+    "SubsetCapError",
 ]
 
 
@@ -24,6 +25,12 @@ class DataError(ValueError):
 
     The message names the problem and the fix, e.g. ``missing="drop"`` for NaN rows.
     """
+
+
+class SubsetCapError(DataError):
+    """A peer that enumerates supports (ICP, EILLS) stopped at its cap
+    (``baselines.MAX_SUBSETS``) before it saw every support: use it with fewer
+    covariates, or raise ``max_subsets``."""
 
 
 class SolverError(RuntimeError):

@@ -13,24 +13,25 @@ This module sits above the peers and below the model: the NegDRO fit arrives as 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ._typing import FloatArray
+from ._typing import ArrayLike, FloatArray
 from ._validation import check_option, progress
-from .baselines import BASELINES, fit_baseline
+from .baselines import BASELINES, ENUMERATING, fit_baseline
 from .data import MultiEnvData, split_intercept
-from .exceptions import DataError
+from .exceptions import DataError, SubsetCapError
 
-__all__ = ["LOEOResult", "LOEO_METHODS", "leave_one_environment_out"]
+__all__ = ["LOEOResult", "LOEO_METHODS", "fit_method", "leave_one_environment_out"]
 
 #: The methods validated by default: NegDRO and the peers whose cost is polynomial in p.
 #: ICP and EILLS enumerate up to 2^p supports per fold (ICP: 2.8 s per fit at p = 14,
 #: doubling with each covariate); pass them in ``methods`` when p is small.
-LOEO_METHODS = ("negdro", "erm", "anchor", "drig", "causal_dantzig")
+LOEO_METHODS = ("negdro", *(m for m in BASELINES if m not in ENUMERATING))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -147,7 +148,7 @@ def leave_one_environment_out(
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 try:
-                    b = _fit(method, train, fit_negdro)
+                    b = fit_method(method, train, {"negdro": fit_negdro})
                 except (DataError, np.linalg.LinAlgError) as exc:
                     events.setdefault((method, "failed", str(exc)), []).append(env)
                     continue
@@ -167,15 +168,25 @@ def _environments(held: list) -> str:
             else "environments " + ", ".join(map(repr, held)))
 
 
-def _fit(method: str, train: MultiEnvData,
-         fit_negdro: Callable[[MultiEnvData], FloatArray]) -> FloatArray:
-    """One method's coefficients on the training environments (model order)."""
-    if method == "negdro":
-        return np.asarray(fit_negdro(train), dtype=np.float64)
-    res = fit_baseline(method, train.moments)
+def fit_method(method: str, data: MultiEnvData,
+               negdro: Mapping[str, Callable[[MultiEnvData], ArrayLike]],
+               **options: Any) -> FloatArray:
+    """One method's coefficients on ``data`` (model order): a NegDRO fit named in
+    ``negdro`` (name to ``fit(data) -> params``), else the peer of that name
+    (:func:`~negdro_stats.baselines.fit_baseline` with ``options``).  The one dispatch of
+    the validation and the studies.
+
+    Raises
+    ------
+    SubsetCapError
+        When a peer that enumerates supports stopped at its cap.
+    """
+    if method in negdro:
+        return np.asarray(negdro[method](data), dtype=np.float64)
+    res = fit_baseline(method, data.moments, **options)
     if res.details.get("capped"):
-        raise DataError(f"{method} stopped after enumerating its cap of supports "
-                        "(baselines.MAX_SUBSETS); use it with fewer covariates.")
+        raise SubsetCapError(f"{method} stopped after enumerating its cap of supports "
+                             "(baselines.MAX_SUBSETS); use it with fewer covariates.")
     return res.params.to_numpy()
 
 

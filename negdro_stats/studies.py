@@ -12,15 +12,16 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .baselines import fit_baseline
+from .baselines import BASELINES, ENUMERATING
 from .design import LinearSEM
-from .exceptions import DataError
+from .exceptions import DataError, SubsetCapError
+from .holdout import fit_method
 from .model import NegDRO
 
 __all__ = ["compare_methods", "METHODS"]
 
 #: The methods :func:`compare_methods` fits by default (``negdro_paper``: Algorithm 3 verbatim).
-METHODS = ("negdro", "negdro_paper", "erm", "anchor", "icp", "eills", "drig", "causal_dantzig")
+METHODS = ("negdro", "negdro_paper", *BASELINES)
 
 
 def compare_methods(
@@ -40,49 +41,51 @@ def compare_methods(
     ``max_subsets`` (default :data:`negdro_stats.baselines.MAX_SUBSETS`) they are recorded
     as ``"capped"`` and skipped for the remaining repetitions (the paper stops them with a
     30-minute limit; a count does not depend on the machine).
-    ``options`` maps a method to keyword arguments (defaults: anchor gamma = 5, DRIG
-    gamma = 10 with the first environment as reference, EILLS gamma = 20).
+    ``options`` maps a method to keyword arguments (default: each method's own, e.g.
+    anchor gamma = 5, DRIG gamma = 10 with the first environment as reference, EILLS
+    gamma = 20; :mod:`negdro_stats.baselines`).
 
     Returns a DataFrame with one row per (repetition, method): ``error`` =
     ``||b - beta*||_2`` (NaN if capped or failed), ``seconds``, ``status``.
     """
-    options = {"anchor": {"gamma": 5.0}, "drig": {"gamma": 10.0}, "eills": {"gamma": 20.0},
-               **(options or {})}
+    options = dict(options or {})
     rows, dead = [], set()
     for r in range(reps):
         df = design.sample(n_per_env, rng=np.random.default_rng([rng, r]))
         start = time.perf_counter()
         model = NegDRO(df, env="env", outcome=design.names[0])
         read_s = time.perf_counter() - start
+        negdro = {name: _negdro_fit(model, refit, options.get(name, {}))
+                  for name, refit in (("negdro", {}), ("negdro_paper", {"refit": "negdro"}))}
         for method in methods:
             if method in dead:
                 rows.append(dict(rep=r, method=method, error=np.nan, seconds=np.nan,
                                  status="capped"))
                 continue
+            extra = ({"max_subsets": max_subsets} if max_subsets is not None
+                     and method in ENUMERATING else {})
             start = time.perf_counter()
-            status = "ok"
             try:
-                if method in ("negdro", "negdro_paper"):
-                    paper = {"refit": "negdro"} if method == "negdro_paper" else {}
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        b = model.fit(n_boot=0, check_identification=False, **paper,
-                                      **options.get(method, {})).params.to_numpy()
-                else:
-                    extra = ({"max_subsets": max_subsets} if max_subsets is not None
-                             and method in ("icp", "eills") else {})
-                    res = fit_baseline(method, model.moments, **extra,
-                                       **options.get(method, {}))
-                    b = res.params.to_numpy()
-                    if res.details.get("capped"):
-                        status = "capped"
+                b = fit_method(method, model.data, negdro, **extra,
+                               **options.get(method, {}))
+                status = "ok"
+            except SubsetCapError:
+                b, status = None, "capped"
+                dead.add(method)
             except (DataError, np.linalg.LinAlgError) as exc:
                 b, status = None, f"failed: {exc}"[:80]
-            seconds = time.perf_counter() - start + read_s
-            if status == "capped":
-                dead.add(method)
-            ok = status == "ok" and b is not None
-            rows.append(dict(rep=r, method=method, seconds=seconds, status=status,
-                             error=float(np.linalg.norm(b - design.beta_star)) if ok
-                             else np.nan))
+            rows.append(dict(rep=r, method=method,
+                             seconds=time.perf_counter() - start + read_s, status=status,
+                             error=np.nan if b is None
+                             else float(np.linalg.norm(b - design.beta_star))))
     return pd.DataFrame(rows)
+
+
+def _negdro_fit(model: NegDRO, route: dict, options: dict):
+    """``fit(data) -> params`` of the model's own fit (``data`` is the model's)."""
+    def fit(data):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return model.fit(n_boot=0, check_identification=False, **route,
+                             **options).params.to_numpy()
+    return fit

@@ -117,3 +117,46 @@ def test_subset_cap_is_deterministic(sample, method):
     assert capped.details["capped"] and not full.details["capped"]
     again = fit_baseline(method, mom, max_subsets=10)
     assert_frame_equal(again.params.to_frame(), capped.params.to_frame())
+
+
+# ---------------------------------------------------------------- studies and dispatch
+def test_compare_methods_fits_each_method_on_the_same_sample():
+    """Each row's error is that method's fit on the repetition's sample; ICP and EILLS at
+    a cap of 10 supports are 'capped' and not run again."""
+    from negdro_stats.studies import compare_methods
+
+    sem = simulate.eq33(p=6)
+    table = compare_methods(sem, n_per_env=300, reps=2, max_subsets=10, rng=3)
+    assert set(table["method"]) == {"negdro", "negdro_paper", "erm", "anchor", "drig",
+                                    "causal_dantzig", "icp", "eills"}
+    capped = table[table["method"].isin(["icp", "eills"])]
+    assert (capped["status"] == "capped").all() and capped["error"].isna().all()
+    assert capped.loc[capped["rep"] == 1, "seconds"].isna().all()       # not run again
+    for r in range(2):
+        mom = NegDRO(sem.sample(300, rng=np.random.default_rng([3, r])), env="env",
+                     outcome="Y").moments
+        row = table[(table["rep"] == r)].set_index("method")
+        for method in ("erm", "anchor", "drig"):
+            err = np.linalg.norm(fit_baseline(method, mom).params - sem.beta_star)
+            assert row.loc[method, "error"] == pytest.approx(err, rel=1e-12)
+    ok = table[table["method"].str.startswith("negdro")]
+    assert (ok["status"] == "ok").all() and (ok["error"] < 0.2).all()
+
+
+def test_a_new_peer_is_one_registry_entry(monkeypatch):
+    """A peer added to BASELINES alone is fitted by fit_baseline, the studies and the
+    leave-one-environment-out validation (here: ERM shrunk by half)."""
+    from negdro_stats import baselines
+    from negdro_stats.studies import compare_methods
+
+    monkeypatch.setitem(baselines.BASELINES, "half_erm",
+                        lambda mom: (baselines._erm(mom)[0] / 2, {}))
+    sem = simulate.eq33(p=5)
+    df = sem.sample(200, rng=5)
+    model = NegDRO(df, env="env", outcome="Y")
+    half = fit_baseline("half_erm", model.moments).params
+    assert_allclose(half, fit_baseline("erm", model.moments).params / 2)
+    table = compare_methods(sem, n_per_env=200, reps=1, methods=("half_erm",), rng=0)
+    assert table["status"].tolist() == ["ok"]
+    loeo = model.validate_loeo(methods=["erm", "half_erm"], verbose=False)
+    assert (loeo.risks["half_erm"] != loeo.risks["erm"]).all()
