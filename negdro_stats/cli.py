@@ -19,6 +19,9 @@ Exit status::
        gamma < 0, a plan file with an unknown key, ...)
   5    numerical failure (a solver could not produce a result)
   130  interrupted (Ctrl-C)
+
+Why one module of ~630 lines: the commands, their argument parsing and the one-line
+errors with exit codes (which the tests check) belong together; the maths is elsewhere.
 """
 
 from __future__ import annotations

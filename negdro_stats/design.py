@@ -14,6 +14,10 @@ of independent standardised components, each normal or uniform.  For an additive
 ``L_e = [Omega^{1/2}, (0; Cov(delta^e)^{1/2})]`` and ``m_e = (0, E[delta^e])``;
 :meth:`LinearSEM.from_noise_factors` takes ``m_e`` and ``L_e`` directly for designs
 that are not additive in the sense of (12) (Appendix F.2).
+
+Why one module of ~710 lines: the SEM, its population moments, its sampling and its
+design checks (report and advice) all read the same matrices B, Omega and the
+interventions.
 """
 
 from __future__ import annotations

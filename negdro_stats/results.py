@@ -1,4 +1,9 @@
-"""Results of :meth:`NegDRO.fit`, statsmodels style, with a ``Summary`` as text/HTML/LaTeX."""
+"""Results of :meth:`NegDRO.fit`, statsmodels style, with a ``Summary`` as text/HTML/LaTeX.
+
+Why one module of ~1,060 lines: the results object, its summary (built from small table
+helpers that read the results' fields) and its safe pickling; moving the summary helpers
+and the pickling into modules of their own is the next step (issue 23's notes).
+"""
 
 from __future__ import annotations
 

@@ -55,6 +55,10 @@ part (the rows' or fourth moments' ``Var_e((X r, r^2))`` minus the Gaussian form
 at the reported fit and held fixed, as in the selection.  With an intercept the slopes are
 judged on the pooled-centred moments (the intercept profiled by the pooled level
 condition, as the fit does); the intercept's own interval is not computed (NaN).
+
+Why one module of ~740 lines: the joint test, its continuously updated estimator, the
+subvector statistics (AR and KJ) and the interval search are one inversion; each part is
+used only by the next.
 """
 
 from __future__ import annotations

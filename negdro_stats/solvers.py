@@ -57,6 +57,9 @@ fixed-w quadratics are indefinite in directions that other environments control,
 The proximal map (52) of Algorithm 2 is strongly convex in ``b`` and linear in ``w``, so
 there a saddle point exists and :func:`prox_map` computes it exactly from the concave
 dual ``f(w) = min_b [sum_e a_e R_e(b) + rho ||b - center||^2]``.
+
+Why one module of ~700 lines: Algorithms 1, 2, 3, SQP and the refits share the inner
+results, the stopping rules and the rescaling of :func:`run_method`.
 """
 
 from __future__ import annotations
