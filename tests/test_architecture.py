@@ -7,7 +7,7 @@ from pathlib import Path
 import negdro_stats
 
 RANKING = [
-    "_typing", "exceptions", "_validation", "_json",   # foundations
+    "_typing", "exceptions", "_validation", "_json", "_saving",   # foundations
     "fourth",                                  # fourth moments, carried with the moments
     "moments", "sources", "data",              # the currency, its readers, the container
     "objective", "selection", "solvers",       # the maths on moments
