@@ -107,17 +107,19 @@ def check_rng(value: object, name: str, owner: str) -> np.random.Generator:
                     f"or a numpy Generator. Got {value!r} instead.")
 
 
+def did_you_mean(name: object, known: Iterable[str]) -> str:
+    """\" Did you mean 'X1'?\" for the closest of ``known`` to ``name``, or ""."""
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
 def check_option(value: object, name: str, owner: str, options: Iterable[str]) -> str:
     """Return ``value`` if it is one of ``options``; otherwise suggest the nearest one."""
     options = list(options)
     if isinstance(value, str) and value in options:
         return value
     listed = ", ".join(repr(o) for o in options)
-    hint = ""
-    if isinstance(value, str):
-        close = difflib.get_close_matches(value, options, n=1)
-        if close:
-            hint = f" Did you mean {close[0]!r}?"
+    hint = did_you_mean(value, options) if isinstance(value, str) else ""
     raise ValueError(
         f"The '{name}' parameter of {owner} must be one of {listed}. Got {value!r} instead.{hint}"
     )

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import difflib
 import glob
 import json
 import os
@@ -37,7 +36,7 @@ import re
 import sys
 import tomllib
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NoReturn
 
@@ -46,7 +45,9 @@ import pandas as pd
 
 from . import DataError, LinearSEM, NegDRO, __version__, exceptions, simulate
 from ._json import jsonable
+from ._validation import did_you_mean
 from .diagnostics import CONDITIONS
+from .sources import resolve_columns
 
 __all__ = ["main"]
 
@@ -201,53 +202,31 @@ def _header(path: str, sep: str) -> list[str]:
         return next(csv.reader(handle, delimiter=sep), [])
 
 
-def _closest(name: str, options: Sequence[str]) -> str:
-    close = difflib.get_close_matches(name, list(options), n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
+#: How the column errors of :func:`~negdro_stats.sources.resolve_columns` name the flags.
+COLUMN_FLAGS = {"env": "--env", "outcome": "--outcome", "covariates": "--covariates"}
 
 
-def _column(frame: pd.DataFrame, name: str, option: str, path: str) -> str:
-    columns = [str(c) for c in frame.columns]
-    if name not in columns:
-        raise CLIError(f"{option} {name!r} is not a column of {path}.{_closest(name, columns)} "
-                       f"Columns: {', '.join(columns)}.", EXIT_INVALID)
-    return name
-
-
-def _select_columns(frame: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataFrame, str]:
-    """The frame restricted to env, outcome and the chosen covariates; and the outcome."""
-    env = _column(frame, args.env, "--env", args.path)
-    others = [c for c in frame.columns if c != env]
-    if args.outcome is not None:
-        outcome = _column(frame, args.outcome, "--outcome", args.path)
-        if outcome == env:
-            raise CLIError("--outcome and --env name the same column; give the outcome "
-                           "column to --outcome.", EXIT_INVALID)
-    elif others:
-        outcome = others[0]
-    else:
-        raise CLIError(f"{args.path} has only the env column {env!r}; it needs an outcome "
-                       "and covariates.", EXIT_INVALID)
+def _covariates(args: argparse.Namespace) -> list[str] | None:
+    """The names of ``--covariates`` (None when not given)."""
     if args.covariates is None:
-        return frame, outcome
+        return None
     names = [c.strip() for c in args.covariates.split(",") if c.strip()]
     if not names:
         raise CLIError("--covariates is empty; give column names separated by commas, "
                        "e.g. --covariates X1,X3.", EXIT_INVALID)
-    unknown = [c for c in names if c not in frame.columns]
-    if unknown:
-        hints = "".join(_closest(c, others) for c in unknown)
-        raise CLIError(f"--covariates names {len(unknown)} unknown column(s) "
-                       f"{', '.join(unknown)}.{hints} Columns: {', '.join(frame.columns)}.",
-                       EXIT_INVALID)
-    clash = [c for c in names if c in (env, outcome)]
-    if clash:
-        raise CLIError(f"--covariates includes {', '.join(clash)}, the env or outcome "
-                       "column; list only covariates.", EXIT_INVALID)
-    twice = sorted({c for c in names if names.count(c) > 1})
-    if twice:
-        raise CLIError(f"--covariates lists {', '.join(twice)} more than once.", EXIT_INVALID)
-    return frame.loc[:, [outcome, *names, env]], outcome
+    return names
+
+
+def _select_columns(frame: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataFrame, str]:
+    """The frame restricted to env, outcome and the chosen covariates; and the outcome
+    (the package's one column check, its errors naming the flags)."""
+    covariates = _covariates(args)
+    with _package_errors():
+        outcome, names = resolve_columns(frame.columns, args.env, args.outcome, covariates,
+                                         where=args.path, flags=COLUMN_FLAGS)
+    if covariates is None:
+        return frame, outcome
+    return frame.loc[:, [outcome, *names, args.env]], outcome
 
 
 def _is_parquet(path: str) -> bool:
@@ -264,8 +243,7 @@ def _model(args: argparse.Namespace, gamma: float = 20.0) -> NegDRO:
                                                                   "*.parquet"), recursive=True):
             raise CLIError(f"{args.path} is a directory without .parquet files; give a CSV "
                            "file or Parquet data.", EXIT_INPUT)
-        covariates = None if args.covariates is None else [
-            c.strip() for c in args.covariates.split(",") if c.strip()]
+        covariates = _covariates(args)
         with _package_errors():
             model = NegDRO.from_parquet(args.path, args.env, outcome=args.outcome,
                                         covariates=covariates, gamma=gamma,
@@ -412,7 +390,7 @@ def _check_plan(plan: object, path: str) -> dict:
         _plan_error(path, "the plan must be a table of keys (equations, interventions, ...).")
     for key in plan:
         if key not in PLAN_KEYS:
-            _plan_error(path, f"unknown key {key!r}.{_closest(key, PLAN_KEYS)} The keys are "
+            _plan_error(path, f"unknown key {key!r}.{did_you_mean(key, PLAN_KEYS)} The keys are "
                               f"{', '.join(PLAN_KEYS)}.")
     for key in ("equations", "interventions"):
         if key not in plan:

@@ -11,7 +11,6 @@ frame of the same shape (outcome first, then the covariates and ``env``), e.g.
 
 from __future__ import annotations
 
-import difflib
 import gzip
 import numbers
 from collections.abc import Iterable, Sequence
@@ -20,7 +19,7 @@ from importlib import resources
 import numpy as np
 import pandas as pd
 
-from ._validation import check_bool
+from ._validation import check_bool, did_you_mean
 from .exceptions import DataError
 
 __all__ = ["load_sachs"]
@@ -149,10 +148,9 @@ def _sachs_envs(conditions: int | str | Sequence[int | str] | None) -> set[int]:
         elif isinstance(c, str) and c in by_name:
             keep.add(by_name[c])
         else:
-            close = difflib.get_close_matches(str(c), list(by_name), n=1)
-            hint = (f" Did you mean {close[0]!r}?" if close else
-                    " Conditions 10-14 of the original study (ICAM-2 plus an inhibitor) are "
-                    "not bundled." if isinstance(c, numbers.Integral) and 10 <= c <= 14 else "")
+            hint = did_you_mean(c, by_name) or (
+                " Conditions 10-14 of the original study (ICAM-2 plus an inhibitor) are not "
+                "bundled." if isinstance(c, numbers.Integral) and 10 <= c <= 14 else "")
             raise DataError(f"conditions: {c!r} is not a bundled condition; use env numbers "
                             f"1-9 or the names {list(by_name)}.{hint}")
     if not keep:

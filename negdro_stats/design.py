@@ -22,7 +22,6 @@ interventions.
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import numbers
 from collections.abc import Mapping, Sequence
@@ -33,7 +32,7 @@ import pandas as pd
 
 from ._json import jsonable
 from ._typing import ArrayLike, FloatArray
-from ._validation import check_int, check_rng
+from ._validation import check_int, check_rng, did_you_mean
 from .diagnostics import CONDITIONS, IdentificationResult
 from .exceptions import DataError
 from .moments import Moments
@@ -302,7 +301,7 @@ class LinearSEM:
                 for v in (child, parent):
                     if v not in index:
                         raise DataError(f"Unknown variable {v!r} in the equations; known: "
-                                        f"{list(names)}.{_did_you_mean(v, names)}")
+                                        f"{list(names)}.{did_you_mean(v, names)}")
                 B[index[child], index[parent]] = coef
         var = np.array([noise_var.get(v, 1.0) if isinstance(noise_var, Mapping) else noise_var
                         for v in names], dtype=np.float64)
@@ -319,7 +318,7 @@ class LinearSEM:
             mean, cov = np.zeros(p), np.zeros(p)
             for v, spec in iv.items():
                 if v not in index or v == outcome:
-                    hint = _did_you_mean(v, covariates) or (
+                    hint = did_you_mean(v, covariates) or (
                         " To add a covariate without equations, list it in covariates=.")
                     raise DataError(f"Cannot intervene on {v!r}: interventions act on the "
                                     f"covariates {list(covariates)} only (eq. (12)).{hint}")
@@ -545,12 +544,6 @@ class LinearSEM:
                 f"support of beta*={[self.names[j + 1] for j in np.flatnonzero(self.B[0, 1:])]}>")
 
 
-def _did_you_mean(name: object, known: Sequence[str]) -> str:
-    """" Did you mean 'X1'?" for the closest of ``known`` to ``name``, or ""."""
-    close = difflib.get_close_matches(str(name), list(known), n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
-
-
 def _noise_covariance(
     var: FloatArray, confounders: Mapping[tuple[str, str], float] | None,
     names: Sequence[str],
@@ -571,7 +564,7 @@ def _noise_covariance(
         for v in pair:
             if v not in index:
                 raise DataError(f"confounders: unknown variable {v!r}; the SEM has "
-                                f"{list(names)}.{_did_you_mean(v, names)}")
+                                f"{list(names)}.{did_you_mean(v, names)}")
         i, j = index[pair[0]], index[pair[1]]
         if i == j or frozenset(pair) in seen:
             raise DataError(f"confounders: {pair!r} " + (

@@ -64,14 +64,13 @@ results, the stopping rules and the rescaling of :func:`run_method`.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
 from scipy import linalg
 
 from ._typing import FloatArray
-from ._validation import check_int, check_option, check_scalar
+from ._validation import check_int, check_option, check_scalar, did_you_mean
 from .exceptions import DataError, SolverError
 from .moments import Moments
 from .objective import best_response, env_risks, gradient, negative_weight, objective
@@ -213,9 +212,8 @@ class SolverOptions:
                 raise DataError(f"{owner} does not take {name!r}: it is set on the model "
                                 f"(gamma: NegDRO(..., gamma=...); fixed: fit_intercept).")
             if name not in known:
-                close = difflib.get_close_matches(name, known, n=1)
-                hint = f" Did you mean {close[0]!r}?" if close else ""
-                raise DataError(f"{owner} got an unknown option {name!r}.{hint} The "
+                raise DataError(f"{owner} got an unknown option {name!r}."
+                                f"{did_you_mean(name, known)} The "
                                 f"options are {known} (see SolverOptions).")
         return cls(**options, **fixed_by_model)
 

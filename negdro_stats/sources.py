@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ._typing import ArrayLike, FloatArray
-from ._validation import check_int, check_option, few, progress, warn_user
+from ._validation import check_int, check_option, did_you_mean, few, progress, warn_user
 from .exceptions import DataError, DataWarning
 from .moments import (
     DEFAULT_BLOCKS,
@@ -64,20 +64,24 @@ NAN_HINT = "a CSV's empty, 'NA' or 'n/a' cells are read as NaN"
 
 # ----------------------------------------------------------------------- the checks
 def resolve_columns(columns: Sequence[str], env: str | None, outcome: str | None,
-                    covariates: Sequence[str] | None, where: str = "data"
-                    ) -> tuple[str, list[str]]:
+                    covariates: Sequence[str] | None, where: str = "data",
+                    flags: Mapping[str, str] | None = None) -> tuple[str, list[str]]:
     """The outcome and the covariates among ``columns`` (``env`` is a column name, or None
     when the labels are given apart): the outcome defaults to the first column other than
-    ``env``, the covariates to every other column."""
+    ``env``, the covariates to every other column.  ``flags`` names the arguments in the
+    messages (the CLI's ``{"env": "--env", ...}``; default ``env=``, ``outcome=``...)."""
+    def arg(key: str, value: object) -> str:
+        return f"{flags[key]} {value!r}" if flags else f"{key}={value!r}"
+
     columns = [str(c) for c in columns]
     dupes = sorted({c for c in columns if columns.count(c) > 1})
     if dupes:
         raise DataError(f"{where} has duplicate column names {dupes}; rename them.")
     if env is not None:
         if not isinstance(env, str) or env not in columns:
-            raise DataError(f"env={env!r} is not a column of {where}; columns are "
-                            f"{few(columns, 20)}. Pass the name of the column of "
-                            "environment labels.")
+            raise DataError(f"{arg('env', env)} is not a column of {where}."
+                            f"{did_you_mean(env, columns)} Columns are {few(columns, 20)}. "
+                            "Pass the name of the column of environment labels.")
         columns = [c for c in columns if c != env]
     if not columns:
         raise DataError(f"{where} has no columns besides the environment labels; it needs "
@@ -85,21 +89,24 @@ def resolve_columns(columns: Sequence[str], env: str | None, outcome: str | None
     if outcome is None:
         outcome = columns[0]
     elif outcome not in columns:
-        hint = " (it is the env column)" if outcome == env else ""
-        raise DataError(f"outcome={outcome!r} is not a column of {where}{hint}; columns are "
-                        f"{few(columns, 20)}.")
+        hint = (" (it is the env column)." if outcome == env
+                else "." + did_you_mean(outcome, columns))
+        raise DataError(f"{arg('outcome', outcome)} is not a column of {where}{hint} "
+                        f"Columns are {few(columns, 20)}.")
     if covariates is None:
         covariates = [c for c in columns if c != outcome]
     else:
         covariates = [str(c) for c in ([covariates] if isinstance(covariates, str)
                                        else covariates)]       # one name, or several
         unknown = [c for c in covariates if c not in columns]
+        name = flags["covariates"] if flags else "covariates"
         if unknown:
-            raise DataError(f"covariates {unknown} are not columns of {where}; columns are "
-                            f"{few(columns, 20)}.")
+            hints = "".join(did_you_mean(c, columns) for c in unknown)
+            raise DataError(f"{name} names unknown column(s) {', '.join(unknown)}.{hints} "
+                            f"Columns are {few(columns, 20)}.")
         if outcome in covariates or len(set(covariates)) != len(covariates):
-            raise DataError(f"covariates {covariates} repeat a column or include the "
-                            f"outcome {outcome!r}.")
+            raise DataError(f"{name} {covariates} repeat a column or include the outcome "
+                            f"{outcome!r}; list each covariate once.")
     if not covariates:
         raise DataError(f"{where} has no covariate columns besides the outcome {outcome!r}.")
     return outcome, covariates

@@ -384,3 +384,26 @@ def test_values_whose_squares_overflow_get_one_error_from_every_source(tmp_path)
                 call()
         assert "Columns 'X1' hold values whose squares overflow float64" in str(
             caught.value), name
+
+
+def test_one_column_check_for_python_and_the_cli(tmp_path, capsys):
+    """The CLI's column errors are resolve_columns' own, naming the flags instead of the
+    keywords, with the nearest column suggested."""
+    from negdro_stats import NegDRO, simulate
+    from negdro_stats.cli import main
+
+    df = simulate.eq33(p=5).sample(40, rng=0)
+    with pytest.raises(DataError, match=r"covariates names unknown column\(s\) X11\. "
+                                        r"Did you mean 'X1'\?"):
+        NegDRO(df, env="env", outcome="Y", covariates=["X1", "X11"])
+    with pytest.raises(DataError, match=r"outcome='Yy' is not a column of data\. "
+                                        r"Did you mean 'Y'\?"):
+        NegDRO(df, env="env", outcome="Yy")
+    path = tmp_path / "d.csv"
+    df.to_csv(path, index=False)
+    assert main(["fit", str(path), "--env", "env", "--covariates", "X1,X11"]) == 4
+    assert ("--covariates names unknown column(s) X11. Did you mean 'X1'?"
+            in capsys.readouterr().err)
+    assert main(["fit", str(path), "--env", "env", "--outcome", "Yy"]) == 4
+    assert f"--outcome 'Yy' is not a column of {path}. Did you mean 'Y'?" in (
+        capsys.readouterr().err)
