@@ -1,9 +1,11 @@
 """Test helpers: a design where leave-one-environment-out validation separates NegDRO from
-pooled OLS."""
+pooled OLS, and the causes' standardised effects and Y's descendants by name (so that
+tests state which covariate they mean by its role, not by a name one seed gave it)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from negdro_stats.design import Intervention, LinearSEM
 
@@ -26,3 +28,17 @@ def child_shift_sem(p: int = 6) -> LinearSEM:
     ivs = [Intervention(shift if s == 2 else np.zeros(p), s**2 * np.eye(p))
            for s in (0.5, 1.0, 1.5, 2.0)]
     return LinearSEM(B, np.eye(p + 1), ivs)
+
+
+def cause_effects(sem: LinearSEM) -> pd.Series:
+    """Standardised effects ``|beta_j| d_j / s_y`` of the causes of ``Y``, by name
+    (:meth:`Moments.scales`, the scale of :func:`simulate.random_sem`'s ``weak_effects``)."""
+    mom = sem.moments()
+    d, s_y = mom.scales()
+    effects = pd.Series(np.abs(sem.beta_star) * d / s_y, index=list(mom.names))
+    return effects[sem.beta_star != 0]
+
+def descendants(sem: LinearSEM) -> set[str]:
+    """Names of the covariates downstream of ``Y`` (``D`` of Condition 4)."""
+    names = sem.moments().names
+    return {names[j] for j in sem.D}
