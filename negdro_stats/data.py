@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property
 from typing import Any
@@ -34,6 +34,7 @@ from .sources import (
     Rows,
     as_pandas,
     read_arrays,
+    read_batches,
     read_csv,
     read_dask,
     read_formula,
@@ -210,17 +211,35 @@ class MultiEnvData:
             decimal=decimal, verbose=verbose), fit_intercept)
 
     @classmethod
+    def from_batches(cls, batches: Iterable[Any], env: str, *, outcome: str | None = None,
+                     covariates: Sequence[str] | None = None, missing: str = "raise",
+                     fit_intercept: bool = False, blocks: int = DEFAULT_BLOCKS,
+                     verbose: bool | None = None) -> MultiEnvData:
+        """Any stream of batches, each a DataFrame or a mapping of column name to 1-d
+        array, in one pass: the moments and block moments as for Parquet, memory
+        independent of n.  A database table is ``pandas.read_sql(query, connection,
+        chunksize=100_000)``; a file format without a reader here is a generator of its
+        batches.  The first batch names the columns."""
+        fit_intercept = _check_options(missing, fit_intercept)
+        return cls._from_read(read_batches(
+            batches, env, outcome=outcome, covariates=covariates, missing=missing,
+            blocks=blocks, verbose=verbose), fit_intercept)
+
+    @classmethod
     def from_any(cls, data: Any, env: Any, *, outcome: str | None = None,
                  covariates: Sequence[str] | None = None, missing: str = "raise",
                  fit_intercept: bool = False, blocks: int | None = None) -> MultiEnvData:
         """A DataFrame (:meth:`from_frame`; pandas, or polars, pyarrow and others through
-        narwhals), a Dask DataFrame (:meth:`from_dask`), a Parquet or CSV path
+        narwhals), a Dask DataFrame (:meth:`from_dask`), an iterator of batches
+        (:meth:`from_batches`), a Parquet or CSV path
         (:meth:`from_parquet`, :meth:`from_csv`) or a 2-d array with the outcome in
         column 0."""
         options = dict(outcome=outcome, covariates=covariates, missing=missing,
                        fit_intercept=fit_intercept)
         if type(data).__module__.startswith("dask"):
             return cls.from_dask(data, env, blocks=blocks or DEFAULT_BLOCKS, **options)
+        if isinstance(data, Iterator):       # SQL or CSV chunks, a generator of frames
+            return cls.from_batches(data, env, blocks=blocks or DEFAULT_BLOCKS, **options)
         data = as_pandas(data)
         if isinstance(data, pd.DataFrame):
             return cls.from_frame(data, env, blocks=blocks, **options)

@@ -10,8 +10,10 @@ does not read anything itself.
 - In memory: :func:`read_frame` (pandas, and through :func:`as_pandas` polars, pyarrow
   and whatever narwhals reads), :func:`read_arrays`, :func:`read_formula`, each a
   :class:`Table`, passed over by :func:`read_rows`.
-- Streams, batch by batch, memory independent of n: :func:`read_parquet`,
-  :func:`read_dask`, :func:`read_csv`.
+- Streams, batch by batch, memory independent of n: :func:`read_batches` (any iterator
+  of frames or column mappings: SQL chunks, a cursor, a generator), and through it
+  :func:`read_parquet` and :func:`read_csv`; :func:`read_dask` (partitions, merged).
+  A new streaming format is a generator of batches given to :func:`read_batches`.
 
 Every reader uses the same three checks: :func:`resolve_columns` (the outcome and
 covariates by name), :func:`check_real` (the variables are real numbers: pandas, numpy
@@ -29,10 +31,11 @@ moments; one module keeps that one code path visible.
 from __future__ import annotations
 
 import glob
+import itertools
 import numbers
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
@@ -55,8 +58,8 @@ from .moments import (
 )
 
 __all__ = ["MISSING", "NanPolicy", "Read", "Rows", "Table", "as_pandas", "check_labels",
-           "check_real", "read_arrays", "read_csv", "read_dask", "read_formula", "read_frame",
-           "read_parquet", "read_rows", "resolve_columns"]
+           "check_real", "read_arrays", "read_batches", "read_csv", "read_dask",
+           "read_formula", "read_frame", "read_parquet", "read_rows", "resolve_columns"]
 
 MISSING = ("raise", "drop")
 NAN_HINT = "a CSV's empty, 'NA' or 'n/a' cells are read as NaN"
@@ -498,6 +501,59 @@ def _add_columns(acc: BlockAccumulator, policy: NanPolicy, columns: Mapping[str,
         acc.add_rows(values, labels, positions)
 
 
+def read_batches(batches: Iterable[Any], env: str, *, outcome: str | None = None,
+                 covariates: Sequence[str] | None = None, missing: str = "raise",
+                 blocks: int = DEFAULT_BLOCKS, verbose: bool | None = None,
+                 columns: Sequence[str] | None = None, total: int | None = None,
+                 where: str = "the batches", desc: str = "batches") -> Read:
+    """Any stream of batches, each a DataFrame or a mapping of column name to 1-d array
+    (``pandas.read_sql(..., chunksize=)``, ``pandas.read_csv(..., chunksize=)``, a
+    database cursor, a generator), read in one pass into block moments (memory
+    independent of n).  ``columns`` names the columns before the pass (else the first
+    batch does); every batch must hold the environment labels, the outcome and the
+    covariates.  The Parquet and CSV readers are this loop over their own batches."""
+    batches = iter(batches)
+    if columns is None:
+        first = next(batches, None)
+        if first is None:
+            raise DataError(f"{where} are empty: there is no batch to read.")
+        columns = list(_batch_columns(first, 0, where))
+        batches = itertools.chain([first], batches)
+    outcome, covariates = resolve_columns(columns, env, outcome, covariates, where=where)
+    names = [*covariates, outcome]
+    acc = BlockAccumulator(p=len(covariates), n_blocks=_blocks(blocks))
+    policy = NanPolicy(missing, names)
+    with one_blas_thread():             # (batches in order: rows keep their positions)
+        for k, batch in enumerate(progress(batches, verbose, desc, total=total)):
+            arrays = _batch_arrays(batch, [env, *names], k, where)
+            check_real({c: arrays[c].dtype for c in names}, where=where)
+            _add_columns(acc, policy, arrays, env)
+    return Read(acc, covariates, outcome, policy)
+
+
+def _batch_columns(batch: Any, k: int, where: str) -> dict[str, Any]:
+    """Batch ``k``'s column keys by their string names."""
+    if not hasattr(batch, "keys") or not hasattr(batch, "__getitem__"):
+        raise DataError(f"Batch {k} of {where} is a {type(batch).__name__}; each batch must "
+                        "be a DataFrame or a mapping of column name to 1-d array.")
+    return {str(c): c for c in batch.keys()}
+
+
+def _batch_arrays(batch: Any, needed: list[str], k: int, where: str) -> dict[str, np.ndarray]:
+    """The needed columns of batch ``k`` as 1-d arrays, by (string) name."""
+    present = _batch_columns(batch, k, where)
+    lacking = [c for c in needed if c not in present]
+    if lacking:
+        raise DataError(f"Batch {k} of {where} lacks the column(s) {lacking} that the first "
+                        "names; every batch needs the same columns.")
+    arrays = {c: np.asarray(batch[present[c]]) for c in needed}
+    lengths = {a.shape for a in arrays.values()}
+    if len(lengths) != 1 or len(next(iter(lengths))) != 1:
+        raise DataError(f"Batch {k} of {where} has columns of shapes {sorted(lengths)}; each "
+                        "column of a batch must be 1-d, and all of one length.")
+    return arrays
+
+
 def read_parquet(path: str | os.PathLike | Sequence, env: str, *, outcome: str | None = None,
                  covariates: Sequence[str] | None = None, missing: str = "raise",
                  blocks: int = DEFAULT_BLOCKS, batch_rows: int = 1 << 17,
@@ -520,13 +576,10 @@ def read_parquet(path: str | os.PathLike | Sequence, env: str, *, outcome: str |
         schemas, env, [outcome, *covariates]))
     batches = dataset.to_batches(columns=[env, outcome, *covariates], batch_size=batch_rows,
                                  batch_readahead=2, fragment_readahead=1)  # bounded memory
-    acc = BlockAccumulator(p=len(covariates), n_blocks=_blocks(blocks))
-    policy = NanPolicy(missing, [*covariates, outcome])
-    with one_blas_thread():               # (batches in file order: rows keep positions)
-        for batch in progress(batches, verbose, "parquet"):
-            _add_columns(acc, policy, {name: batch.column(name).to_numpy(zero_copy_only=False)
-                                       for name in batch.schema.names}, env)
-    return Read(acc, covariates, outcome, policy)
+    return read_batches(({name: batch.column(name).to_numpy(zero_copy_only=False)
+                          for name in batch.schema.names} for batch in batches),
+                        env, outcome=outcome, covariates=covariates, missing=missing,
+                        blocks=blocks, verbose=verbose, columns=columns, desc="parquet")
 
 
 def read_dask(frame: Any, env: str, *, outcome: str | None = None,
@@ -627,16 +680,15 @@ def read_csv(path: str | os.PathLike, env: str, *, outcome: str | None = None,
         values = values.str.strip()
         return values.astype(np.int64).to_numpy() if integral else values.to_numpy()
 
-    acc = BlockAccumulator(p=len(covariates), n_blocks=_blocks(blocks))
-    policy = NanPolicy(missing, names)
-    with one_blas_thread():
-        for chunk in progress(read([env, *names]), verbose, "csv",
-                              total=-(-len(text) // chunk_rows)):
+    def chunks() -> Iterator[dict[str, np.ndarray]]:
+        for chunk in read([env, *names]):
             check_real(chunk[names].dtypes.to_dict(), where=f"{path} (a cell that is not a "
                        "number; leave the column out with covariates=[...])")
-            _add_columns(acc, policy, {env: typed(chunk[env]),
-                                       **{c: chunk[c].to_numpy() for c in names}}, env)
-    return Read(acc, covariates, outcome, policy)
+            yield {env: typed(chunk[env]), **{c: chunk[c].to_numpy() for c in names}}
+
+    return read_batches(chunks(), env, outcome=outcome, covariates=covariates,
+                        missing=missing, blocks=blocks, verbose=verbose, columns=header,
+                        total=-(-len(text) // chunk_rows), where=path, desc="csv")
 
 
 def _csv_header(path: str, encoding: str, sep: str) -> list[str]:

@@ -405,6 +405,8 @@ def _sources(df: pd.DataFrame, folder: Path, options: dict) -> dict:
             "polars": lambda: NegDRO(pl.from_pandas(df), env="env", **options),
             "csv": lambda: NegDRO.from_csv(csv, "env", chunk_rows=37, **options),
             "parquet": lambda: NegDRO.from_parquet(parts, "env", batch_rows=41, **options),
+            "batches": lambda: NegDRO((df.iloc[i:i + 29] for i in range(0, len(df), 29)),
+                                      env="env", **options),
             "dask": lambda: NegDRO.from_dask(dd.from_pandas(df, npartitions=3), "env",
                                              **options)}
 
@@ -414,7 +416,8 @@ def _sources(df: pd.DataFrame, folder: Path, options: dict) -> dict:
 @example(seed=8721591)     # an environment of 2 rows: the ridge's weight on its score
 @example(seed=3380555621)  # covariance's null directions split the frame and Dask
 def test_fuzz_every_source_agrees(tmp_path_factory, seed):
-    """One defective frame through a frame, polars, a CSV stream, Parquet files and Dask:
+    """One defective frame through a frame, polars, a CSV stream, Parquet files, a
+    generator of frames and Dask:
     each gives a result or a documented error, and they agree -- the same coefficients
     to rounding, or errors of the same type (block sources may also refuse an
     environment too small for two blocks)."""
@@ -448,7 +451,7 @@ def test_fuzz_every_source_agrees(tmp_path_factory, seed):
     rtol = 1e-3 if few_rows else 1e-6
     for name, got in outcomes.items():
         if isinstance(got, Exception) and BLOCK_LIMIT in str(got) and name in (
-                "csv", "parquet", "dask"):
+                "csv", "parquet", "batches", "dask"):
             continue
         if isinstance(ref, pd.Series):
             assert isinstance(got, pd.Series), f"{defect}: frame fits, {name} says {got}"

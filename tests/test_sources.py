@@ -8,6 +8,7 @@ any of their moments agree -- on non-Gaussian rows too, where the Gaussian form 
 score covariance (what the moments-only paths used before) changed the selected support.
 """
 
+import sqlite3
 import warnings
 
 import numpy as np
@@ -65,6 +66,8 @@ def _fits(df: pd.DataFrame, intercept: bool, folder) -> dict:
     csv = folder / "data.csv"
     df.to_csv(csv, index=False)
     kw = dict(env="env", outcome="Y", fit_intercept=intercept)
+    database = sqlite3.connect(":memory:")    # a source no reader names: its chunks
+    df.to_sql("d", database, index=False)
     rhs = " + ".join(names)
     models = {
         "frame": NegDRO(df, **kw),
@@ -81,6 +84,7 @@ def _fits(df: pd.DataFrame, intercept: bool, folder) -> dict:
         "parquet glob": NegDRO.from_parquet(str(parts / "part*.parquet"), **kw),
         "dask": NegDRO.from_dask(dd.from_pandas(df, npartitions=4), **kw),
         "blocks": NegDRO(df, blocks=8, **kw),
+        "sql chunks": NegDRO(pd.read_sql("SELECT * FROM d", database, chunksize=97), **kw),
     }
     models["from_moments"] = NegDRO.from_moments(models["frame"].moments)
     models["from_moments (parquet)"] = NegDRO.from_moments(models["parquet glob"].moments)
@@ -407,3 +411,30 @@ def test_one_column_check_for_python_and_the_cli(tmp_path, capsys):
     assert main(["fit", str(path), "--env", "env", "--outcome", "Yy"]) == 4
     assert f"--outcome 'Yy' is not a column of {path}. Did you mean 'Y'?" in (
         capsys.readouterr().err)
+
+
+def test_a_new_source_is_a_stream_of_batches():
+    """A source without its own reader (SQLite through pandas' chunked reader, a generator
+    of column mappings) goes through ``read_batches``, the loop the Parquet and CSV
+    readers use: the same moments as the frame's, and a batch that breaks the stream's
+    shape is refused by batch number."""
+    df = simulate.eq33(p=5).sample(300, rng=2)
+    database = sqlite3.connect(":memory:")
+    df.to_sql("rows", database, index=False)
+    frame = MultiEnvData.from_frame(df, "env", outcome="Y", blocks=8)
+    sql = MultiEnvData.from_batches(pd.read_sql("SELECT * FROM rows", database,
+                                                chunksize=64), "env", outcome="Y", blocks=8)
+    arrays = NegDRO(({c: df[c].to_numpy()[i:i + 50] for c in df} for i in range(0, len(df), 50)),
+                    env="env", outcome="Y", blocks=8)
+    for data in (sql, arrays.data):
+        assert_allclose(data.moments.Sigma, frame.moments.Sigma, rtol=1e-12)
+        assert_allclose(data.blocks.mean, frame.blocks.mean, rtol=1e-12)
+    assert_allclose(arrays.fit(n_boot=0).params, NegDRO(df, env="env", outcome="Y", blocks=8)
+                    .fit(n_boot=0).params, rtol=1e-10)
+    parts = [df.iloc[:400], df.iloc[400:].drop(columns="X2")]
+    with pytest.raises(DataError, match=r"Batch 1 of the batches lacks the column\(s\) \['X2'\]"):
+        MultiEnvData.from_batches(iter(parts), "env")
+    with pytest.raises(DataError, match="Batch 0 of the batches is a ndarray"):
+        MultiEnvData.from_batches([df.to_numpy()], "env")
+    with pytest.raises(DataError, match="are empty"):
+        MultiEnvData.from_batches(iter([]), "env")
