@@ -531,8 +531,9 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--variant", choices=["text", "code"], default="text",
                       help="eq. (33) as printed in the paper ('text', default) or as in the "
                            "authors' public code ('code')")
-    demo.add_argument("--n-boot", type=_count, default=200,
-                      help="bootstrap replicates (0: none)")
+    demo.add_argument("--n-boot", type=_count, default=0,
+                      help="bootstrap replicates (default 0: analytic standard errors and "
+                           "robust intervals)")
     demo.set_defaults(func=_demo)
 
     fit = sub.add_parser("fit", help="fit NegDRO to a CSV or Parquet file")
@@ -545,8 +546,10 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--alpha", type=float, default=0.05,
                      help="level of the selection's J tests (refit auto; default 0.05); "
                           "the intervals are 95%%")
-    fit.add_argument("--n-boot", type=_count, default=200,
-                     help="bootstrap replicates for errors and intervals (0: none)")
+    fit.add_argument("--n-boot", type=_count, default=0,
+                     help="bootstrap replicates for errors, intervals and selection "
+                          "frequencies (default 0: analytic standard errors and robust "
+                          "intervals)")
     fit.add_argument("--format", choices=["text", "html", "latex"], default=None,
                      help="format of the summary (default: text)")
     fit.set_defaults(func=_fit)

@@ -38,12 +38,15 @@ from .solvers import SolverOutput
 __all__ = ["NegDROResults", "NegDROSummary", "PathResult", "load"]
 
 WIDTH = 78                     # of the summary's tables and notes (as statsmodels)
+ROBUST_TABLE_MAX_P = 30        # beyond, the summary gives the robust set's verdict only
 _METHOD_LABELS = {
     ("algorithm3", "sqp"): "NegDRO Alg. 3 (SQP)",
     ("algorithm3", "gdm"): "NegDRO Alg. 3 (GDM)",
     ("algorithm1", "algorithm1"): "NegDRO Alg. 1",
     ("algorithm2", "algorithm2"): "NegDRO Alg. 2",
 }
+_REFIT_SHORT = {"ols": "pooled OLS", "gmm": "GMM", "ils": "inv. LS", "negdro": "Phi_mu",
+                "invariant": "eq. (31)"}
 
 
 _LATEX = {"\\": r"\textbackslash{}", "%": r"\%", "&": r"\&", "_": r"\_", "#": r"\#",
@@ -135,7 +138,9 @@ class NegDROResults(Saveable):
     params : pandas.Series
         Estimated coefficients, named by covariate; 0 outside the support.
     support : pandas.Series of bool
-        Covariates kept by the hard threshold of Algorithm 3.
+        The selected covariates: chosen by J tests on the default route
+        (``selection.route == "invariance"``), by Algorithm 3's hard threshold on its
+        route and with ``refit="negdro"``.
     std_params : pandas.Series
         Standardised coefficients ``b_j d_j / s_y`` (the scale of ``threshold``).
     weights : pandas.Series
@@ -162,7 +167,10 @@ class NegDROResults(Saveable):
         Test of equal environment risks at the estimate (the model-rejection signal);
         None when the model was built from moments.
     bootstrap : BootstrapResult or None
-        The stratified bootstrap refits (``fit(n_boot=...)``); None when skipped.
+        The stratified bootstrap refits: run by ``fit(n_boot=B)``, or on first use of
+        ``bootstrap``, ``boot_se``, ``support_freq``, ``bootstrap_draws`` or the bootstrap
+        intervals after ``fit()`` (``DEFAULT_N_BOOT`` replicates, with the fit's ``rng``);
+        None with ``n_boot=0`` and for models built from moments.
     selection : SelectionReport or None
         How ``refit="auto"`` chose the support: the J tests along the walk, the pruning,
         the OLS-versus-GMM contrast, the route and why (``solver.selection``).
@@ -174,7 +182,8 @@ class NegDROResults(Saveable):
                  identification: IdentificationResult | Callable[[], IdentificationResult]
                  | None = None,
                  invariance: RiskInvarianceTest | None = None,
-                 bootstrap: BootstrapResult | None = None) -> None:
+                 bootstrap: BootstrapResult | None = None,
+                 deferred_bootstrap: dict | None = None) -> None:
         names = pd.Index(moments.names, name="covariate")
         envs = pd.Index(moments.envs, name="environment")
         d, s_y = moments.scales()
@@ -186,7 +195,7 @@ class NegDROResults(Saveable):
         self.solver = solver
         self._identification = identification
         self.invariance = invariance
-        self.bootstrap = bootstrap
+        self._bootstrap, self._deferred = bootstrap, deferred_bootstrap
         self.selection = solver.selection
         self.params = pd.Series(solver.b, index=names, name="coef")
         self.support = pd.Series(solver.support, index=names, name="selected")
@@ -209,10 +218,37 @@ class NegDROResults(Saveable):
         return pd.Series([name in names for name in self.params.index],
                          index=self.params.index, name="undetermined")
 
-    @cached_property
+    @property
+    def bootstrap(self) -> BootstrapResult | None:
+        """The bootstrap refits (see the class's attributes); run now if ``fit()``
+        deferred them."""
+        self._run_deferred()
+        return self._bootstrap
+
+    def _run_deferred(self) -> None:
+        if self._deferred is not None:
+            self._bootstrap = self.model._bootstrap(self.solver, **self._deferred)
+            self._deferred = None
+
+    @property
+    def bootstrap_pending(self) -> bool:
+        """True while the default bootstrap waits for its first use (:attr:`bootstrap`);
+        the summary and :meth:`to_dict` never run it."""
+        return self._deferred is not None
+
+    @property
     def bse(self) -> pd.Series:
-        """Bootstrap standard errors (sd of the refits); NaN without a bootstrap; inf for
-        a coefficient the environments do not determine (:attr:`undetermined`)."""
+        """Analytic standard errors ``sqrt(diag(cov_params()))``, conditional on the
+        selected support (NaN off it); inf for a coefficient the environments do not
+        determine (:attr:`undetermined`).  The bootstrap's are :attr:`boot_se`."""
+        values = np.sqrt(np.diag(self._refit_cov[0]))
+        values = np.where(self.undetermined.to_numpy(), np.inf, values)
+        return pd.Series(values, index=self.params.index, name="std err")
+
+    @cached_property
+    def boot_se(self) -> pd.Series:
+        """Bootstrap standard errors (sd of the refits, selection included); NaN without
+        a bootstrap; inf for a coefficient the environments do not determine."""
         values = (np.full(len(self.params), np.nan) if self.bootstrap is None
                   else self.bootstrap.standard_error())
         values = np.where(self.undetermined.to_numpy(), np.inf, values)
@@ -300,11 +336,10 @@ class NegDROResults(Saveable):
 
     @property
     def tvalues(self) -> pd.Series:
-        """``params / sqrt(diag(cov_params()))``, conditional on the support (NaN off it)."""
-        se = np.sqrt(np.diag(self._refit_cov[0]))
+        """``params / bse``, conditional on the support (NaN off it)."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            return pd.Series(self.params.to_numpy() / se, index=self.params.index,
-                             name="t")
+            return pd.Series(self.params.to_numpy() / self.bse.to_numpy(),
+                             index=self.params.index, name="t")
 
     @property
     def pvalues(self) -> pd.Series:
@@ -425,19 +460,29 @@ class NegDROResults(Saveable):
         --json``): coefficients, support, bootstrap standard errors and ``1 - alpha``
         intervals, selection frequencies, environment weights, risks and rows, the
         refit that produced the coefficients (``route``), convergence, the
-        identification check, the equal-risk test and the settings."""
-        ci = self.conf_int(alpha=alpha)
+        identification check, the equal-risk test and the settings.  A pending bootstrap
+        is not run: the intervals are then the robust ones (``kind``), for at most
+        ``ROBUST_TABLE_MAX_P`` coefficients, as in the summary."""
+        kind = ("bootstrap" if self._bootstrap is not None else
+                "robust" if len(self.params) <= ROBUST_TABLE_MAX_P else None)
+        ci = (self.conf_int(alpha=alpha, kind=kind) if kind is not None else
+              pd.DataFrame(np.nan, index=self.params.index, columns=["lower", "upper"]))
         return jsonable({
             "outcome": self.endog_name, "covariates": list(self.params.index),
             "params": self.params, "support": self.support, "bse": self.bse,
-            "conf_int": {"alpha": alpha, "lower": ci["lower"], "upper": ci["upper"]},
-            "support_freq": self.support_freq, "weights": self.weights, "risks": self.risks,
+            "boot_se": (self.boot_se if self._bootstrap is not None
+                        else pd.Series(np.nan, index=self.params.index)),
+            "conf_int": {"alpha": alpha, "kind": kind, "lower": ci["lower"],
+                         "upper": ci["upper"]},
+            "support_freq": (self.support_freq if self._bootstrap is not None
+                             else pd.Series(np.nan, index=self.params.index)),
+            "weights": self.weights, "risks": self.risks,
             "nobs": {str(e): int(n) for e, n in self.nobs_env.items()},
             "route": self.solver.refit, "converged": self.converged,
             "identification": (None if self.identification is None
                                else self.identification.to_dict()),
             "invariance": None if self.invariance is None else self.invariance.to_dict(),
-            "n_boot": 0 if self.bootstrap is None else self.bootstrap.n_boot,
+            "n_boot": 0 if self._bootstrap is None else self._bootstrap.n_boot,
             "settings": self.settings,
         })
 
@@ -456,9 +501,11 @@ class NegDROResults(Saveable):
             The bootstrap intervals' method.
         intervals : {"auto", "bootstrap", "robust"}
             Which intervals the table shows.  ``"auto"``: the robust ones
-            (:meth:`robust_set`, valid however weak the identification) when the
+            (:meth:`robust_set`, valid however weak the identification) beside the
+            analytic standard errors until a bootstrap has run, and whenever the
             environments may not identify the model or the data reject invariance (the
-            warning line above the tables), else the bootstrap's.  When the robust set
+            warning line above the tables); else the bootstrap's.  ``"bootstrap"`` runs
+            a pending bootstrap; no other choice does.  When the robust set
             is empty, the summary opens with "no invariant linear model is consistent
             with these data".
         """
@@ -467,6 +514,8 @@ class NegDROResults(Saveable):
                             "show", "summary", ["all", "selected"])
         intervals = check_option(intervals, "intervals", "summary",
                                  ["auto", "bootstrap", "robust"])
+        if intervals == "bootstrap":
+            self._run_deferred()                  # asked for: a pending one runs now
         alpha = check_scalar(alpha, "alpha", "summary", min_val=0, max_val=0.5,
                              closed="neither")
         return _build_summary(self, alpha=alpha, show=show, ci_method=ci_method,
@@ -485,6 +534,17 @@ class NegDROResults(Saveable):
 
 _REFIT_LABELS = {"ols": "pooled OLS", "gmm": "invariance GMM", "negdro": "Phi_mu (paper)",
                  "invariant": "gradient inv., eq. (31)", "ils": "invariance-constrained LS"}
+
+
+def _method_label(res: NegDROResults) -> str:
+    """What produced the coefficients: the support's choice + the refit on it."""
+    sel, refit = res.selection, res.solver.refit
+    if refit == "none":                               # Algorithms 1, 2, or an empty support
+        return _METHOD_LABELS[(res.solver.method, res.solver.inner)]
+    if sel is None:                                   # refit="negdro" / "invariant" asked
+        return "NegDRO (paper)" if refit == "negdro" else _REFIT_LABELS[refit]
+    support = "J tests" if sel.route == "invariance" else "Alg. 3"
+    return f"{support} + {_REFIT_SHORT[refit]}"
 
 
 def _is_intercept(res: NegDROResults, j: int) -> bool:
@@ -542,14 +602,13 @@ def _verdict(problems: list[str], robust: RobustSet | None) -> str | None:
     return "\n".join(lines) or None
 
 
-ROBUST_TABLE_MAX_P = 30   # beyond, the summary shows the robust set's verdict, not its intervals
-
 
 def _robust_or_reason(res: NegDROResults, alpha: float, intervals: str,
                       problems: list[str]) -> tuple[RobustSet | None, bool, str | None]:
     """The robust set the summary uses (``intervals``, see :meth:`summary`) or None,
     whether its intervals fill the table, and the note that says why (or why not)."""
-    if intervals == "bootstrap" or (intervals == "auto" and not problems):
+    ran = res._bootstrap is not None                     # (the summary never runs it)
+    if intervals == "bootstrap" or (intervals == "auto" and not problems and ran):
         return None, False, None
     try:
         rs = res.robust_set(alpha)
@@ -565,7 +624,8 @@ def _robust_or_reason(res: NegDROResults, alpha: float, intervals: str,
     why = ("asked for" if intervals == "robust" else
            "shown instead of the bootstrap's because of the warning above: where "
            "identification is weak or invariance is rejected, a bootstrap of the fit "
-           "gives confidence the data do not support")
+           "gives confidence the data do not support" if problems else
+           "the default until a bootstrap has run")
     causes = rs.causes()
     state = ("The set is empty (no b passes the test)." if rs.empty else
              "Bounded for " + (", ".join(rs.bounded.index[rs.bounded]) or "none")
@@ -599,7 +659,8 @@ def _build_summary(res: NegDROResults, *, alpha: float, show: str, ci_method: st
     rows = np.arange(len(res.params))
     if show == "selected":
         rows = rows[res.support.to_numpy()
-                    | (res.support_freq.fillna(0).to_numpy() >= SHOWN_FREQ)]
+                    | (res._bootstrap is not None
+                       and res.support_freq.fillna(0).to_numpy() >= SHOWN_FREQ)]
     problems = _problems(res)
     checked, in_table, robust_note = _robust_or_reason(res, alpha, intervals, problems)
     robust = checked if in_table else None
@@ -626,12 +687,14 @@ def _header_table(res: NegDROResults) -> tuple[SimpleTable, int]:
     s = res.settings
     left = [
         ("Dep. Variable:", _short(res.endog_name, 19)),
-        ("Method:", _METHOD_LABELS[(res.solver.method, res.solver.inner)]),
-        ("gamma:", f"{res.gamma:g}"),
+        ("Method:", _method_label(res)),
+        ("Solver:", _METHOD_LABELS[(res.solver.method, res.solver.inner)]),
+        ("gamma:", f"{res.gamma:g}" + (" (unused)" if res.selection is not None
+                                       and res.selection.route == "invariance" else "")),
         ("No. Observations:", f"{res.nobs:g}"),
         ("No. Environments:", f"{res.n_envs}"),
-        ("Refit on support:", _REFIT_LABELS.get(res.solver.refit, res.solver.refit)),
-        ("Boot reps:", "0" if res.bootstrap is None else f"{res.bootstrap.n_boot}"),
+        ("Boot reps:", "on first use" if res.bootstrap_pending else
+         "0" if res._bootstrap is None else f"{res._bootstrap.n_boot}"),
     ]
     ident = res.identification
     right = [
@@ -656,26 +719,34 @@ def _header_table(res: NegDROResults) -> tuple[SimpleTable, int]:
 
 def _coef_table(res: NegDROResults, rows: np.ndarray, alpha: float, ci_method: str,
                 robust: RobustSet | None, width: int) -> SimpleTable:
-    """The coefficients of ``rows``: with the robust p-values and intervals where
-    ``robust`` is given, else the bootstrap's standard errors and intervals if any."""
-    has_boot = res.bootstrap is not None
+    """The coefficients of ``rows``: the analytic standard errors with the robust
+    p-values and intervals where ``robust`` is given, else the bootstrap's standard
+    errors and intervals if it has run, else the analytic standard errors and p-values."""
+    has_boot = res._bootstrap is not None                # (never runs a pending one)
     lo_lab, hi_lab = f"[{alpha / 2:g}", f"{1 - alpha / 2:g}]"
-    headers = ["coef", "std coef", "selected"] + (       # (no boot se beside the robust)
-        ["robust p", lo_lab, hi_lab] if robust is not None else
-        ["boot se", lo_lab, hi_lab] if has_boot else []) + (["sel. freq"] if has_boot else [])
-    ci = robust.conf_int() if robust is not None else res.conf_int(alpha, ci_method)
+    headers = ["coef", "std coef", "selected"] + (     # (at most 7 columns: 78 wide)
+        ["robust p", lo_lab, hi_lab] if robust is not None and has_boot else
+        ["std err", "robust p", lo_lab, hi_lab] if robust is not None else
+        ["boot se", lo_lab, hi_lab] if has_boot else ["std err", "P>|t|"]) + (
+        ["sel. freq"] if has_boot else [])
+    ci = (robust.conf_int() if robust is not None else
+          res.conf_int(alpha, ci_method) if has_boot else None)
     coef_rows = []
     for j in rows:
         row = [_num(res.params.iloc[j]), _num(res.std_params.iloc[j]),
                "always" if _is_intercept(res, j) else "yes" if res.support.iloc[j] else "-"]
         if has_boot and robust is None:
-            row.append(_num(res.bse.iloc[j]))
+            row.append(_num(res.boot_se.iloc[j]))
+        elif not has_boot:                               # (conditional on the support)
+            row.append(_num(res.bse.iloc[j]) if res.support.iloc[j] else "-")
         if robust is not None:
             row.append("n/a" if np.isnan(robust.pvalues.iloc[j])
                        else f"{robust.pvalues.iloc[j]:.3g}")
+        elif not has_boot:
+            row.append(f"{res.pvalues.iloc[j]:.3g}" if res.support.iloc[j] else "-")
         if robust is not None and robust.empty:
             row += ["empty", "empty"]
-        elif robust is not None or has_boot:
+        elif ci is not None:
             row += [_num(ci["lower"].iloc[j]), _num(ci["upper"].iloc[j])]
         if has_boot:
             row.append(f"{res.support_freq.iloc[j]:.2f}")
@@ -753,8 +824,8 @@ def _selection_notes(res: NegDROResults) -> list[str]:
 
 def _bootstrap_note(res: NegDROResults, ci_method: str, robust: bool) -> str:
     """What the bootstrap did (or that there is none), and how to read its columns."""
-    if res.bootstrap is not None:
-        boot = res.bootstrap
+    if res._bootstrap is not None:                       # (never runs a pending one)
+        boot = res._bootstrap
         unconverged = int((~boot.converged & ~boot.failed).sum())
         blocks = getattr(getattr(res.model, "data", None), "blocks", None)
         unit = ("" if blocks is None else f" (by blocks: each environment's "
@@ -770,10 +841,15 @@ def _bootstrap_note(res: NegDROResults, ci_method: str, robust: bool) -> str:
                    if boot.failed.any() else "")
                 + (f"  {unconverged} refits stopped before tol (kept; 'Converged' "
                    "above is the fit's own)." if unconverged else ""))
-    return ("No bootstrap (n_boot=0, or a model built from moments): no standard "
-            "errors or selection frequencies" + (
-                "." if robust else ", and no intervals but the "
-                "robust ones (summary(intervals='robust'))."))
+    analytic = ("std err: analytic, conditional on the selected support "
+                f"({res.cov_method}; cov_params()).")
+    if res.bootstrap_pending:
+        return (f"{analytic}  The bootstrap ({res._deferred['n_boot']} stratified refits of "
+                "the whole estimator, selection included) runs on first use: "
+                "res.conf_int(), res.boot_se, res.support_freq, or fit(n_boot=B) at once.")
+    return (f"{analytic}  No bootstrap (n_boot=0, or a model built from moments): no "
+            "bootstrap standard errors, intervals or selection frequencies"
+            + ("." if robust else "; robust intervals: summary(intervals='robust')."))
 
 
 def _fit_notes(res: NegDROResults, *, shown: int, show: str) -> list[str]:

@@ -93,11 +93,14 @@ def test_fit_json(capsys, csv, frame, n_boot):
     assert res["identification"]["condition"] == "1b"
     assert res["identification"]["holds"] is True
     assert res["settings"]["gamma"] == 20.0 and res["settings"]["refit"] == "auto"
+    np.testing.assert_allclose(res["bse"]["X1"], api.bse["X1"], rtol=1e-6)   # analytic
     if n_boot == 0:
-        assert all(v is None for v in res["bse"].values())
+        assert all(v is None for v in res["boot_se"].values())
         assert all(v is None for v in res["support_freq"].values())
+        assert res["conf_int"]["kind"] == "robust"
     else:
-        assert res["bse"]["X1"] > 0 and res["support_freq"]["X1"] == 1.0
+        assert res["boot_se"]["X1"] > 0 and res["support_freq"]["X1"] == 1.0
+        assert res["conf_int"]["kind"] == "bootstrap"
         assert res["conf_int"]["lower"]["X1"] <= res["params"]["X1"]
 
 

@@ -60,7 +60,8 @@ def test_fit_matches_negdro_and_sets_the_attributes(sample):
     assert reg.feature_names_in_.tolist() == list(X.columns)
     assert isinstance(reg.results_, NegDROResults)
     assert reg.results_.params.index.tolist() == list(X.columns)
-    assert np.isnan(reg.results_.bse).all()                         # no bootstrap by default
+    assert np.isnan(reg.results_.boot_se).all()                     # no bootstrap by default
+    assert_allclose(reg.results_.bse, res.bse, rtol=1e-10)          # analytic, on the support
     assert_allclose(reg.predict(X), X.to_numpy() @ reg.coef_, rtol=1e-12)
     assert reg.score(X, y) == pytest.approx(r2_score(y, reg.predict(X)))
 

@@ -44,7 +44,7 @@ def test_intervals_match_their_definitions(model):
         assert list(ci.columns) == ["lower", "upper"]
         assert_allclose(ci["lower"], lower, rtol=1e-12, atol=1e-14)
         assert_allclose(ci["upper"], upper, rtol=1e-12, atol=1e-14)
-    assert_allclose(res.bse, sd, rtol=1e-12)
+    assert_allclose(res.boot_se, sd, rtol=1e-12)
     assert_allclose(res.support_freq, (ok != 0).mean(axis=0), rtol=1e-12)
     assert draws.shape == (100, 6)
 
@@ -77,7 +77,8 @@ def test_one_replicate_is_refused_and_none_is_explicit(model):
     with pytest.raises(ValueError, match="'n_boot' parameter of NegDRO.diagnose"):
         model.diagnose(n_boot=1, n_perm=0)
     none = model.fit(n_boot=0)
-    assert none.bootstrap is None and none.bse.isna().all() and none.conf_int().isna().all().all()
+    assert none.bootstrap is None and none.boot_se.isna().all()
+    assert none.conf_int().isna().all().all()
     assert "No bootstrap" in str(none.summary())
 
 

@@ -95,6 +95,6 @@ def test_the_summary_names_the_constrained_fit():
     assert res.selection.estimator == "ils"
     assert_allclose(res.params, sem.beta_star, atol=1e-6)
     text = " ".join(str(res.summary()).split())
-    assert "Refit on support: invariance-constrained LS" in text
+    assert "Method: Alg. 3 + inv. LS" in text
     assert "reported: least squares constrained by those conditions" in text
     assert "pooled OLS on it is reported" not in text

@@ -272,7 +272,7 @@ def test_summary_counts_bootstrap_refits_that_stopped_early(df):
     res = NegDRO(df, env="env", outcome="Y").fit(n_boot=6, rng=0)
     assert "stopped before tol" not in str(res.summary())
     converged = np.array([False, True, False, True, True, True])
-    res.bootstrap = replace(res.bootstrap, converged=converged)
+    res._bootstrap = replace(res.bootstrap, converged=converged)
     assert "2 refits stopped before tol" in " ".join(str(res.summary()).split())
 
 
@@ -358,7 +358,9 @@ def test_results_and_reports_give_plain_json(df):
     out = res.to_dict()
     json.dumps(out, allow_nan=False)
     assert out["params"] == {k: float(v) for k, v in res.params.items()}
-    assert out["bse"] == dict.fromkeys(res.params.index)          # no bootstrap: None
+    assert out["bse"] == {k: None if np.isnan(v) else float(v)    # analytic: None off
+                          for k, v in res.bse.items()}            # the support
+    assert out["bse"]["X1"] > 0 and out["boot_se"] == dict.fromkeys(res.params.index)
     assert out["identification"]["relative_margin"] == res.identification.relative_margin
     assert out["n_boot"] == 0 and out["route"] == res.solver.refit
     report = NegDRO(df, env="env", outcome="Y").diagnose(n_boot=0, n_perm=9, rng=0)
