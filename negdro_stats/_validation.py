@@ -107,6 +107,25 @@ def check_rng(value: object, name: str, owner: str) -> np.random.Generator:
                     f"or a numpy Generator. Got {value!r} instead.")
 
 
+def generator_state(rng: np.random.Generator) -> dict:
+    """``rng`` as plain data (it pickles where a Generator needs numpy's constructors):
+    its bit generator's state and its seed sequence, from which ``spawn`` draws."""
+    seq = rng.bit_generator.seed_seq
+    return {"state": rng.bit_generator.state, "entropy": seq.entropy,
+            "spawn_key": tuple(seq.spawn_key), "pool_size": seq.pool_size,
+            "n_children_spawned": seq.n_children_spawned}
+
+
+def generator_from_state(saved: dict) -> np.random.Generator:
+    """The Generator that :func:`generator_state` saved, as it was then."""
+    seq = np.random.SeedSequence(saved["entropy"], spawn_key=saved["spawn_key"],
+                                 pool_size=saved["pool_size"],
+                                 n_children_spawned=saved["n_children_spawned"])
+    bit_generator = getattr(np.random, saved["state"]["bit_generator"])(seq)
+    bit_generator.state = saved["state"]
+    return np.random.Generator(bit_generator)
+
+
 def did_you_mean(name: object, known: Iterable[str]) -> str:
     """\" Did you mean 'X1'?\" for the closest of ``known`` to ``name``, or ""."""
     close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1)

@@ -23,7 +23,7 @@ from statsmodels.iolib.table import SimpleTable
 from ._json import jsonable
 from ._saving import Saveable, load
 from ._typing import ArrayLike, FloatArray
-from ._validation import check_option, check_scalar
+from ._validation import check_option, check_scalar, generator_from_state
 from .data import intercept_index
 from .diagnostics import IdentificationResult
 from .exceptions import DataError
@@ -226,8 +226,10 @@ class NegDROResults(Saveable):
         return self._bootstrap
 
     def _run_deferred(self) -> None:
-        if self._deferred is not None:
-            self._bootstrap = self.model._bootstrap(self.solver, **self._deferred)
+        if self._deferred is not None:                   # (the fit's rng, as plain data)
+            rng = generator_from_state(self._deferred["rng"])
+            self._bootstrap = self.model._bootstrap(self.solver, **{**self._deferred,
+                                                                    "rng": rng})
             self._deferred = None
 
     @property

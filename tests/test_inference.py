@@ -25,6 +25,36 @@ def test_same_seed_same_draws(model):
     assert not np.array_equal(d.bootstrap.draws, a.bootstrap.draws)
 
 
+def test_the_default_bootstrap_runs_on_first_use(model, monkeypatch, tmp_path):
+    """fit() runs no refit; the summary and to_dict do not start the bootstrap; the first
+    bootstrap quantity runs DEFAULT_N_BOOT replicates with the fit's rng, the same draws
+    as fit(n_boot=B, rng) gives at once, also after saving and loading the results."""
+    from negdro_stats import model as model_module
+    from negdro_stats.results import load
+
+    monkeypatch.setattr(model_module, "DEFAULT_N_BOOT", 8)
+    runs = []
+    bootstrap = model_module.NegDRO._bootstrap
+    monkeypatch.setattr(model_module.NegDRO, "_bootstrap",
+                        lambda self, *a, **k: runs.append(1) or bootstrap(self, *a, **k))
+    res = model.fit(rng=3, n_jobs=1)
+    text = " ".join(str(res.summary()).split())
+    assert res.to_dict()["conf_int"]["kind"] == "robust" and not runs
+    assert res.bootstrap_pending and "Boot reps: on first use" in text
+    assert "runs on first use" in text and "robust p" in text
+    res.save(tmp_path / "pending.pkl")
+    ci = res.conf_int()
+    assert runs == [1] and not res.bootstrap_pending and res.bootstrap.n_boot == 8
+    eager = model.fit(n_boot=8, rng=3, n_jobs=1)
+    assert_allclose(res.bootstrap_draws, eager.bootstrap_draws, rtol=1e-12)
+    assert_allclose(ci, eager.conf_int(), rtol=1e-12)
+    assert_allclose(res.boot_se, eager.boot_se, rtol=1e-12)
+    assert "boot se" in str(res.summary()) and runs == [1, 1]
+    loaded = load(tmp_path / "pending.pkl")
+    assert loaded.bootstrap_pending
+    assert_allclose(loaded.bootstrap_draws, eager.bootstrap_draws, rtol=1e-12)
+
+
 def test_intervals_match_their_definitions(model):
     """Each interval is what its name says, computed here independently from the draws:
     percentile = the 2.5% and 97.5% quantiles of the successful refits, basic = that
