@@ -47,7 +47,7 @@ from . import DataError, LinearSEM, NegDRO, __version__, exceptions, simulate
 from ._json import jsonable
 from ._validation import did_you_mean
 from .diagnostics import CONDITIONS
-from .sources import resolve_columns
+from .sources import FIRST_COLUMN, resolve_columns
 
 __all__ = ["main"]
 
@@ -244,7 +244,8 @@ def _model(args: argparse.Namespace, gamma: float = 20.0) -> NegDRO:
             raise CLIError(f"{args.path} is a directory without .parquet files; give a CSV "
                            "file or Parquet data.", EXIT_INPUT)
         covariates = _covariates(args)
-        with _package_errors():
+        with _package_errors(), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=FIRST_COLUMN)   # (args.note says it)
             model = NegDRO.from_parquet(args.path, args.env, outcome=args.outcome,
                                         covariates=covariates, gamma=gamma,
                                         fit_intercept=args.intercept, missing=args.missing)

@@ -74,6 +74,9 @@ class MultiEnvData:
         when ``fit_intercept``).
     fit_intercept : bool
         Whether a constant column was appended.
+    outcome_first_column : bool
+        The outcome was not named: the first column other than ``env`` was taken (the
+        summary's header says so).
     blocks : BlockMoments or None
         Moments of K random blocks per environment; when present, the resamplers, the
         equal-risk test and the score covariances use them instead of rows (Parquet and
@@ -84,9 +87,11 @@ class MultiEnvData:
     """
 
     def __init__(self, moments: Moments, *, fit_intercept: bool = False,
-                 rows: Rows | None = None, blocks: BlockMoments | None = None) -> None:
+                 rows: Rows | None = None, blocks: BlockMoments | None = None,
+                 first_column: bool = False) -> None:
         self.moments = moments
         self.fit_intercept = bool(fit_intercept)
+        self.outcome_first_column = bool(first_column)
         self._rows = rows
         self.blocks = blocks
 
@@ -105,7 +110,7 @@ class MultiEnvData:
         """
         fit_intercept = _check_options(missing, fit_intercept)
         return cls._from_read(read_rows(read_frame(frame, env, outcome, covariates),
-                                        missing, blocks), fit_intercept)
+                                        missing, blocks), fit_intercept, outcome is None)
 
     @classmethod
     def from_arrays(cls, y: ArrayLike, X: ArrayLike, env: ArrayLike, *,
@@ -177,7 +182,8 @@ class MultiEnvData:
         fit_intercept = _check_options(missing, fit_intercept)
         return cls._from_read(read_parquet(
             path, env, outcome=outcome, covariates=covariates, missing=missing,
-            blocks=blocks, batch_rows=batch_rows, verbose=verbose), fit_intercept)
+            blocks=blocks, batch_rows=batch_rows, verbose=verbose), fit_intercept,
+            outcome is None)
 
     @classmethod
     def from_dask(cls, frame: Any, env: str, *, outcome: str | None = None,
@@ -191,7 +197,7 @@ class MultiEnvData:
         fit_intercept = _check_options(missing, fit_intercept)
         return cls._from_read(read_dask(frame, env, outcome=outcome, covariates=covariates,
                                         missing=missing, blocks=blocks, verbose=verbose),
-                              fit_intercept)
+                              fit_intercept, outcome is None)
 
     @classmethod
     def from_csv(cls, path: str | os.PathLike, env: str, *, outcome: str | None = None,
@@ -208,7 +214,7 @@ class MultiEnvData:
         return cls._from_read(read_csv(
             path, env, outcome=outcome, covariates=covariates, missing=missing,
             blocks=blocks, chunk_rows=chunk_rows, encoding=encoding, sep=sep,
-            decimal=decimal, verbose=verbose), fit_intercept)
+            decimal=decimal, verbose=verbose), fit_intercept, outcome is None)
 
     @classmethod
     def from_batches(cls, batches: Iterable[Any], env: str, *, outcome: str | None = None,
@@ -223,7 +229,7 @@ class MultiEnvData:
         fit_intercept = _check_options(missing, fit_intercept)
         return cls._from_read(read_batches(
             batches, env, outcome=outcome, covariates=covariates, missing=missing,
-            blocks=blocks, verbose=verbose), fit_intercept)
+            blocks=blocks, verbose=verbose), fit_intercept, outcome is None)
 
     @classmethod
     def from_any(cls, data: Any, env: Any, *, outcome: str | None = None,
@@ -263,9 +269,11 @@ class MultiEnvData:
                                missing=missing, fit_intercept=fit_intercept)
 
     @classmethod
-    def _from_read(cls, read: Read, fit_intercept: bool) -> MultiEnvData:
+    def _from_read(cls, read: Read, fit_intercept: bool,
+                   first_column: bool = False) -> MultiEnvData:
         """Validated data from one pass over a source (every reader ends here): the NaN
-        policy's verdict, the intercept and the checks on the moments."""
+        policy's verdict, the intercept and the checks on the moments; ``first_column``:
+        the outcome was not named (the first column was taken)."""
         fit_intercept = check_bool(fit_intercept, "fit_intercept", "NegDRO")
         if fit_intercept and INTERCEPT_NAME in read.covariates:
             raise DataError(f"fit_intercept=True adds a column {INTERCEPT_NAME!r}, but data "
@@ -275,7 +283,8 @@ class MultiEnvData:
             mom = mom.add_constant(INTERCEPT_NAME)
         _check_moments(mom)
         return cls(mom, fit_intercept=fit_intercept, rows=read.rows,
-                   blocks=None if blocks is None else _check_blocks(blocks))
+                   blocks=None if blocks is None else _check_blocks(blocks),
+                   first_column=first_column)
 
     # ------------------------------------------------------------------ names
     @property

@@ -530,7 +530,9 @@ class NegDROResults(Saveable):
         return self.summary().as_html()
 
     def __repr__(self) -> str:
-        return (f"<NegDROResults: p={len(self.params)}, selected={int(self.support.sum())}, "
+        outcome = f"{self.endog_name!r}" + (" (first column)" if _first_column(self) else "")
+        return (f"<NegDROResults: outcome={outcome}, p={len(self.params)}, "
+                f"selected={int(self.support.sum())}, "
                 f"gamma={self.gamma:g}, converged={self.converged}>")
 
 
@@ -547,6 +549,11 @@ def _method_label(res: NegDROResults) -> str:
         return "NegDRO (paper)" if refit == "negdro" else _REFIT_LABELS[refit]
     support = "J tests" if sel.route == "invariance" else "Alg. 3"
     return f"{support} + {_REFIT_SHORT[refit]}"
+
+
+def _first_column(res: NegDROResults) -> bool:
+    """The outcome was not named: the first column was taken."""
+    return getattr(getattr(res.model, "data", None), "outcome_first_column", False)
 
 
 def _is_intercept(res: NegDROResults, j: int) -> bool:
@@ -688,7 +695,8 @@ def _header_table(res: NegDROResults) -> tuple[SimpleTable, int]:
     long for it)."""
     s = res.settings
     left = [
-        ("Dep. Variable:", _short(res.endog_name, 19)),
+        ("Dep. Variable:", f"{res.endog_name} (first column)" if _first_column(res)
+         and len(res.endog_name) <= 4 else _short(res.endog_name, 19)),
         ("Method:", _method_label(res)),
         ("Solver:", _METHOD_LABELS[(res.solver.method, res.solver.inner)]),
         ("gamma:", f"{res.gamma:g}" + (" (unused)" if res.selection is not None
@@ -858,6 +866,9 @@ def _fit_notes(res: NegDROResults, *, shown: int, show: str) -> list[str]:
     """The rest: rows not shown, the refit, identification, convergence, the equal-risk
     test, the intercept and population moments."""
     s, ident, notes = res.settings, res.identification, []
+    if _first_column(res):
+        notes.append(f"The outcome is the first column, {res.endog_name!r}, regressed on the "
+                     "others: outcome= was not given.")
     if show == "selected" and shown < len(res.params):
         notes.append(f"{len(res.params) - shown} covariates neither selected nor selected "
                      f"in >= {SHOWN_FREQ:.0%} of refits are not shown; summary(show='all') "

@@ -63,6 +63,7 @@ __all__ = ["MISSING", "NanPolicy", "Read", "Rows", "Table", "as_pandas", "check_
 
 MISSING = ("raise", "drop")
 NAN_HINT = "a CSV's empty, 'NA' or 'n/a' cells are read as NaN"
+FIRST_COLUMN = "outcome= not given"
 
 
 # ----------------------------------------------------------------------- the checks
@@ -71,7 +72,8 @@ def resolve_columns(columns: Sequence[str], env: str | None, outcome: str | None
                     flags: Mapping[str, str] | None = None) -> tuple[str, list[str]]:
     """The outcome and the covariates among ``columns`` (``env`` is a column name, or None
     when the labels are given apart): the outcome defaults to the first column other than
-    ``env``, the covariates to every other column.  ``flags`` names the arguments in the
+    ``env`` (with a :class:`DataWarning` that says how to choose), the covariates to every
+    other column.  ``flags`` names the arguments in the
     messages (the CLI's ``{"env": "--env", ...}``; default ``env=``, ``outcome=``...)."""
     def arg(key: str, value: object) -> str:
         return f"{flags[key]} {value!r}" if flags else f"{key}={value!r}"
@@ -91,6 +93,10 @@ def resolve_columns(columns: Sequence[str], env: str | None, outcome: str | None
                         "the outcome and at least one covariate.")
     if outcome is None:
         outcome = columns[0]
+        if flags is None:                               # (the CLI says it in its own words)
+            warn_user(f"{FIRST_COLUMN}: the first column, {outcome!r}, is the outcome, "
+                      "regressed on the other columns; name it with outcome='...' (and "
+                      "the covariates with covariates=[...]).", DataWarning)
     elif outcome not in columns:
         hint = (" (it is the env column)." if outcome == env
                 else "." + did_you_mean(outcome, columns))

@@ -1,6 +1,7 @@
 """The data layer (MultiEnvData) and the solver options: one validation, one resampler."""
 
 import pickle
+import warnings
 from dataclasses import FrozenInstanceError, replace
 
 import numpy as np
@@ -8,7 +9,7 @@ import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
 
-from negdro_stats import DataError, Moments, NegDRO, simulate
+from negdro_stats import DataError, DataWarning, Moments, NegDRO, simulate
 from negdro_stats.data import MultiEnvData
 from negdro_stats.solvers import SolverOptions
 
@@ -266,3 +267,22 @@ def test_messages_name_the_real_problem():
     data[["Y", "X1", "X2", "X3", "X4", "X5"]] *= 1e-300
     with pytest.raises(DataError, match="multiply or divide by a power of 10"):
         NegDRO(data, env="env", outcome="Y")
+
+
+def test_an_unnamed_outcome_is_the_first_column_and_said():
+    """Without outcome= the first column other than env is the outcome, whatever its name
+    (no guessing: a column called Y later on is not preferred); a DataWarning says how to
+    choose, and the model's repr, the results' repr and the summary say "(first column)"."""
+    df = simulate.eq33(p=5).sample(300, rng=0)[["X1", "X2", "Y", "X3", "X4", "X5", "env"]]
+    with pytest.warns(DataWarning, match="the first column, 'X1', is the outcome.*outcome="):
+        model = NegDRO(df, env="env")
+    assert model.endog_name == "X1" and "'X1' (first column)" in repr(model)
+    res = model.fit(n_boot=0)
+    text = " ".join(str(res.summary()).split())
+    assert "'X1' (first column)" in repr(res) and "Dep. Variable: X1 (first column)" in text
+    assert "The outcome is the first column, 'X1'" in text
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DataWarning)
+        named = NegDRO(df, env="env", outcome="Y")
+        text = str(named.fit(n_boot=0).summary())
+    assert "first column" not in repr(named) + text

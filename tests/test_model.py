@@ -56,7 +56,7 @@ def test_results_contents(df):
     assert any(line.startswith("environment") and "risk R_e(b)" in line for line in lines)
     latex = res.summary().as_latex()
     assert r"\begin{tabular}" in latex and "Phi\\_mu" in latex
-    assert repr(res).startswith("<NegDROResults: p=6")
+    assert repr(res).startswith("<NegDROResults: outcome='Y', p=6")
 
 
 def test_fit_intercept(df):

@@ -377,10 +377,12 @@ def test_values_whose_squares_overflow_get_one_error_from_every_source(tmp_path)
     df.iloc[3, 1] = 1e160
     df.to_parquet(tmp_path / "d.parquet")
     df.to_csv(tmp_path / "d.csv", index=False)
-    calls = {"frame": lambda: NegDRO(df, env="env"),
-             "parquet": lambda: NegDRO.from_parquet(tmp_path / "d.parquet", "env"),
-             "csv": lambda: NegDRO.from_csv(tmp_path / "d.csv", "env"),
-             "dask": lambda: NegDRO.from_dask(dd.from_pandas(df, npartitions=2), "env")}
+    calls = {"frame": lambda: NegDRO(df, env="env", outcome="Y"),
+             "parquet": lambda: NegDRO.from_parquet(tmp_path / "d.parquet", "env",
+                                                    outcome="Y"),
+             "csv": lambda: NegDRO.from_csv(tmp_path / "d.csv", "env", outcome="Y"),
+             "dask": lambda: NegDRO.from_dask(dd.from_pandas(df, npartitions=2), "env",
+                                              outcome="Y")}
     for name, call in calls.items():
         with warnings.catch_warnings():
             warnings.simplefilter("error")
