@@ -295,11 +295,12 @@ def _fit(args: argparse.Namespace) -> int:
         raise CLIError("--json and --format are alternatives; give one of them.", EXIT_USAGE)
     model = _model(args, gamma=args.gamma)
     with _package_errors():
-        res = model.fit(n_boot=args.n_boot, rng=args.seed, refit=args.refit, alpha=args.alpha)
+        res = model.fit(n_boot=args.n_boot, rng=args.seed, refit=args.refit,
+                        test_level=args.test_level)
         if args.json:
-            output = res.to_dict()
+            output = res.to_dict(alpha=args.alpha)
         else:
-            summary = res.summary()
+            summary = res.summary(alpha=args.alpha)
             output = {"text": summary.as_text, "html": summary.as_html,
                       "latex": summary.as_latex}[args.format or "text"]()
     if args.json:
@@ -545,8 +546,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="support and refit: invariance selection (auto), the paper's "
                           "algorithm verbatim (negdro), or (31) on its support (invariant)")
     fit.add_argument("--alpha", type=float, default=0.05,
-                     help="level of the selection's J tests (refit auto; default 0.05); "
-                          "the intervals are 95%%")
+                     help="1 - the intervals' coverage (default 0.05: 95%% intervals)")
+    fit.add_argument("--test-level", type=float, default=0.05,
+                     help="level of the selection's J tests and pruning (refit auto; "
+                          "default 0.05)")
     fit.add_argument("--n-boot", type=_count, default=0,
                      help="bootstrap replicates for errors, intervals and selection "
                           "frequencies (default 0: analytic standard errors and robust "

@@ -63,7 +63,7 @@ class NegDRORegressor(RegressorMixin, BaseEstimator):
         Randomness of the bootstrap.
     solver_options : dict, optional
         Further solver settings for :meth:`NegDRO.fit <negdro_stats.NegDRO.fit>`
-        (``method``, ``mu``, ``tau``, ``threshold``, ``max_iter``, ``tol``, ``alpha``, ...).
+        (``method``, ``mu``, ``tau``, ``threshold``, ``max_iter``, ``tol``, ``test_level``, ...).
 
     Attributes
     ----------

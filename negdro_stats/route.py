@@ -183,7 +183,7 @@ def solve(
             unit, rows_cov = standardised_cov(score_cov, d, s_y)
             with threadpool_limits(limits=1 if p <= SMALL_P else None):
                 report, chosen = select_by_invariance(
-                    std, options.alpha, options.gamma, rows_cov,
+                    std, options.test_level, options.gamma, rows_cov,
                     None if cumulant is None else cumulant.scaled(1.0 / unit),
                     None if recentre is None else recentre / (d * s_y), route,
                     alg3_support=np.asarray(S, dtype=int))

@@ -146,8 +146,8 @@ class SolverOptions:
         consistent selection by over-identified gradient invariance (Lemma 1), see
         :mod:`negdro_stats.selection` and the user guide: supports nested in the order of a
         pilot GMM fit's ``|t|`` are scored by Hansen's J test; GMM-BIC chooses, grown
-        until the J test accepts at level ``alpha``; covariates are pruned while their
-        ``|t|`` is below ``max(z_{1-alpha/(2|S|)}, sqrt(log n))``; causes that only the
+        until the J test accepts at level ``test_level``; covariates are pruned while
+        their ``|t|`` is below ``max(z_{1-test_level/(2|S|)}, sqrt(log n))``; causes that only the
         pooled regression sees are added unless the invariance fit disagrees (a child of
         Y); pooled OLS is reported when a Hausman contrast with the invariance GMM
         accepts, else the GMM.  Taken only when the environment differences identify the
@@ -155,9 +155,10 @@ class SolverOptions:
         weak regimes of Example 3 -- Algorithm 3's support and Phi_mu fit.
         ``"negdro"``: the paper verbatim.  ``"invariant"``: Algorithm 3's support,
         refitted on the gradient-invariance equations (31).
-    alpha : float, default 0.05
+    test_level : float, default 0.05
         Level of the J test, the pruning (Bonferroni part) and the Hausman contrast of
-        ``refit="auto"``.
+        ``refit="auto"``.  (``alpha`` is the intervals' level, as in statsmodels:
+        ``conf_int(alpha)``, ``summary(alpha)``.)
     fixed : tuple of int
         Covariates never thresholded, pruned or ordered (the intercept column; set by
         the model).
@@ -174,7 +175,7 @@ class SolverOptions:
     tol: float | None = None
     upsilon: float | None = None
     refit: str = "auto"
-    alpha: float = DEFAULT_ALPHA
+    test_level: float = DEFAULT_ALPHA
     fixed: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
@@ -187,8 +188,8 @@ class SolverOptions:
             "mu": check_scalar(self.mu, "mu", owner, min_val=0, max_val=1e6,
                                closed="right" if gradient_method else "both"),
             "tau": check_scalar(self.tau, "tau", owner, min_val=0, max_val=1e6),
-            "alpha": check_scalar(self.alpha, "alpha", owner, min_val=0, max_val=1,
-                                  closed="neither"),
+            "test_level": check_scalar(self.test_level, "test_level", owner, min_val=0,
+                                       max_val=1, closed="neither"),
             "fixed": tuple(int(j) for j in self.fixed),
         }
         for name in ("gamma", "threshold"):
@@ -207,6 +208,11 @@ class SolverOptions:
         """Options from a user's keywords plus those the model sets (``gamma``, ``fixed``),
         with a typed error naming an unknown or misplaced one."""
         known = [f.name for f in fields(cls) if f.name not in fixed_by_model]
+        if "alpha" in options:
+            raise DataError(f"{owner} does not take 'alpha': the level of the selection's J "
+                            f"tests and pruning is test_level= (e.g. {owner}(test_level="
+                            f"{options['alpha']!r})); alpha is the intervals' level, given "
+                            "to conf_int(alpha) and summary(alpha).")
         for name in options:
             if name in fixed_by_model:
                 raise DataError(f"{owner} does not take {name!r}: it is set on the model "

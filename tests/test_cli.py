@@ -114,12 +114,13 @@ def test_fit_formats(capsys, csv, fmt, marker):
 def test_fit_options_reach_the_model(capsys, csv):
     code, out, _ = run(capsys, "fit", csv, "--env", "env", "--n-boot", 0, "--json",
                        "--covariates", "X1, X3", "--intercept", "--gamma", 5,
-                       "--refit", "negdro", "--alpha", 0.1)
+                       "--refit", "negdro", "--test-level", 0.1, "--alpha", 0.1)
     assert code == 0
     res = json.loads(out)
     assert list(res["params"]) == ["X1", "X3", "const"]
     assert res["route"] == "negdro"
-    assert res["settings"]["gamma"] == 5.0 and res["settings"]["alpha"] == 0.1
+    assert res["settings"]["gamma"] == 5.0 and res["settings"]["test_level"] == 0.1
+    assert res["conf_int"]["alpha"] == 0.1
 
 
 def test_fit_missing_drop(capsys, nan_csv):

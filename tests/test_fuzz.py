@@ -154,7 +154,7 @@ VALID_OPTIONS = {
     "threshold": lambda r: r.uniform(0, 2), "step_size": lambda r: 10.0 ** r.uniform(-6, 3),
     "max_iter": lambda r: int(r.integers(1, 60)), "tol": lambda r: 10.0 ** r.uniform(-14, 0),
     "refit": lambda r: ["auto", "negdro", "invariant"][r.integers(3)],
-    "alpha": lambda r: r.uniform(1e-6, 0.999), "upsilon": lambda r: 10.0 ** r.uniform(-6, 3),
+    "test_level": lambda r: r.uniform(1e-6, 0.999), "upsilon": lambda r: 10.0 ** r.uniform(-6, 3),
 }
 
 

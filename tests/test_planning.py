@@ -219,9 +219,10 @@ def test_unidentified_designs_and_whole_rows():
     with pytest.raises(DataError, match="at least 2 environments"):
         plan_sample_size(LinearSEM.from_equations({"Y": {"X1": 1.0}},
                                                   interventions=[{"X1": 1.0}]), [50], reps=2)
-    strict = plan_sample_size(_shifted_sem(), [60], reps=3, rng=1, alpha=0.3, verbose=False)
+    strict = plan_sample_size(_shifted_sem(), [60], reps=3, rng=1, test_level=0.3,
+                              verbose=False)
     loose = plan_sample_size(_shifted_sem(), [60], reps=3, rng=1, verbose=False)
-    assert strict.margin_alpha == loose.margin_alpha == 0.05      # alpha went to the solver
+    assert strict.margin_alpha == loose.margin_alpha == 0.05      # test_level: the solver
     grid = plan_sample_size(_shifted_sem(), [40, 80, 160], reps=6, rng=2, verbose=False)
     n = grid.required_n(target_error=float(np.median(grid.errors[1])), power=0.5)
     assert n == np.ceil(n)
