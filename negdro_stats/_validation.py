@@ -26,20 +26,32 @@ def warn_user(message: str, category: type[Warning]) -> None:
     warnings.warn(message, category, stacklevel=level)
 
 
+PROGRESS_DELAY = 2.0     # seconds of work before a default progress bar appears
+
+
+def in_notebook() -> bool:
+    """Running in a Jupyter (IPython) kernel, where stderr is not a terminal."""
+    ipython = sys.modules.get("IPython")
+    shell = getattr(ipython, "get_ipython", lambda: None)() if ipython else None
+    return shell is not None and hasattr(shell, "kernel")
+
+
 def progress(items, verbose: bool | None, desc: str, total: int | None = None):
-    """``items`` wrapped in a tqdm bar when asked for (``verbose=True``), or by default when
-    stderr is a terminal; ``items`` unchanged otherwise (or without tqdm)."""
+    """``items`` wrapped in a tqdm bar (``tqdm.auto``: a widget in notebooks): at once
+    when asked for (``verbose=True``); by default (None) in a terminal or a notebook,
+    once the work has taken ``PROGRESS_DELAY`` seconds; ``items`` unchanged otherwise
+    (or without tqdm)."""
     if verbose is not None and not isinstance(verbose, (bool, int, np.bool_, np.integer)):
-        raise TypeError(f"verbose must be True, False or None (a progress bar when stderr "
-                        f"is a terminal); got {verbose!r}.")
-    shown = sys.stderr.isatty() if verbose is None else bool(verbose)
+        raise TypeError(f"verbose must be True, False or None (a progress bar in a terminal "
+                        f"or notebook, for work over {PROGRESS_DELAY:g} s); got {verbose!r}.")
+    shown = (sys.stderr.isatty() or in_notebook()) if verbose is None else bool(verbose)
     if not shown or total == 0:
         return items
     try:
         from tqdm.auto import tqdm
     except ImportError:
         return items
-    return tqdm(items, total=total, desc=desc)
+    return tqdm(items, total=total, desc=desc, delay=PROGRESS_DELAY if verbose is None else 0)
 
 
 def _range_text(min_val: float | None, max_val: float | None, closed: str) -> str:

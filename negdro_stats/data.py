@@ -193,7 +193,7 @@ class MultiEnvData:
         """A Dask DataFrame (any Dask source: Parquet on object storage, CSV globs, ...):
         block moments per partition, tree-reduced; runs on the active
         ``dask.distributed`` client if there is one (with its progress bar when
-        ``verbose``, or by default when stderr is a terminal)."""
+        ``verbose``, or by default in a terminal or notebook)."""
         fit_intercept = _check_options(missing, fit_intercept)
         return cls._from_read(read_dask(frame, env, outcome=outcome, covariates=covariates,
                                         missing=missing, blocks=blocks, verbose=verbose),

@@ -108,7 +108,8 @@ def leave_one_environment_out(
         ``"negdro"`` and any of :data:`negdro_stats.baselines.BASELINES` (``"erm"`` is
         pooled least squares), fitted with their default options.
     verbose : bool, optional
-        Progress bar over environments (tqdm); default: when stderr is a terminal.
+        Progress bar over environments (tqdm); default: in a terminal or notebook,
+        after 2 s.
 
     Returns
     -------

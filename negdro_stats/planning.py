@@ -437,7 +437,8 @@ def plan_sample_size(
         docstring; 30 is plenty for its normal approximation); 0 uses the faster, and
         near the threshold optimistic, shift approximation.
     verbose : bool, optional
-        Progress bar over the replicates (tqdm); default: when stderr is a terminal.
+        Progress bar over the replicates (tqdm); default: in a terminal or notebook,
+        after 2 s.
     **options
         Solver settings, as for :meth:`NegDRO.fit <negdro_stats.NegDRO.fit>` (among
         them ``method`` and the selection's ``alpha``).

@@ -45,7 +45,15 @@ import numpy as np
 import pandas as pd
 
 from ._typing import ArrayLike, FloatArray
-from ._validation import check_int, check_option, did_you_mean, few, progress, warn_user
+from ._validation import (
+    check_int,
+    check_option,
+    did_you_mean,
+    few,
+    in_notebook,
+    progress,
+    warn_user,
+)
 from .exceptions import DataError, DataWarning
 from .moments import (
     DEFAULT_BLOCKS,
@@ -800,10 +808,10 @@ def _unified_schema(schemas: dict, env: str, numeric: list[str]) -> Any:
 
 def _dask_compute(obj: Any, verbose: bool | None) -> Any:
     """Compute a Dask object on the active distributed client if any, else locally; with
-    Dask's own progress bar when asked for (or stderr is a terminal)."""
+    Dask's own progress bar when asked for (or in a terminal or notebook)."""
     import dask
 
-    show = verbose is True or (verbose is None and sys.stderr.isatty())
+    show = verbose is True or (verbose is None and (sys.stderr.isatty() or in_notebook()))
     try:
         from distributed import get_client
         from distributed import progress as distributed_progress

@@ -188,3 +188,23 @@ def test_verbose_is_a_switch():
     assert progress(items, False, "x") is items and progress(items, 0, "x") is items
     with pytest.raises(TypeError, match="verbose must be True, False or None"):
         progress(items, "yes", "x")
+
+
+def test_progress_bars_show_in_notebooks_after_two_seconds(monkeypatch):
+    """The default bar (verbose=None) shows in a Jupyter kernel too (stderr is not a
+    terminal there), through tqdm.auto, and only once the work has taken 2 s; an asked-for
+    bar shows at once; outside a terminal or notebook there is none."""
+    import sys
+    import types
+
+    from negdro_stats import _validation
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    items = [1, 2, 3]
+    assert _validation.progress(items, None, "x") is items
+    kernel = types.SimpleNamespace(kernel=object())
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: kernel))
+    assert _validation.in_notebook()
+    bar = _validation.progress(items, None, "x")
+    assert bar.delay == _validation.PROGRESS_DELAY == 2.0 and list(bar) == items
+    assert _validation.progress(items, True, "x").delay == 0
