@@ -565,3 +565,12 @@ CONDITIONS: dict[str, Condition] = {c.name: c for c in (
 )}
 """The identification conditions by name, in the order the reports list them; a new
 condition is one entry here (its check, title and what its margin means)."""
+
+
+def identification_advice(can_resample: bool) -> str:
+    """Where to go when Condition 1b fails: never to something that cannot run."""
+    if can_resample:
+        return ("NegDRO.diagnose() gives a confidence bound for the margin and what to do.")
+    return ("diagnose() needs rows, but if these are the moments of a planned LinearSEM, its "
+            "check_identification() also checks Conditions 4 and 6, under which NegDRO still "
+            "identifies beta* with limited interventions.")

@@ -30,6 +30,7 @@ __all__ = ["BootstrapResult", "CI_METHODS", "SHOWN_FREQ", "bootstrap", "replicat
 
 T = TypeVar("T")
 CI_METHODS = ("percentile", "basic", "normal")
+DEFAULT_N_BOOT = 200  # replicates of the default bootstrap (run on first use)
 SHOWN_FREQ = 0.1    # summaries and plots show a covariate selected or kept this often
 
 

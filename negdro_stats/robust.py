@@ -90,6 +90,8 @@ from .selection import (
 
 __all__ = ["RobustSet", "robust_set"]
 
+ROBUST_TABLE_MAX_P = 30   # summaries show robust intervals for at most this many (cost)
+
 REACH = 1e6          # an endpoint beyond this many standard errors is infinite
 MAX_DOUBLINGS = 60
 MAX_STEPS = 30       # of the root search on one bracket (to 1e-4 of its width)

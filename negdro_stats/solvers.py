@@ -83,6 +83,8 @@ __all__ = [
 
 METHODS = ("algorithm3", "algorithm1", "algorithm2")
 REFITS = ("auto", "negdro", "invariant")
+REFIT_LABELS = {"ols": "pooled OLS", "gmm": "invariance GMM", "negdro": "Phi_mu (paper)",
+                "invariant": "gradient inv., eq. (31)", "ils": "invariance-constrained LS"}
 # Defaults of Algorithm 3 (standardised scale); reasons in the SolverOptions docstring.
 DEFAULT_MU, DEFAULT_TAU, DEFAULT_THRESHOLD = 1e-3, 0.1, 0.15
 DEFAULT_ALPHA = 0.05     # level of the invariance (J), pruning and Hausman tests

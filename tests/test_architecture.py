@@ -22,7 +22,7 @@ RANKING = [
     "datasets",                                # bundled real data
     "holdout",                                 # LOEO validation: peers + a NegDRO callable
     "planning",                                # sample sizes for a planned design
-    "report", "results",
+    "report", "summary", "results",            # the summaries' tables: results import them
     "model",                                   # orchestration
     "theory", "testing",                       # the paper's results as checks; strategies
     "studies",                                 # the one place with the model and the peers

@@ -16,7 +16,7 @@ from negdro_stats import (
     simulate,
 )
 from negdro_stats.data import MultiEnvData
-from negdro_stats.results import _num
+from negdro_stats.summary import _num
 
 
 @pytest.fixture(scope="module")
