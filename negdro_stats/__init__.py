@@ -72,6 +72,7 @@ __all__ = [
     "SelectionWarning",
     "SolverError",
     "SubsetCapError",
+    "NegDRORegressor",
 ]
 __version__ = "0.1.0"
 
@@ -83,3 +84,8 @@ def __getattr__(name: str):
 
         return NegDRORegressor
     raise AttributeError(f"module 'negdro_stats' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public names, the lazily imported ``NegDRORegressor`` among them."""
+    return sorted(set(globals()) | set(__all__))

@@ -42,7 +42,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import cvxpy as cp
 import numpy as np
 from scipy import linalg, optimize
 from scipy.sparse.linalg import ArpackNoConvergence, eigsh
@@ -255,6 +254,8 @@ def _cutting_plane(M: FloatArray, C: FloatArray, *, tol: float, max_iter: int = 
 
 def _sdp(M: FloatArray, C: FloatArray, N: FloatArray) -> tuple[FloatArray, str, str]:
     """max t s.t. sum_e w_e M_e + C >= t N, w in the simplex (epigraph form)."""
+    import cvxpy as cp  # (on first use: 0.1 s of the package's import)
+
     E, k, _ = M.shape
     w, t = cp.Variable(E, nonneg=True), cp.Variable()
     lhs = sum(w[e] * M[e] for e in range(E)) + C           # stays symmetric for cvxpy

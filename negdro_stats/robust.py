@@ -71,7 +71,6 @@ from typing import Literal, NamedTuple
 import numpy as np
 import pandas as pd
 from scipy import linalg, optimize, stats
-from statsmodels.stats.multitest import multipletests
 
 from ._typing import ArrayLike, FloatArray
 from ._validation import check_option, check_scalar
@@ -205,6 +204,8 @@ class RobustSet:
         declared = pd.Series(False, index=p.index, name="cause")
         tested = p.dropna()
         if len(tested):
+            from statsmodels.stats.multitest import multipletests  # (on first use)
+
             declared[tested.index] = multipletests(tested.to_numpy(), alpha=alpha,
                                                    method="holm")[0]
         return declared

@@ -66,3 +66,20 @@ def test_the_check_sees_upward_imports(tmp_path):
     mod = tmp_path / "m.py"
     mod.write_text("from .model import NegDRO\nfrom . import studies, NegDRO\n")
     assert _package_imports(mod, set(RANKING)) == {"model", "studies", "__init__"}
+
+
+def test_the_package_imports_its_heavy_dependencies_on_first_use():
+    """``import negdro_stats`` loads no cvxpy, matplotlib, statsmodels' tables, pyarrow
+    datasets, Dask or scikit-learn (each is imported where it is first needed), and the
+    lazily exported ``NegDRORegressor`` is in ``__all__`` and ``dir()``."""
+    import subprocess
+    import sys
+
+    code = ("import sys, negdro_stats as n; "
+            "print(sorted(m for m in ('cvxpy', 'matplotlib', 'statsmodels.iolib.summary', "
+            "'pyarrow.dataset', 'dask', 'sklearn', 'narwhals.stable.v1.dependencies.dask') "
+            "if m in sys.modules)); "
+            "print('NegDRORegressor' in n.__all__ and 'NegDRORegressor' in dir(n))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[0] == "[]" and out[1] == "True", out
