@@ -1,0 +1,85 @@
+"""The README runs as written: its Python blocks in order, in one namespace (as a reader
+pastes them), and every ``negdro`` line of its command-line block on files of the shape
+that line names.  The two set-up blocks are what CI itself runs."""
+
+import re
+import shlex
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from negdro_stats import cli, simulate
+
+README = (Path(__file__).parents[1] / "README.md").read_text()
+
+
+def _blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
+
+
+def test_the_readme_has_the_blocks_this_test_runs():
+    """Two set-up commands, the Python examples and one command-line block (a block added
+    in another language would escape this test)."""
+    assert len(_blocks("bash")) == 3 and len(_blocks("python")) >= 3
+    assert set(re.findall(r"```(\w*)\n.*?```", README, flags=re.S)) == {"bash", "python"}
+    setup = [block.strip() for block in _blocks("bash")[:2]]
+    assert setup[0] == "pip install -e . && python -m negdro_stats demo"
+    assert setup[1].endswith('python -m pytest -m "not slow"')
+
+
+def test_every_python_block_runs(tmp_path, monkeypatch):
+    """Each block as written (save() writes into a scratch folder, figures to no screen);
+    then a few of the claims their comments make."""
+    pytest.importorskip("sklearn")
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k, block in enumerate(_blocks("python")):
+            exec(compile(block, f"README.md, Python block {k + 1}", "exec"), namespace)
+    res = namespace["res"]
+    assert np.linalg.norm(res.params.to_numpy() - simulate.eq33(p=10).beta_star) < 0.05
+    assert (tmp_path / "fit.pkl").exists() and res.computed_bootstrap is not None
+    assert len(namespace["cv"]["test_score"]) == 4              # one fold per environment
+    assert not namespace["plan"].check_identification().identified
+    matplotlib.pyplot.close("all")
+
+
+def _cli_lines() -> list[list[str]]:
+    lines = [shlex.split(line, comments=True) for line in _blocks("bash")[2].splitlines()]
+    return [words[1:] for words in lines if words and words[0] == "negdro"]
+
+
+PLAN = """equations = {Y = {X1 = 1.0}, X2 = {Y = 1.0}}
+interventions = [{}, {X1 = 1.0}]
+"""
+
+
+def test_every_command_line_runs(tmp_path, monkeypatch, capsys):
+    """Every ``negdro`` line exits 0 on a CSV with the columns it names (written with the
+    separator it passes), Parquet files under cells/ and a plan file."""
+    pytest.importorskip("pyarrow")
+    monkeypatch.chdir(tmp_path)
+    df = simulate.eq33(p=5).sample(300, rng=0)
+    frame = pd.DataFrame({"site": df["env"], "y": df["Y"], "a": df["X1"], "b": df["X2"],
+                          "c": df["X3"], "d": df["X4"]})
+    Path("cells").mkdir()
+    for k, part in enumerate(np.array_split(np.arange(len(frame)), 2)):
+        frame.iloc[part].rename(columns={"site": "plate"}).to_parquet(f"cells/{k}.parquet")
+    Path("plan.toml").write_text(PLAN)
+    lines = _cli_lines()
+    assert len(lines) >= 6
+    for argv in lines:
+        sep = argv[argv.index("--sep") + 1] if "--sep" in argv else ","
+        frame.to_csv("data.csv", index=False, sep=sep)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            code = cli.main(argv)
+        out, err = capsys.readouterr()
+        assert code == 0, (argv, err)
+        assert out.strip(), argv
