@@ -564,11 +564,14 @@ def _check_moments(mom: Moments) -> None:
                 else "")
         raise DataError(f"{len(small)} environment(s) have fewer than 2 rows "
                         f"({few(small)}); drop or merge them.{hint}")
-    thin = [e for e, n in zip(mom.envs, mom.n, strict=True) if n < mom.p]
+    thin = [f"{e!r} ({n:g} rows)" for e, n in zip(mom.envs, mom.n, strict=True)
+            if n <= mom.p]                  # (centred: rank n_e - 1 < p)
     if thin:
-        warn_user(f"Environments {few(thin)} have fewer rows than the {mom.p} covariates; "
-                  "their second moments are singular and estimates will be noisy.",
-                  DataWarning)
+        names = ", ".join(thin[:8]) + (", ..." if len(thin) > 8 else "")
+        plural, verb, whose = ("s", "have", "their") if len(thin) > 1 else ("", "has", "its")
+        warn_user(f"Environment{plural} {names} {verb} no more rows than the {mom.p} "
+                  f"covariates: the covariance of {whose} rows is singular and estimates "
+                  "will be noisy.", DataWarning)
     # Variation below a few ulps of the raw second moment cannot be told from rounding
     # (the moments are accumulated centred, so only a true constant, or an offset beyond
     # ~1e7 standard deviations, falls under it).

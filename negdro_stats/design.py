@@ -543,6 +543,33 @@ class LinearSEM:
         return (f"<LinearSEM: p={self.p}, envs={self.n_envs}, "
                 f"support of beta*={[self.names[j + 1] for j in np.flatnonzero(self.B[0, 1:])]}>")
 
+    def __str__(self) -> str:
+        """The equations, the hidden confounding and each environment's interventions."""
+        names = self.names
+        lines = [f"LinearSEM: {self.p} covariates, {self.n_envs} environments"]
+        for i, name in enumerate(names):
+            terms = "".join(f" {'-' if c < 0 else '+'} {abs(c):.3g} {names[j]}"
+                            for j, c in enumerate(self.B[i]) if c != 0)
+            terms = terms.removeprefix(" + ").replace(" - ", "-", 1) if terms.startswith(
+                " - ") else terms.removeprefix(" + ")
+            lines.append(f"  {name} = {terms} + noise" if terms else f"  {name} = noise")
+        if self.Omega is not None:
+            pairs = [f"{names[a]} ~ {names[b]} ({self.Omega[a, b]:.3g})"
+                     for a in range(len(names)) for b in range(a) if self.Omega[a, b] != 0]
+            if pairs:
+                lines.append("  hidden confounding (noise covariance): " + ", ".join(pairs))
+        if self.interventions is None:
+            lines.append("  noise given by environment-specific factors (from_noise_factors)")
+            return "\n".join(lines)
+        for label, iv in zip(self.envs, self.interventions, strict=True):
+            shifted = [f"{names[j + 1]} (" + ", ".join(
+                ([f"mean {iv.mean[j]:.3g}"] if iv.mean[j] else [])
+                + ([f"var {iv.cov[j, j]:.3g}"] if iv.cov[j, j] else [])) + ")"
+                for j in range(self.p) if iv.mean[j] or iv.cov[j, j]]
+            lines.append(f"  environment {label}: "
+                         + (", ".join(shifted) if shifted else "observational"))
+        return "\n".join(lines)
+
 
 def _noise_covariance(
     var: FloatArray, confounders: Mapping[tuple[str, str], float] | None,

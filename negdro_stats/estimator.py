@@ -11,7 +11,7 @@ through scikit-learn's metadata routing::
                        scoring="neg_mean_squared_error")
 
 With ``LeaveOneGroupOut`` over environments each fold's score is the risk on one unseen
-environment, so ``-scores.max()`` is the worst held-out risk; with folds that hold out
+environment, so ``-scores.min()`` is the worst held-out risk; with folds that hold out
 several environments, :func:`worst_environment_scorer` scores the worst of them.
 """
 

@@ -259,7 +259,7 @@ class SamplePlan:
         }, index=pd.Index(self.n, name="n per env"))
 
     def required_n(self, target_error: float | None = None, *, power: float = 0.8,
-                   criterion: str = "error") -> float:
+                   criterion: str = "error") -> int | float:
         """The smallest ``n`` per environment at which the criterion holds with
         probability ``power``.
 
@@ -275,8 +275,8 @@ class SamplePlan:
 
         Returns
         -------
-        float
-            Rows per environment, rounded up.  ``inf`` if the largest candidate does
+        int or float
+            Rows per environment, rounded up (an int).  ``inf`` if the largest candidate does
             not reach ``power``; the smallest candidate if it already does (both warn
             with :class:`~negdro_stats.exceptions.DataWarning`: extend the grid).
 
@@ -316,7 +316,7 @@ class SamplePlan:
             return float("inf")
         log_n, share = self._share_curve(criterion, target if criterion == "error" else None)
         n = self._crossing(log_n, np.maximum.accumulate(share), power, criterion)
-        return float(np.ceil(n - 1e-6)) if np.isfinite(n) else n    # whole rows
+        return int(np.ceil(n - 1e-6)) if np.isfinite(n) else n      # whole rows
 
     def _share_curve(self, criterion: str, target: float | None
                      ) -> tuple[FloatArray, FloatArray]:
@@ -461,7 +461,7 @@ def plan_sample_size(
     ...                         rng=0, verbose=False)
     >>> plan.to_frame()["p_support"].tolist()
     [0.35, 0.95, 1.0]
-    >>> round(plan.required_n(criterion="support"))      # P(right support) >= 0.8
+    >>> plan.required_n(criterion="support")             # P(right support) >= 0.8
     335
     """
     owner = "plan_sample_size"

@@ -70,8 +70,8 @@ import numpy as np
 from scipy import linalg
 
 from ._typing import FloatArray
-from ._validation import check_int, check_option, check_scalar, did_you_mean
-from .exceptions import DataError, SolverError
+from ._validation import check_int, check_option, check_scalar, did_you_mean, warn_user
+from .exceptions import DataError, SelectionWarning, SolverError
 from .moments import Moments
 from .objective import best_response, env_risks, gradient, negative_weight, objective
 from .selection import SelectionReport
@@ -223,7 +223,14 @@ class SolverOptions:
                 raise DataError(f"{owner} got an unknown option {name!r}."
                                 f"{did_you_mean(name, known)} The "
                                 f"options are {known} (see SolverOptions).")
-        return cls(**options, **fixed_by_model)
+        out = cls(**options, **fixed_by_model)
+        if out.threshold > 1:
+            warn_user(f"{owner}(threshold={out.threshold:g}): Algorithm 3 keeps only covariates "
+                      "whose standardised coefficient |b_j| d_j / s_y is at least that, which "
+                      "is rarely any (0.15 is the paper's); the default refit='auto' chooses "
+                      "the support by J tests where the environments identify it and uses "
+                      "the threshold only on Algorithm 3's route.", SelectionWarning)
+        return out
 
     def as_dict(self) -> dict:
         """The settings by name."""

@@ -142,6 +142,10 @@ def _is_real(dtype: Any) -> bool:
 def check_real(types: Mapping[str, Any], where: str = "data") -> None:
     """The variables (name -> dtype) must be real numbers."""
     text = [c for c, dtype in types.items() if not _is_real(dtype)]
+    flags = [c for c in text if pd.api.types.is_bool_dtype(types[c])]
+    if flags and len(flags) == len(text):
+        raise DataError(f"Columns {flags} of {where} are True/False: pass them as 0/1, e.g. "
+                        f"data.astype({{{flags[0]!r}: int}}).")
     if text:
         kinds = ", ".join(f"{c}: {types[c]}" for c in text[:8])
         raise DataError(f"Columns {text} of {where} are not numeric ({kinds}). Encode them "
@@ -466,6 +470,10 @@ def _env_labels(env: Any, index: pd.Index) -> np.ndarray:
             env = env.reindex(index)
         return env.to_numpy()
     values = np.asarray(env)
+    if values.ndim == 0:
+        raise DataError(f"env={env!r} is neither a column name nor one label per row: pass "
+                        "the name (a str) of the column of environment labels, or an array "
+                        f"of {len(index)} labels.")
     if values.ndim != 1 or len(values) != len(index):
         raise DataError(f"env has {values.size} labels in shape {values.shape} but data has "
                         f"{len(index)} rows; pass one label per row (or the name of the "

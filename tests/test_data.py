@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
 
-from negdro_stats import DataError, DataWarning, Moments, NegDRO, simulate
+from negdro_stats import DataError, DataWarning, Moments, NegDRO, SelectionWarning, simulate
 from negdro_stats.data import MultiEnvData
 from negdro_stats.solvers import SolverOptions
 
@@ -140,6 +140,8 @@ def test_fit_names_unknown_and_misplaced_options(frame):
     with pytest.raises(DataError, match=r"not take 'alpha'.*test_level=.*conf_int\(alpha\)"):
         model.fit(alpha=0.1, n_boot=0)                  # one meaning: the intervals' level
     assert model.fit(test_level=0.1, n_boot=0).settings["test_level"] == 0.1
+    with pytest.warns(SelectionWarning, match=r"threshold=1.5\): Algorithm 3 keeps only"):
+        model.fit(threshold=1.5, n_boot=0)
 
 
 def test_results_record_the_resolved_options(frame):

@@ -207,3 +207,17 @@ def test_constructors_refuse_bad_arguments_with_named_errors():
         sem.sample([10, 20])
     with pytest.raises(TypeError, match="'rng' parameter of random_sem"):
         simulate.random_sem(12, rng="x")
+
+
+def test_print_shows_the_equations_confounding_and_interventions():
+    """print(sem) is what a reader of the plan wants to check, not only the repr."""
+    sem = LinearSEM.from_equations({"Y": {"X1": 1.0}, "X2": {"Y": -0.5, "X1": 2.0}},
+                                   interventions=[{}, {"X1": (1.0, 2.0)}],
+                                   confounders={("Y", "X2"): 0.3})
+    lines = str(sem).splitlines()
+    assert lines[0] == "LinearSEM: 2 covariates, 2 environments"
+    assert "  Y = 1 X1 + noise" in lines and "  X1 = noise" in lines
+    assert "  X2 = -0.5 Y + 2 X1 + noise" in lines
+    assert "  hidden confounding (noise covariance): X2 ~ Y (0.3)" in lines
+    assert lines[-2:] == ["  environment 1: observational",
+                          "  environment 2: X1 (mean 1, var 2)"]

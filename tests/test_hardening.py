@@ -9,6 +9,7 @@ import pytest
 
 from negdro_stats import (
     DataError,
+    DataWarning,
     IdentificationWarning,
     LinearSEM,
     NegDRO,
@@ -208,3 +209,21 @@ def test_progress_bars_show_in_notebooks_after_two_seconds(monkeypatch):
     bar = _validation.progress(items, None, "x")
     assert bar.delay == _validation.PROGRESS_DELAY == 2.0 and list(bar) == items
     assert _validation.progress(items, True, "x").delay == 0
+
+
+def test_messages_say_what_is_wrong_in_the_users_words():
+    """A scalar env, a bool column and environments no larger than p get messages that
+    name the problem and the fix (env=5 was "1 labels in shape ()", a bool column got the
+    dummies advice, "Environments 4 have fewer rows" read as a count, and an environment
+    with exactly p rows got no warning)."""
+    df = simulate.eq33(p=5).sample(50, rng=0)
+    with pytest.raises(DataError, match=r"env=5 is neither a column name nor one label"):
+        NegDRO(df, env=5, outcome="Y")
+    with pytest.raises(DataError, match=r"\['B'\] of data are True/False.*astype\(\{'B': int"):
+        NegDRO(df.assign(B=df.X1 > 0), env="env", outcome="Y")
+    five = pd.concat([df[df.env != 4], df[df.env == 4].iloc[:5]])
+    with pytest.warns(DataWarning, match=r"^Environment 4 \(5 rows\) has no more rows than"):
+        NegDRO(five, env="env", outcome="Y")
+    two = pd.concat([df[df.env < 3], df[df.env == 3].iloc[:4], df[df.env == 4].iloc[:5]])
+    with pytest.warns(DataWarning, match=r"^Environments 3 \(4 rows\), 4 \(5 rows\) have"):
+        NegDRO(two, env="env", outcome="Y")

@@ -111,7 +111,7 @@ def test_bad_data(df):
         NegDRO(dup, env="env", outcome="Y")
     with pytest.raises(DataError, match="fewer than 2 rows"):
         NegDRO(df.assign(env=np.r_[np.zeros(len(df) - 1), 1]), env="env", outcome="Y")
-    with pytest.warns(DataWarning, match="fewer rows than"):
+    with pytest.warns(DataWarning, match="no more rows than the"):
         NegDRO(df.iloc[np.r_[0:3, 3000:len(df)]], env="env", outcome="Y")
 
 
