@@ -69,12 +69,12 @@ def test_vignette_page_shows_its_figures_or_why_it_stopped(html, path):
         assert (html / "vignettes" / src).resolve().is_file(), src
 
 
-def test_coming_from_snippets_run():
-    pytest.importorskip("statsmodels")
+@pytest.mark.parametrize("page", ["coming_from.rst", "getting_started.rst"])
+def test_doc_page_snippets_run(page):
     failed, attempted = doctest.testfile(
-        str(DOCS / "coming_from.rst"), module_relative=False, report=False,
+        str(DOCS / page), module_relative=False, report=False,
         optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert attempted > 0 and failed == 0, f"{failed} of {attempted} examples failed"
+    assert attempted > 0 and failed == 0, f"{page}: {failed} of {attempted} examples failed"
 
 
 def test_anchor_regression_is_ivmodels_kclass():
