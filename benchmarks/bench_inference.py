@@ -1,10 +1,14 @@
 """Inference benchmark (issue: inference): bootstrap cost, interval coverage, gamma="auto".
 
 Usage:  python benchmarks/bench_inference.py [--quick] [--reps 100] [--seeds 20]
-        [--only cost|coverage|auto_gamma|robust|robust_cost|robust_width] [--designs ...]
+        [--only cost|defaults|coverage|auto_gamma|robust|robust_cost|robust_width]
+        [--designs ...]
         [--ns ...] [--test kj|ar]
         [--out benchmarks/results/inference.json]
 
+0. Defaults (``--only defaults``): on eq. (33), p = 10, n = 20,000 per environment, the
+   cost in fits of ``fit()``, ``fit()`` + ``summary()``, the deferred bootstrap (B = 200)
+   on first use and ``diagnose()``; import time against ``pandas`` + ``scipy.stats``.
 1. Cost: B = 200 bootstrap refits at p = 100, n = 20,000 per environment (eq. (33)):
    wall time of fit(n_boot=200) minus fit(n_boot=0), vs 200 x one fit (from arrays,
    n_boot=0) and vs 200 x pooled OLS (numpy.linalg.lstsq), same data, same run.
@@ -67,6 +71,42 @@ def cost(p, n, B):
                ratio_to_B_fits=t_boot / (B * one_fit), one_ols_s=one_ols,
                ratio_to_B_ols=t_boot / (B * one_ols))
     print(row, flush=True)
+    return row
+
+
+def defaults(p, n, B):
+    """What the defaults cost, in fits of the model (``fit(n_boot=0)``, median of 5) on
+    eq. (33): ``fit()`` (the bootstrap deferred), ``fit()`` + ``summary()`` (the robust
+    intervals), the deferred B-replicate bootstrap on first use (``conf_int()``), and
+    ``diagnose()``; and ``import negdro_stats`` against ``import pandas, scipy.stats``
+    (fresh interpreters, median of 5)."""
+    import subprocess
+
+    df = simulate.eq33(p=p).sample(n, rng=1)
+    model = NegDRO(df, env="env", outcome="Y")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one = timed(lambda: model.fit(n_boot=0))[1]
+        default = timed(lambda: model.fit(rng=0))[1]
+        summary = timed(lambda: model.fit(rng=0).summary(), reps=3)[1]
+        res = model.fit(rng=0)
+        t0 = time.perf_counter()
+        res.conf_int()                                   # runs the deferred bootstrap
+        boot = time.perf_counter() - t0
+        diag = timed(lambda: model.diagnose(rng=0, results=res), reps=1)[1]
+
+    def imported(code):
+        return timed(lambda: subprocess.run([sys.executable, "-c", code], check=True),
+                     reps=5)[1] - timed(lambda: subprocess.run([sys.executable, "-c", "0"],
+                                                               check=True), reps=5)[1]
+
+    t_pkg, t_ref = imported("import negdro_stats"), imported("import pandas, scipy.stats")
+    row = dict(p=p, n_per_env=n, B=B, one_fit_s=one, fit_default_fits=default / one,
+               fit_and_summary_fits=summary / one, bootstrap_on_first_use_fits=boot / one,
+               diagnose_fits=diag / one, import_s=t_pkg, import_pandas_scipy_s=t_ref,
+               import_ratio=t_pkg / t_ref)
+    print(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                   for k, v in row.items()), flush=True)
     return row
 
 
@@ -265,8 +305,8 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=100)
     ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--only", choices=["cost", "coverage", "auto_gamma", "robust",
-                                       "robust_cost", "robust_width"],
+    ap.add_argument("--only", choices=["cost", "defaults", "coverage", "auto_gamma",
+                                       "robust", "robust_cost", "robust_width"],
                     default=None,
                     help="run one part and keep the others of an existing --out file")
     ap.add_argument("--designs", default=",".join(ROBUST_DESIGNS),
@@ -280,6 +320,7 @@ def main():
     res = json.loads(Path(a.out).read_text()) if a.only and Path(a.out).exists() else {}
     parts = {
         "cost": lambda: cost(20, 2000, 20) if a.quick else cost(100, 20_000, 200),
+        "defaults": lambda: defaults(10, 2000 if a.quick else 20_000, 200),
         "coverage": lambda: coverage(3, 1000, B=50) if a.quick else coverage(a.reps, 5000),
         "auto_gamma": lambda: auto_gamma(2 if a.quick else a.seeds),
         "robust": lambda: robust_coverage(3 if a.quick else a.reps,
