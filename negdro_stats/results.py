@@ -33,6 +33,15 @@ if TYPE_CHECKING:
 
 __all__ = ["NegDROResults", "PathResult", "load"]
 
+def _check_alpha(alpha: object, owner: str) -> float:
+    """The intervals' level: 1 - the coverage, in (0, 0.5); a coverage is refused with the
+    level it meant."""
+    if isinstance(alpha, float | int) and 0.5 < alpha < 1:
+        raise ValueError(f"{owner}(alpha={alpha!r}): alpha is 1 - the coverage, as in "
+                         f"statsmodels; for {alpha:.0%} intervals pass alpha={1 - alpha:.3g}.")
+    return check_scalar(alpha, "alpha", owner, min_val=0, max_val=0.5, closed="neither")
+
+
 class NegDROResults(Saveable):
     """Results of :meth:`NegDRO.fit`; not constructed by users.
 
@@ -215,12 +224,7 @@ class NegDROResults(Saveable):
         empty and for the intercept).
         """
         kind = check_option(kind, "kind", "conf_int", ("bootstrap", "robust"))
-        if isinstance(alpha, float | int) and 0.5 < alpha < 1:
-            raise ValueError(f"conf_int(alpha={alpha!r}): alpha is 1 - the coverage, as in "
-                             f"statsmodels; for {alpha:.0%} intervals pass "
-                             f"alpha={1 - alpha:.3g}.")
-        alpha = check_scalar(alpha, "alpha", "conf_int", min_val=0, max_val=0.5,
-                             closed="neither")
+        alpha = _check_alpha(alpha, "conf_int")
         if kind == "robust":
             return self.robust_set(alpha).conf_int()
         method = check_option(method, "method", "conf_int", CI_METHODS)
@@ -442,8 +446,7 @@ class NegDROResults(Saveable):
                                  ["auto", "bootstrap", "robust"])
         if intervals == "bootstrap":
             self._run_deferred()                  # asked for: a pending one runs now
-        alpha = check_scalar(alpha, "alpha", "summary", min_val=0, max_val=0.5,
-                             closed="neither")
+        alpha = _check_alpha(alpha, "summary")
         from .summary import build_summary  # (statsmodels' tables: on first use)
 
         return build_summary(self, alpha=alpha, show=show, ci_method=ci_method,

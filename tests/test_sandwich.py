@@ -84,6 +84,8 @@ def test_conf_int_alpha_keeps_statsmodels_meaning():
     with pytest.raises(ValueError, match="alpha"):
         res.conf_int(1.5)
     assert res.conf_int(0.05).shape == (3, 2)
+    with pytest.raises(ValueError, match=r"summary\(alpha=0\.9\): alpha is 1 - the coverage"):
+        res.summary(alpha=0.9)                          # (the CLI's --alpha goes here)
 
 
 def test_no_rows_no_residuals():
