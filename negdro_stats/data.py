@@ -333,7 +333,8 @@ class MultiEnvData:
         if exog is None:
             exog = self.exog()
             if exog is None:
-                raise DataError("This model was built from moments; pass exog to predict.")
+                raise DataError("This model keeps no rows (built from moments, or read as a "
+                                "stream: CSV, Parquet, Dask, batches); pass exog to predict.")
         exog = pd.DataFrame(exog) if isinstance(exog, Mapping) else as_pandas(exog)
         if isinstance(exog, pd.DataFrame):
             if any(not isinstance(c, str) for c in exog.columns):    # as for the fit

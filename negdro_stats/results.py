@@ -290,7 +290,8 @@ class NegDROResults(Saveable):
         data = getattr(self.model, "data", None)
         y = None if data is None else data.endog()
         if y is None:
-            raise DataError("This model was built from moments: it has no rows, so no "
+            raise DataError("This model keeps no rows (built from moments, or read as a "
+                            "stream: CSV, Parquet, Dask, batches), so no "
                             "residuals (predict(exog) gives fitted values for new rows).")
         fitted = self.fittedvalues
         return (y.astype(np.float64) - fitted).rename("resid") if isinstance(y, pd.Series) \

@@ -433,6 +433,9 @@ def test_a_new_source_is_a_stream_of_batches():
         assert_allclose(data.blocks.mean, frame.blocks.mean, rtol=1e-12)
     assert_allclose(arrays.fit(n_boot=0).params, NegDRO(df, env="env", outcome="Y", blocks=8)
                     .fit(n_boot=0).params, rtol=1e-10)
+    with pytest.raises(DataError, match=r"keeps no rows \(built from moments, or read as a "
+                                        r"stream: CSV, Parquet, Dask, batches\)"):
+        _ = arrays.fit(n_boot=0).resid
     parts = [df.iloc[:400], df.iloc[400:].drop(columns="X2")]
     with pytest.raises(DataError, match=r"Batch 1 of the batches lacks the column\(s\) \['X2'\]"):
         MultiEnvData.from_batches(iter(parts), "env")
