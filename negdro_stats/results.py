@@ -394,26 +394,26 @@ class NegDROResults(Saveable):
         identification check, the equal-risk test and the settings.  A pending bootstrap
         is not run: the intervals are then the robust ones (``kind``), for at most
         ``ROBUST_TABLE_MAX_P`` coefficients, as in the summary."""
-        kind = ("bootstrap" if self._bootstrap is not None else
+        ran = self._bootstrap is not None
+        none = pd.Series(np.nan, index=self.params.index)
+        kind = ("bootstrap" if ran else
                 "robust" if len(self.params) <= ROBUST_TABLE_MAX_P else None)
         ci = (self.conf_int(alpha=alpha, kind=kind) if kind is not None else
-              pd.DataFrame(np.nan, index=self.params.index, columns=["lower", "upper"]))
+              pd.DataFrame({"lower": none, "upper": none}))
         return jsonable({
             "outcome": self.endog_name, "covariates": list(self.params.index),
             "params": self.params, "support": self.support, "bse": self.bse,
-            "boot_se": (self.boot_se if self._bootstrap is not None
-                        else pd.Series(np.nan, index=self.params.index)),
+            "boot_se": self.boot_se if ran else none,
             "conf_int": {"alpha": alpha, "kind": kind, "lower": ci["lower"],
                          "upper": ci["upper"]},
-            "support_freq": (self.support_freq if self._bootstrap is not None
-                             else pd.Series(np.nan, index=self.params.index)),
+            "support_freq": self.support_freq if ran else none,
             "weights": self.weights, "risks": self.risks,
             "nobs": {str(e): int(n) for e, n in self.nobs_env.items()},
             "route": self.solver.refit, "converged": self.converged,
             "identification": (None if self.identification is None
                                else self.identification.to_dict()),
             "invariance": None if self.invariance is None else self.invariance.to_dict(),
-            "n_boot": 0 if self._bootstrap is None else self._bootstrap.n_boot,
+            "n_boot": self._bootstrap.n_boot if ran else 0,
             "settings": self.settings,
         })
 
