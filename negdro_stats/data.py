@@ -624,3 +624,21 @@ def _check_moments(mom: Moments) -> None:
         warn_user(f"A covariate is nearly collinear with the others (only "
                   f"{resid.min():.1e} of its second moment is unexplained); estimates "
                   "may be unstable.", DataWarning)
+    _check_outcome_not_determined(check, corr, d)
+
+
+def _check_outcome_not_determined(check: Moments, corr: FloatArray, d: FloatArray) -> None:
+    """Refuse an outcome that the covariates give exactly (a covariate that copies or
+    rescales it, e.g. ``Xc = 2 Y``): every residual is 0, so no test of invariance has a
+    variance to compare with, and which support fits is decided by rounding."""
+    _, s_y = check.scales()
+    r = check.sxy.mean(axis=0) / (d * s_y)                  # pooled correlations with Y
+    unexplained = 1.0 - r @ np.linalg.solve(corr, r)         # 1 - R^2 of Y on X (pooled)
+    if unexplained > 1e-10:
+        return
+    b = np.linalg.solve(corr, r)
+    involved = [name for name, bj in zip(check.names, b, strict=True) if abs(bj) > 1e-3]
+    raise DataError(f"The outcome {check.outcome!r} is an exact linear function of the "
+                    f"covariates {involved} (share of its second moment left unexplained: "
+                    f"{max(unexplained, 0.0):.1e}): one of them copies or rescales the "
+                    "outcome. Drop it; a model with zero residuals has nothing to test.")

@@ -106,6 +106,11 @@ def test_bad_data(df):
         NegDRO(df.assign(X2=2.0), env="env", outcome="Y")
     with pytest.raises(DataError, match="collinear"):
         NegDRO(df.assign(X2=2 * df["X1"] - df["X3"]), env="env", outcome="Y")
+    leak = df.assign(X4=3 - 2 * df["Y"] + df["X1"])     # a covariate that gives the outcome
+    for intercept in (False, True):                     # (an offset is exact only with one)
+        frame = leak if intercept else leak.assign(X4=leak["X4"] - 3)
+        with pytest.raises(DataError, match=r"exact linear .* covariates \['X1', 'X4'\]"):
+            NegDRO(frame, env="env", outcome="Y", fit_intercept=intercept)
     dup = pd.concat([df, df[["X1"]]], axis=1)
     with pytest.raises(DataError, match="duplicate"):
         NegDRO(dup, env="env", outcome="Y")
