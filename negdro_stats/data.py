@@ -628,17 +628,19 @@ def _check_moments(mom: Moments) -> None:
 
 
 def _check_outcome_not_determined(check: Moments, corr: FloatArray, d: FloatArray) -> None:
-    """Refuse an outcome that the covariates give exactly (a covariate that copies or
+    """Warn of an outcome that the covariates give exactly (a covariate that copies or
     rescales it, e.g. ``Xc = 2 Y``): every residual is 0, so no test of invariance has a
-    variance to compare with, and which support fits is decided by rounding."""
+    variance to compare with (the default fit reports that exact fit;
+    :func:`negdro_stats.route.exact_fit`)."""
     _, s_y = check.scales()
     r = check.sxy.mean(axis=0) / (d * s_y)                  # pooled correlations with Y
-    unexplained = 1.0 - r @ np.linalg.solve(corr, r)         # 1 - R^2 of Y on X (pooled)
+    b = np.linalg.solve(corr, r)
+    unexplained = 1.0 - r @ b                                # 1 - R^2 of Y on X (pooled)
     if unexplained > 1e-10:
         return
-    b = np.linalg.solve(corr, r)
     involved = [name for name, bj in zip(check.names, b, strict=True) if abs(bj) > 1e-3]
-    raise DataError(f"The outcome {check.outcome!r} is an exact linear function of the "
-                    f"covariates {involved} (share of its second moment left unexplained: "
-                    f"{max(unexplained, 0.0):.1e}): one of them copies or rescales the "
-                    "outcome. Drop it; a model with zero residuals has nothing to test.")
+    warn_user(f"The outcome {check.outcome!r} is an exact linear function of the "
+              f"covariates {involved} (share of its second moment left unexplained: "
+              f"{max(unexplained, 0.0):.1e}): one of them probably copies or rescales the "
+              "outcome. Every residual is 0, so nothing can be tested: the fit reports that "
+              "exact function; drop the copy to model the outcome.", DataWarning)

@@ -111,6 +111,7 @@ __all__ = ["solve", "select_by_invariance", "instrument_budget", "most_heterogen
 
 SCORE_ITERATIONS = 3     # walks with a common weight (again while the J test rejects)
 BIAS_MAX = 0.5           # Algorithm 3 trusted where Theorem 4's bound is at most this
+EXACT_FIT = 1e-10        # pooled residual share of an exact fit (rounding is ~1e-16)
 SMALL_P = 64             # up to here one BLAS thread is faster (small products)
 
 
@@ -179,6 +180,9 @@ def solve(
             b_inv = invariant_refit(std.Sigma[:, S][:, :, S], std.sxy[:, S])
             if b_inv is not None:
                 b_std[S], used_refit = b_inv, "invariant"
+        elif options.refit == "auto" and (exact := exact_fit(std)) is not None:
+            S, b_std, report = exact
+            used_refit = report.estimator
         elif options.refit == "auto":
             unit, rows_cov = standardised_cov(score_cov, d, s_y)
             with threadpool_limits(limits=1 if p <= SMALL_P else None):
@@ -220,6 +224,33 @@ def solve(
         refit=used_refit,
         selection=report,
     )
+
+
+def exact_fit(std: Moments) -> tuple[np.ndarray, FloatArray, SelectionReport] | None:
+    """``(support, b, report)`` when the covariates give the outcome exactly (pooled
+    residual below ``EXACT_FIT`` of its second moment, e.g. a covariate ``Xc = 2 Y``),
+    else None.  Every residual is then 0: the exact fit has zero risk in every
+    environment, so it is invariant, and no test has a variance to compare with (the
+    selection's choices would be decided by rounding).  Reported: pooled OLS on the
+    covariates the exact fit uses."""
+    every = np.arange(std.p)
+    b = pooled_ols(std, every)[0]
+    w = std.pooled_weights()
+    if not w @ env_risks(b, std.Sigma, std.sxy, std.syy) <= EXACT_FIT * (w @ std.syy):
+        return None
+    S = every[np.abs(b) > 1e-6 * np.abs(b).max()]
+    b_std = np.zeros(std.p)
+    b_std[S] = pooled_ols(std, S)[0]
+    used = ", ".join(std.names[j] for j in S)
+    report = SelectionReport(
+        route="invariance", estimator="ols", walk=(), pruned=(), critical_t=np.nan,
+        added=(), removed=(), J=np.nan, df=0, pvalue=np.nan, exogeneity=(np.nan, 0, np.nan),
+        worst_se=np.nan, gate_se=GATE_SE, instruments=(), cumulant=Cumulant.zero(std.n_envs),
+        reason=f"the outcome is an exact linear function of {used} (every residual is 0, "
+               "so that fit is invariant, with zero risk in every environment, and no test "
+               "has a variance to compare with): a covariate that copies or rescales the "
+               "outcome is the usual cause")
+    return S, b_std, report
 
 
 def _with_intercept(mom: Moments, options: SolverOptions, score_cov, cumulant, recentre,

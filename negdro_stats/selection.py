@@ -934,6 +934,12 @@ class SelectionReport:
     undetermined: tuple = ()
     fixed_test: tuple = (np.nan, 0, np.nan, np.nan)
 
+    @property
+    def exact(self) -> bool:
+        """The covariates give the outcome exactly (:func:`negdro_stats.route.exact_fit`):
+        pooled OLS reported, nothing tested."""
+        return self.route == "invariance" and not self.walk
+
     def __repr__(self) -> str:
         """The route and its evidence in a few lines (the arrays stay attributes)."""
         lines = [f"<SelectionReport: route={self.route!r}, estimator={self.estimator!r}",

@@ -326,6 +326,9 @@ def _coef_table(res: Results, rows: np.ndarray, alpha: float, ci_method: str,
 def _selection_notes(res: Results) -> list[str]:
     """How the support and the coefficients were chosen (the first notes)."""
     sel = res.selection
+    if sel is not None and sel.exact:
+        return [f"std coef = coef x RMS(X_j) / RMS(Y).  Reported: pooled OLS, because "
+                f"{sel.reason}."]
     if sel is not None and np.isfinite(sel.fixed_test[3]):
         J, df, pvalue, level = sel.fixed_test
         fitted = ("pooled OLS fit passes the invariance test at that fixed fit (residual "

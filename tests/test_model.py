@@ -109,8 +109,13 @@ def test_bad_data(df):
     leak = df.assign(X4=3 - 2 * df["Y"] + df["X1"])     # a covariate that gives the outcome
     for intercept in (False, True):                     # (an offset is exact only with one)
         frame = leak if intercept else leak.assign(X4=leak["X4"] - 3)
-        with pytest.raises(DataError, match=r"exact linear .* covariates \['X1', 'X4'\]"):
-            NegDRO(frame, env="env", outcome="Y", fit_intercept=intercept)
+        with pytest.warns(DataWarning, match=r"exact linear .* covariates \['X1', 'X4'\]"):
+            model = NegDRO(frame, env="env", outcome="Y", fit_intercept=intercept)
+        res = model.fit(n_boot=0)                       # that exact function, said so
+        slopes = res.params.drop("const", errors="ignore")
+        np.testing.assert_allclose(slopes, np.where(slopes.index == "X4", -0.5, 0.0) +
+                                   np.where(slopes.index == "X1", 0.5, 0.0), atol=1e-9)
+        assert "exact linear function of X1, X4" in res.selection.reason
     dup = pd.concat([df, df[["X1"]]], axis=1)
     with pytest.raises(DataError, match="duplicate"):
         NegDRO(dup, env="env", outcome="Y")
