@@ -464,13 +464,21 @@ class MultiEnvData:
 
     # ------------------------------------------------------------------ resampling
     @cached_property
-    def _groups(self) -> list[FloatArray]:
-        """The rows as one float64 array ``[X, y]`` per environment (one copy, made on
-        first use by a resampler)."""
+    def _sorted_rows(self) -> tuple[FloatArray, np.ndarray]:
+        """Every row ``[X, y, 1]``, sorted by environment (the resamplers' one copy, made
+        on first use; the column of ones gives the sums in the same product as the
+        second moments), and the environments' bounds in it."""
         X, y, codes = self._need_rows("Resampling").arrays()
-        order = np.argsort(codes, kind="stable")
+        Z = np.column_stack([X, y, np.ones(len(y))])
         counts = np.bincount(codes, minlength=self.moments.n_envs)
-        return np.split(np.column_stack([X, y])[order], np.cumsum(counts)[:-1])
+        return (np.take(Z, np.argsort(codes, kind="stable"), axis=0),
+                np.concatenate([[0], np.cumsum(counts)]))
+
+    @property
+    def _groups(self) -> list[FloatArray]:
+        """The sorted rows of each environment (views)."""
+        Z, bounds = self._sorted_rows
+        return [Z[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
     def resample(self, rng: np.random.Generator) -> Moments:
         """Moments of one stratified bootstrap sample: in every environment ``n_e`` rows
@@ -482,7 +490,7 @@ class MultiEnvData:
         weighted = []
         for Z in self._groups:
             c = np.bincount(rng.integers(0, len(Z), size=len(Z)), minlength=len(Z))
-            weighted.append((Z, c.astype(np.float64)))
+            weighted.append(Z * np.sqrt(c.astype(np.float64))[:, None])
         return self._with_constant(self._moments_of(weighted))
 
     def permute(self, rng: np.random.Generator) -> Moments:
@@ -491,23 +499,19 @@ class MultiEnvData:
         heterogeneity."""
         if self.blocks is not None:
             return self._with_constant(self.blocks.permute(rng))
-        Z = np.concatenate(self._groups)
-        order = rng.permutation(len(Z))
-        bounds = np.cumsum([0, *(len(g) for g in self._groups)])
-        parts = [(Z[order[a:b]], None) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-        return self._with_constant(self._moments_of(parts))
+        Z, bounds = self._sorted_rows
+        shuffled = np.take(Z, rng.permutation(len(Z)), axis=0)   # (take: 8x a fancy index)
+        return self._with_constant(self._moments_of(
+            [shuffled[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]))
 
-    def _moments_of(self, parts: list[tuple[FloatArray, FloatArray | None]]) -> Moments:
-        """Moments from per-environment rows ``Z = [X, y]`` with row multiplicities."""
+    def _moments_of(self, parts: list[FloatArray]) -> Moments:
+        """Moments from per-environment rows ``W = sqrt(c) [X, y, 1]`` (``c`` the rows'
+        multiplicities): ``W^T W / n_e`` holds the second moments and, in its last
+        column, the means."""
         t = self.moments
-        E, p = len(parts), parts[0][0].shape[1] - 1
-        mean, gram = np.empty((E, p + 1)), np.empty((E, p + 1, p + 1))
-        for e, (Z, c) in enumerate(parts):
-            n = len(Z)
-            W = Z if c is None else Z * np.sqrt(c)[:, None]
-            mean[e] = Z.sum(axis=0) / n if c is None else c @ Z / n
-            gram[e] = W.T @ W / n                       # syrk
-        return Moments(n=t.n.copy(), mean_x=mean[:, :p], mean_y=mean[:, p],
+        p = parts[0].shape[1] - 2
+        gram = np.stack([W.T @ W for W in parts]) / t.n[:, None, None]       # (syrk)
+        return Moments(n=t.n.copy(), mean_x=gram[:, :p, -1], mean_y=gram[:, p, -1],
                        Sigma=gram[:, :p, :p], sxy=gram[:, :p, p], syy=gram[:, p, p],
                        envs=t.envs, names=t.names[:p], outcome=t.outcome, source="sample")
 
