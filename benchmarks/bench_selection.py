@@ -34,6 +34,11 @@ Usage:  python benchmarks/bench_selection.py [--seeds 20] [--ns 2000 20000 10000
      noise component t(5), uniform or centred exponential, standardised, so that the
      population moments are the Gaussian SEM's (:func:`sample_nongaussian`; checked on
      10^6 rows, ``sampler_check`` in the output); n <= 2000 only;
+   - ``child_unshifted``: ``random_sem(20, n_envs=5, n_parents=3, n_children=3)`` with
+     its first child of Y never shifted: Condition 4 fails (``D`` not within ``S_L``),
+     the child's fit is invariant too, and no data can tell the child from a parent
+     that no environment shifts; a good answer is flagged (``flagged_rate``), and
+     ``unflagged_max_err`` is the worst error of an answer that was not;
    - ``intercept``: the same design sampled normally, then covariate j offset by
      ``a_j ~ N(0, 5^2)`` and ``Y`` by ``3 + beta*'a`` (the causal model has intercept 3),
      fitted with ``fit_intercept=True``; and the same data with 10 added to the first
@@ -59,12 +64,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from negdro_stats import Moments, NegDRO, exceptions, simulate
+from negdro_stats import Intervention, LinearSEM, Moments, NegDRO, exceptions, simulate
 from negdro_stats.diagnostics import check_condition_1b
 from negdro_stats.selection import Cumulant, InvarianceGMM
 
 WEAK = (0.05, 0.1, 0.15)
-FAMILIES = ("large_p", "mean_only", "variance_only", "nongaussian", "intercept")
+FAMILIES = ("large_p", "mean_only", "variance_only", "nongaussian", "intercept",
+            "child_unshifted")
 LARGE_P = ((60, 8), (100, 10), (200, 10))
 NOISES = ("t5", "uniform", "exponential")
 NEGDRO_WARNINGS = tuple(getattr(exceptions, name) for name in exceptions.__all__
@@ -380,6 +386,15 @@ def _intercept_rows(sem, seed, n, facts):
     return row
 
 
+def _unshifted_child(sem):
+    """The design with the interventions on its first child of Y removed."""
+    keep = np.ones(sem.p)
+    keep[int(sem.D[0])] = 0.0
+    ivs = [Intervention(iv.mean * keep, iv.cov * np.outer(keep, keep), iv.dist)
+           for iv in sem.interventions]
+    return LinearSEM(sem.B, sem.Omega, ivs)
+
+
 def family_rows(family, seeds, ns, large_p=None):
     """Per-fit records of one family (see the module docstring); ``large_p``: the
     numbers of covariates of the large-p family to run (default all of ``LARGE_P``)."""
@@ -389,6 +404,9 @@ def family_rows(family, seeds, ns, large_p=None):
         designs = [lambda s, p=p, E=E: simulate.random_sem(
             p, n_envs=E, n_parents=5, n_children=5, edge_prob=4 / p, rng=s)
             for p, E in LARGE_P if large_p is None or p in large_p]
+    elif family == "child_unshifted":
+        designs = [lambda s: _unshifted_child(simulate.random_sem(20, n_envs=5, rng=s,
+                                                                  **small))]
     else:
         shift = {"mean_only": "mean", "variance_only": "variance"}.get(family, "both")
         E = 6 if family in ("mean_only", "variance_only") else 5
@@ -446,6 +464,9 @@ def summarise_families(rows):
                    child_rate_paper=float(np.mean([r["child_paper"] for r in sub])),
                    noncause_rate_paper=float(np.mean([r["noncause_paper"] for r in sub])),
                    flagged_rate=float(np.mean(flagged)),
+                   unflagged_max_err=max((r["err_default"] for r, f in zip(sub, flagged,
+                                                                          strict=True)
+                                          if not f), default=None),
                    identified=_counts([r["identified"] for r in sub]),
                    routes=_counts([r["route"] for r in sub]),
                    selection_routes=_counts([r["selection_route"] for r in sub]),
@@ -566,11 +587,12 @@ def family_table(fam):
     lines = ["", f"## families (issue 19), {fam['seeds']} design seeds; errors ||b - beta*||_2",
              "| family | p | E | n/env | noise | fits | default mean/median | paper | "
              "OLS oracle | ratio | max default / worst oracle | parent missed | child | "
-             "non-cause | flagged | pop. 1b margin (median) / holds | routes | "
+             "non-cause | flagged | max err unflagged | pop. 1b margin (median) / holds | routes | "
              "J rejected | median fit s |",
-             "|" + "---|" * 19]
+             "|" + "---|" * 20]
     for r in fam["summary"]:
         m = r["pop_margin_1b"]
+        unflagged = "-" if r["unflagged_max_err"] is None else f"{r['unflagged_max_err']:.2f}"
         margin = "-" if m is None else f"{m['median']:.2g} / {r['pop_1b_holds']}"
         lines.append(
             f"| {r['family']} | {r['p']} | {r['E']} | {r['n']} | {r['noise'] or '-'} | "
@@ -579,7 +601,7 @@ def family_table(fam):
             f"{r['ratio_default_to_oracle']:.1f} | {r['max_err_default']:.2f} / "
             f"{r['max_err_oracle']:.3f} | {r['parent_missed_rate']:.2f} | "
             f"{r['child_rate']:.2f} | {r['noncause_rate']:.2f} | {r['flagged_rate']:.2f} | "
-            f"{margin} | {r['routes']} | {r['invariance_rejected']} | "
+            f"{unflagged} | {margin} | {r['routes']} | {r['invariance_rejected']} | "
             f"{r['median_seconds']:.2f} |")
     icpt = [r for r in fam["summary"] if r["family"] == "intercept"]
     if icpt:

@@ -13,7 +13,15 @@ from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["check_scalar", "check_option", "check_int", "warn_user"]
+__all__ = ["check_scalar", "check_option", "check_int", "warn_user", "listed"]
+
+
+def listed(names: Iterable[str], at_most: int = 8) -> str:
+    """``names`` joined by commas in messages, the first ``at_most`` of them and then
+    "and k more"."""
+    names = list(names)
+    more = len(names) - at_most
+    return ", ".join(names[:at_most]) + (f" and {more} more" if more > 0 else "")
 
 
 def warn_user(message: str, category: type[Warning]) -> None:

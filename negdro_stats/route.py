@@ -82,6 +82,7 @@ from scipy import linalg, stats
 from threadpoolctl import threadpool_limits
 
 from ._typing import FloatArray
+from ._validation import listed
 from .diagnostics import DEFAULT_TOL, SDP_MAX_DIM, check_condition_1b
 from .exceptions import SolverError
 from .fourth import RESIDUAL
@@ -113,6 +114,8 @@ SCORE_ITERATIONS = 3     # walks with a common weight (again while the J test re
 BIAS_MAX = 0.5           # Algorithm 3 trusted where Theorem 4's bound is at most this
 EXACT_FIT = 1e-10        # pooled residual share of an exact fit (rounding is ~1e-16)
 SMALL_P = 64             # up to here one BLAS thread is faster (small products)
+RANK_ITERATIONS = 4      # re-weightings of the rank test at its weakest direction
+RANK_SKIP = 20.0         # ... none above this multiple of its critical value
 
 
 def instrument_budget(n_envs: int, n_min: float, p: int) -> int:
@@ -635,28 +638,53 @@ class RankTest:
     undetermined: tuple
 
 
-def rank_test(std: Moments, info: FloatArray, b: FloatArray, *, df: int, alpha: float
-              ) -> RankTest:
+def rank_test(gmm: InvarianceGMM, b: FloatArray, *, alpha: float) -> RankTest:
     """A sequential rank test of the invariance Jacobian (Cragg and Donald 1997).
 
-    ``info`` is the GMM information of the invariance conditions (M) on every covariate
-    (``df`` = ``(|E| - 1) q`` equations) at ``b``.  Along a direction ``v`` that the
-    environments do not determine (``(Sigma_e - Sigma_bar) v = 0`` on the instruments),
-    ``v^T info v`` is only the sampling noise of the equations, about ``chi2(df)`` times
-    ``v^T Sigma_bar v / sigma_r^2`` (the noise of ``E_e[Z X^T v]`` against that of the
-    residual moments); so the generalised eigenvalues of ``info`` against
-    ``Sigma_bar / sigma_r^2`` (``sigma_r^2`` the mean risk at ``b``) are sums of
-    squares of noise along null directions: with ``k`` of them, the sum of the ``k``
-    smallest is about ``chi2(k (df - p + k))`` (Anderson 1951; the sequential rank test
-    of Cragg and Donald).  The number of null directions is the largest ``k`` whose
-    hypothesis is not rejected at level ``alpha``; ``stat`` is the smallest eigenvalue
-    against ``chi2(df - p + 1)``.  Determined directions grow like ``n``.
+    ``gmm`` holds the invariance conditions (M) on every covariate (``df`` = ``(|E| - 1)
+    q`` equations), ``b`` the fit.  Along a direction ``v`` that the environments do not
+    determine (``(Sigma_e - Sigma_bar) v = 0`` on the instruments), the equations
+    ``(Sigma_e - Sigma_bar) v`` are only sampling noise, whose covariance is that of the
+    moments ``E_e[Z X^T v]``; weighted by its inverse (:meth:`InvarianceGMM.
+    information_along`), ``s(v) = v^T P_v v`` is a J statistic, and ``min_v s(v)`` is
+    about ``chi2(df - p + 1)`` when one direction is not determined (Anderson 1951;
+    Cragg and Donald).
+
+    First form: the generalised eigenvalues of the information at ``b`` against
+    ``Sigma_bar / sigma_r^2`` (``sigma_r^2`` the mean risk at ``b``): it takes the
+    noise of ``Z X^T v`` to be the residual's, ``Var(Z r) v^T Sigma_bar v / sigma_r^2``,
+    which misses ``Cov(Z, X^T v)``.  With ``k`` null directions the ``k`` smallest sum to
+    about ``chi2(k (df - p + k))``, and the count is the largest ``k`` whose hypothesis
+    is not rejected at level ``alpha`` (:func:`~negdro_stats.selection.null_count`).
+    Where that form finds every direction determined, but not by ``RANK_SKIP`` times the
+    critical value, its smallest value is calibrated: weight at the weakest direction
+    ``v`` and solve again against ``Sigma_bar / (v^T Sigma_bar v)``, at most
+    ``RANK_ITERATIONS`` times (at a fixed point ``v`` is its own eigenvector, with
+    eigenvalue exactly ``s(v)``), and the count is taken again.  (With an unintervened
+    child of ``Y`` the first form put chi2(13) at 28-34 where ``min_v s(v)`` was 19-24;
+    measured ratios of the two: 0.9 to 3.4.  Only where the first form finds no null
+    direction: re-weighted at one direction, the others' values are not calibrated,
+    and they counted 2 of Example 3's 3 null directions where the first form counted 3.)
+    ``stat`` is the smallest eigenvalue against ``chi2(df - p + 1)``.  Determined
+    directions grow like ``n``.
     """
-    p = std.p
+    std, p, df = gmm.mom, gmm.p, gmm.df_base
+    Sigma_bar = std.Sigma.mean(axis=0)
     risk = max(float(env_risks(b, std.Sigma, std.sxy, std.syy).mean()), 1e-12)
-    vals, vecs = linalg.eigh((info + info.T) / 2.0, std.Sigma.mean(axis=0) / risk)
+    vals, vecs = linalg.eigh(_symmetric(gmm.information(np.arange(p), b)), Sigma_bar / risk)
     dof = max(df - p + 1, 1)
-    null = np.arange(p) < null_count(vals, df, alpha)
+    k = null_count(vals, df, alpha)
+    if not k and vals[0] <= RANK_SKIP * stats.chi2.isf(alpha, dof):
+        weighted_at = np.zeros(p)
+        for _ in range(RANK_ITERATIONS):
+            v = vecs[:, 0] / np.linalg.norm(vecs[:, 0])
+            if abs(v @ weighted_at) > 1.0 - 1e-8:
+                break                                          # a fixed point
+            vals, vecs = linalg.eigh(_symmetric(gmm.information_along(v)),
+                                     Sigma_bar / float(v @ Sigma_bar @ v))
+            weighted_at = v
+        k = null_count(vals, df, alpha)
+    null = np.arange(p) < k
     unit = vecs / np.linalg.norm(vecs, axis=0)
     share = (unit[:, null] ** 2).sum(axis=1)
     order = np.argsort(-share, kind="stable")
@@ -664,6 +692,10 @@ def rank_test(std: Moments, info: FloatArray, b: FloatArray, *, df: int, alpha: 
     return RankTest(stat=float(vals[0]), df=dof, pvalue=float(stats.chi2.sf(vals[0], dof)),
                     null=unit[:, null], determined=determined,
                     undetermined=tuple(int(j) for j in order if share[j] >= 0.1))
+
+
+def _symmetric(A: FloatArray) -> FloatArray:
+    return (A + A.T) / 2.0
 
 
 def select_by_invariance(
@@ -744,8 +776,7 @@ def select_by_invariance(
     names = std.names
     # whether the environment differences determine every coefficient, at the choice
     b_sel = pilot.b if sel.fit is None else at(sel.fit)
-    rank = rank_test(std, wide.information(every, b_sel), b_sel, df=wide.df_base,
-                     alpha=alpha)
+    rank = rank_test(wide, b_sel, alpha=alpha)
     undetermined = tuple(names[j] for j in rank.undetermined)
 
     def report(taken, reason, estimator, fit=None, exo=(np.nan, 0, np.nan), misfit=None,
@@ -767,10 +798,9 @@ def select_by_invariance(
 
     doubts = []
     if undetermined:
-        listed = ", ".join(undetermined[:8]) + (
-            f" and {len(undetermined) - 8} more" if len(undetermined) > 8 else "")
         doubts.append(f"the environment differences do not determine the coefficients of "
-                      f"{listed} (rank test of the invariance conditions on every covariate: "
+                      f"{listed(undetermined)} (rank test of the invariance conditions on "
+                      "every covariate: "
                       f"{rank.null.shape[1]} direction(s) not determined, smallest "
                       f"information chi2({rank.df}) = {rank.stat:.3g}, p = "
                       f"{rank.pvalue:.2g})")
@@ -852,12 +882,12 @@ def select_by_invariance(
         if inv is not None:
             b_std = np.zeros(p)
             b_std[inv.support] = inv.b
-            listed = ", ".join(names[j] for j in inv.support) or "the empty support"
+            chosen = ", ".join(names[j] for j in inv.support) or "the empty support"
             (J, df, pv), level = inv.test, inv.level
             misfit = None if recentre is not None else _recentring(
                 std, b_std, inv.support, b_std, alpha, n_min)
-            how = (f"pooled OLS on {listed}" if inv.estimator == "ols" else
-                   f"least squares on {listed} constrained by the invariance conditions "
+            how = (f"pooled OLS on {chosen}" if inv.estimator == "ols" else
+                   f"least squares on {chosen} constrained by the invariance conditions "
                    f"in the {inv.determined} direction(s) they determine (pooled OLS is "
                    "not invariant there)")
             return report(
@@ -877,8 +907,8 @@ def select_by_invariance(
                                and fit.pvalue >= alpha):
             tested = "no support could be tested"
             if ols is not None:
-                listed = ", ".join(names[j] for j in ols.support) or "the empty support"
-                tested = (f"the invariance fit on {listed} has J test p = {fit.pvalue:.2g}, "
+                chosen = ", ".join(names[j] for j in ols.support) or "the empty support"
+                tested = (f"the invariance fit on {chosen} has J test p = {fit.pvalue:.2g}, "
                           f"worst standardised s.e. {fit.worst_se:.3g}")
             return report("not identified", verdict + "Algorithm 3's fit, the minimiser of the "
                           "DRO objective (9), whose worst-case risk guarantee needs no "

@@ -62,12 +62,13 @@ part would re-derive them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import linalg, optimize, stats
 
 from ._typing import FloatArray
+from ._validation import listed
 from .fourth import gaussian_score_cov, isserlis_parts, score_cov_derivative
 
 __all__ = ["InvarianceGMM", "GMMFit", "Selection", "SelectionReport", "Cumulant",
@@ -302,6 +303,19 @@ class InvarianceGMM:
     def information(self, S: np.ndarray, b: FloatArray) -> FloatArray:
         """The information ``P_SS`` of the support ``S`` with the weight at ``b`` (p,)."""
         return self._solve(np.asarray(S, dtype=int), self._weights(b))[1]
+
+    def information_along(self, v: FloatArray) -> FloatArray:
+        """The information of every covariate with the weight of the moments ``E_e[Z
+        X^T v]`` (Isserlis; the noise of the equations ``(Sigma_e - Sigma_bar) v`` along
+        ``v``): ``v^T P v`` is then the J statistic of their invariance, ``chi2`` where
+        the environments do not determine ``v`` (the rank test's calibration,
+        :func:`negdro_stats.route.rank_test`).  Computed as the score covariance of the
+        outcome ``X^T v`` at ``b = 0``."""
+        m = self.mom
+        along = replace(m, mean_y=m.mean_x @ v, sxy=m.Sigma @ v,
+                        syy=np.einsum("i,eij,j->e", v, m.Sigma, v), fourth=None)
+        W = self._invert(gaussian_score_cov(along, np.zeros(self.p), self.R))
+        return self._solve(np.arange(self.p), W)[1]
 
     def fit(self, S: np.ndarray) -> GMMFit:
         """GMM estimate, covariance and J test on the support ``S``."""
@@ -935,6 +949,16 @@ class SelectionReport:
     fixed_test: tuple = (np.nan, 0, np.nan, np.nan)
 
     @property
+    def assumes_condition_4(self) -> bool:
+        """Identified only under an assumption the data cannot check: the environments
+        leave ``undetermined`` undetermined, and the reported fit is the invariant one of
+        least pooled risk, which is ``beta*`` when every child of the outcome is
+        intervened on (Condition 4, Theorem 6; Condition 6 with hidden confounding).  A
+        child of ``Y`` that no environment shifts makes other fits invariant too, and
+        data cannot tell it from a parent that no environment shifts."""
+        return self.identified and bool(self.undetermined)
+
+    @property
     def exact(self) -> bool:
         """The covariates give the outcome exactly (:func:`negdro_stats.route.exact_fit`):
         pooled OLS reported, nothing tested."""
@@ -947,8 +971,7 @@ class SelectionReport:
         lines.append(f"  J = {self.J:.4g}, df = {self.df}, p = {self.pvalue:.3g}; "
                      f"worst standardised s.e. {self.worst_se:.3g} (gate {self.gate_se:g})")
         if self.undetermined:
-            lines.append(f"  not determined: {', '.join(self.undetermined[:10])}"
-                         + (" ..." if len(self.undetermined) > 10 else ""))
+            lines.append(f"  not determined: {listed(self.undetermined, 10)}")
         if self.route == "invariance":
             lines += [f"  {label}: {', '.join(map(str, names))}" for label, names in
                       (("pruned", self.pruned), ("added", self.added),

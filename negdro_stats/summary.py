@@ -17,6 +17,7 @@ import numpy as np
 from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
+from ._validation import listed
 from .diagnostics import identification_advice
 from .exceptions import DataError
 from .fourth import MAX_P
@@ -146,14 +147,34 @@ def _problems(res: Results) -> list[str]:
         problems.append(ident.failure)
     sel = res.selection
     if sel is not None and not sel.identified:
-        names = ", ".join(sel.undetermined[:5]) + (" ..." if len(sel.undetermined) > 5 else "")
-        problems.append(f"NOT IDENTIFIED: these environments do not determine {names}")
+        problems.append(f"NOT IDENTIFIED: these environments do not determine "
+                        f"{listed(sel.undetermined, 5)}")
+    if sel is not None and sel.assumes_condition_4:
+        problems.append(f"identified only if every child of the outcome is intervened on "
+                        f"(Condition 4, not checkable): these environments do not determine "
+                        f"{listed(sel.undetermined, 5)}")
     if sel is not None and sel.rejected:
         problems.append("the J test rejects invariance on the reported support")
     if res.invariance is not None and res.invariance.rejects:
         problems.append(f"the environment risks differ at the estimate "
                         f"(p = {res.invariance.pvalue:.2g})")
     return problems
+
+
+def _robust_disagrees(res: Results, robust: RobustSet | None) -> list[str]:
+    """A selection whose rank test finds every coefficient determined, beside robust
+    intervals that are unbounded for a selected coefficient: the rank test is a test at
+    level alpha, and the robust set says the data allow other invariant fits."""
+    sel = res.selection
+    if robust is None or robust.empty or sel is None or sel.exact or not sel.identified \
+            or sel.undetermined:
+        return []
+    bounded = robust.bounded
+    names = [name for name in res.params.index[res.support.to_numpy()]
+             if name in bounded.index and not bounded[name]]
+    return [f"the robust intervals of {listed(names, 5)} are unbounded: the data allow "
+            "other invariant fits (the selection's rank test found every coefficient "
+            "determined), so read the standard errors with care"] if names else []
 
 
 def _verdict(problems: list[str], robust: RobustSet | None) -> str | None:
@@ -230,6 +251,7 @@ def build_summary(res: Results, *, alpha: float, show: str, ci_method: str,
                        and res.support_freq.fillna(0).to_numpy() >= SHOWN_FREQ)]
     problems = _problems(res)
     checked, in_table, robust_note = _robust_or_reason(res, alpha, intervals, problems)
+    problems += _robust_disagrees(res, checked)
     robust = checked if in_table else None
     env_rows = [[f"{n:g}", f"{w:.3f}", _num(r)]
                 for n, w, r in zip(res.nobs_env, res.weights, res.risks, strict=True)]
@@ -267,7 +289,7 @@ def _header_table(res: Results) -> tuple[SimpleTable, int]:
     ident = res.identification
     right = [
         ("Cond. 1b rel. margin:", "n/a" if ident is None else
-         f"{ident.relative_margin:.3g} {'holds' if ident.holds else 'fails'}"),
+         f"{ident.relative_margin:.3g} {_margin_verdict(res)}"),
         ("Selected:", f"{int(res.support.sum())} of {len(res.params)}"),
         ("Selection:", "not identified" if res.selection is not None
          and not res.selection.identified else "J test + BIC" if res.selection is not None
@@ -423,6 +445,17 @@ def _bootstrap_note(res: Results, ci_method: str, robust: bool) -> str:
             + ("." if robust else "; robust intervals: summary(intervals='robust')."))
 
 
+def _margin_verdict(res: Results) -> str:
+    """"holds" / "fails" of the fit's Condition 1b check, or "unclear": a positive
+    sample margin where the rank test does not reject an undetermined direction ``v``,
+    along which ``A(w) v = 0`` for every ``w`` (the data are consistent with a
+    population margin of 0)."""
+    if not res.identification.holds:
+        return "fails"
+    sel = res.selection
+    return "unclear" if sel is not None and sel.undetermined else "holds"
+
+
 def _fit_notes(res: Results, *, shown: int, show: str) -> list[str]:
     """The rest: rows not shown, the refit, identification, convergence, the equal-risk
     test, the intercept and population moments."""
@@ -443,6 +476,12 @@ def _fit_notes(res: Results, *, shown: int, show: str) -> list[str]:
                      "fit is reported.")
     if ident is not None and not ident.holds:
         notes.append(f"{ident.failure}; " + identification_advice(res.can_resample))
+    elif ident is not None and _margin_verdict(res) == "unclear":
+        notes.append(f"Cond. 1b 'unclear': the sample margin {ident.relative_margin:.3g} is "
+                     "positive, but the rank test does not reject a direction v that the "
+                     "environments leave undetermined, along which A(w) v = 0 for every "
+                     "weighting w: the data are consistent with a population margin of 0 ("
+                     "NegDRO.diagnose() gives a confidence bound).")
     if not res.converged:
         notes.append(f"The solver did not reach tol = {s['tol']:g}: treat the estimate "
                      "with care, or raise max_iter.")
