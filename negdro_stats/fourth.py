@@ -1,35 +1,37 @@
 """Per-environment fourth moments of ``(X, Y)``, from a sample of rows kept in the one pass.
 
 The selection weights the invariance conditions by the score covariances ``Var_e(Z r)``,
-``r = Y - b^T X``, and the equal-risk test needs ``Var_e(r^2)``, both at many ``b``:
+``r = Y - b^T X``, and the equal-risk test needs ``Var_e(r^2)``, both at several ``b``:
 fourth moments of the rows.  Per environment, take the rows about their mean ``c_e``,
 ``v = (X - c_e^X, Y - c_e^Y, 1)`` (``m = p + 2`` entries).  ``Z`` and ``r`` are linear
-maps of ``v``, so ``Z Z^T r^2`` and ``r^4`` are linear in ``P P^T``,
-``P = vech(v v^T)`` (``D = m (m + 1) / 2`` entries), and all of them come from
+maps of ``v`` (``Z = T v``, ``r = alpha^T v``), so at any ``b``
 
-    Q_e = E_e[P P^T]                                     (D x D)
+    Var_e(Z r) = T (E_e[v v^T r^2] - h h^T) T^T,   h = E_e[v r],
 
-at any ``b`` (:meth:`FourthMoments.score_cov`, :meth:`FourthMoments.risk_moments`).  The
-selection takes from them only the non-Gaussian part of the score covariance, ``Var_e(Z
-r)`` minus its Gaussian (Isserlis) form from the same rows
-(:meth:`FourthMoments.cumulant`), a correction that needs no more than a few thousand rows
-to be estimated well.  So ``Q`` is computed from a sample of at most ``SAMPLE_ROWS`` rows
-per environment, all of them below that: the rows whose position in the source (``0, 1,
-...``) has the smallest splitmix64 hash, a bottom-k sample that any split into chunks,
-files, batches or partitions keeps the same, summed in hash order.  Every source -- a
-frame, arrays, a CSV stream, Parquet, Dask, blocks -- therefore gives the same ``Q`` to the
-last bit, and :meth:`NegDRO.from_moments` on their moments the same fit.
+a pass over the kept rows (:meth:`FourthMoments.score_cov`,
+:meth:`FourthMoments.risk_moments`).  The selection takes from them only the
+non-Gaussian part of the score covariance, ``Var_e(Z r)`` minus its Gaussian (Isserlis)
+form from the same rows (:meth:`FourthMoments.cumulant`), a correction that needs no more
+than a few thousand rows to be estimated well.  So at most ``SAMPLE_ROWS`` rows per
+environment are kept, all of them below that: the rows whose position in the source
+(``0, 1, ...``) has the smallest splitmix64 hash, a bottom-k sample that any split into
+chunks, files, batches or partitions keeps the same, in hash order.  Every source -- a
+frame, arrays, a CSV stream, Parquet, Dask, blocks -- therefore keeps the same rows to the
+last bit, and :meth:`NegDRO.from_moments` on their moments gives the same fit.
 
-:class:`~negdro_stats.moments.Moments` carries ``Q`` through its changes of variables:
-subsets and an appended constant are index maps, centring moves ``c``, rescaling is a
-diagonal scaling.  About the sample's mean the sums keep their precision at any offset
-(``1e7 + noise``).
+:class:`~negdro_stats.moments.Moments` carries the sample through its changes of
+variables: subsets and an appended constant are index maps, centring moves ``c``,
+rescaling is a diagonal scaling.  About the sample's mean the sums keep their precision at
+any offset (``1e7 + noise``).
 
-Cost: ``SAMPLE_ROWS (p + 2)^4 / 4`` flops per environment at the end of the pass (about
-0.01 s at p = 10 and 0.15 s at p = 30), whatever n, and ``SAMPLE_ROWS (p + 1) + D^2``
-numbers per environment.  They are carried up to ``MAX_P`` covariates and ``MAX_ENTRIES``
-numbers over all environments; beyond that the score covariance is computed from the rows
-where they are in memory, and takes its Gaussian form otherwise (the summary says so).
+Cost: ``SAMPLE_ROWS m^2`` flops per environment and evaluation (a fit evaluates at 3 ``b``,
+its summary at 2 more), ``SAMPLE_ROWS (m + 1)`` numbers per environment.  (Until
+2026-12 the sample was folded into ``E_e[P P^T]``, ``P = vech(v v^T)``, from which any
+evaluation is ``O(m^4)``: ``SAMPLE_ROWS m^4 / 4`` flops per environment at the end of the
+pass, 28 ms of a 36 ms fit at p = 10 and 0.6 s at p = 30, for 5 evaluations.)  Samples are
+kept up to ``MAX_P`` covariates and ``MAX_ENTRIES`` numbers over all environments; beyond
+that the score covariance is computed from the rows where they are in memory, and takes
+its Gaussian form otherwise (the summary says so).
 """
 
 from __future__ import annotations
@@ -49,28 +51,6 @@ MAX_P = 30                  # covariates carried at most (an appended constant n
 SAMPLE_ROWS = 1 << 14       # rows per environment the fourth moments are computed from
 MAX_ENTRIES = 1 << 24       # numbers kept over all environments (128 MiB)
 RESIDUAL = -1               # an instrument index that stands for the residual r itself
-_SUB_ROWS = 2048            # rows per product (P is _SUB_ROWS x D)
-
-
-def _size(m: int) -> int:
-    return m * (m + 1) // 2
-
-
-def _unvech(x: FloatArray, m: int) -> FloatArray:
-    """The symmetric ``(..., m, m)`` matrices of the vech vectors ``x`` (``(..., D)``)."""
-    iu, ju = np.triu_indices(m)
-    S = np.empty((*x.shape[:-1], m, m))
-    S[..., iu, ju] = x
-    S[..., ju, iu] = x
-    return S
-
-
-def _square_weights(alpha: FloatArray) -> FloatArray:
-    """``w`` with ``w^T P = (alpha^T v)^2``, per environment: ``(E, m) -> (E, D)``."""
-    iu, ju = np.triu_indices(alpha.shape[-1])
-    w = alpha[:, iu] * alpha[:, ju]
-    w[:, iu != ju] *= 2.0
-    return w
 
 
 def outer(a: FloatArray, z: FloatArray) -> FloatArray:
@@ -160,18 +140,26 @@ def score_cov_derivative(mom, parts: tuple, cols: np.ndarray, a: FloatArray,
 
 @dataclass(frozen=True, slots=True, eq=False)
 class FourthMoments:
-    """``Q_e = E_e[P P^T]`` about the points ``shift`` (module docstring).
+    """Every environment's row sample about the points ``shift`` (module docstring).
 
     Attributes
     ----------
     shift : ndarray (E, p + 1)
         Per environment the point ``c_e`` of ``(X, Y)`` the rows are taken about.
-    Q : ndarray (E, D, D)
-        ``E_e[P P^T]``, ``P = vech(v v^T)``, ``v = (X - c_e^X, Y - c_e^Y, 1)``.
+    rows : tuple of ndarray (n_e, p + 2)
+        Per environment the kept rows ``v = (X - c_e^X, Y - c_e^Y, 1)``, in hash order.
+    second : ndarray (E, p + 2, p + 2)
+        ``E_e[v v^T]`` (:meth:`of` computes it).
     """
 
     shift: FloatArray
-    Q: FloatArray
+    rows: tuple
+    second: FloatArray
+
+    @classmethod
+    def of(cls, shift: FloatArray, rows) -> FourthMoments:
+        """From the points and the rows ``v`` (the second moments computed here)."""
+        return cls(shift, tuple(rows), np.stack([v.T @ v / len(v) for v in rows]))
 
     @property
     def m(self) -> int:
@@ -184,28 +172,21 @@ class FourthMoments:
         ``source[j]``, or the constant ``constant`` where ``source[j] < 0`` (its ``v``
         entry is 0); the ``1`` stays last."""
         src = np.append(np.asarray(source, dtype=int), self.m - 1)
-        iu, ju = np.triu_indices(len(src))
-        lo, hi = np.minimum(src[iu], src[ju]), np.maximum(src[iu], src[ju])
-        old = np.full((self.m, self.m), -1)
-        old[np.triu_indices(self.m)] = np.arange(_size(self.m))
-        pos = np.where((lo >= 0), old[np.maximum(lo, 0), np.maximum(hi, 0)], -1)
-        Q = np.zeros((len(self.Q), len(pos), len(pos)))
-        kept = np.flatnonzero(pos >= 0)
-        Q[:, kept[:, None], kept] = self.Q[:, pos[kept][:, None], pos[kept]]
-        new_shift = np.where(src[:-1] >= 0, self.shift[:, np.maximum(src[:-1], 0)],
-                             constant)
-        return FourthMoments(new_shift, Q)
+        kept, at = src >= 0, np.maximum(src, 0)
+        rows = [np.where(kept, v[:, at], 0.0) for v in self.rows]
+        second = np.where(np.outer(kept, kept), self.second[:, at][:, :, at], 0.0)
+        new_shift = np.where(src[:-1] >= 0, self.shift[:, at[:-1]], constant)
+        return FourthMoments(new_shift, tuple(rows), second)
 
     def moved(self, offset: FloatArray) -> FourthMoments:
         """Of ``(X, Y) - offset`` (the same rows about the same points)."""
-        return FourthMoments(self.shift - offset, self.Q)
+        return FourthMoments(self.shift - offset, self.rows, self.second)
 
     def scaled(self, factor: FloatArray) -> FourthMoments:
         """Of ``(X, Y) * factor`` entrywise."""
         s = np.append(factor, 1.0)
-        iu, ju = np.triu_indices(self.m)
-        w = s[iu] * s[ju]
-        return FourthMoments(self.shift * factor, self.Q * np.multiply.outer(w, w))
+        return FourthMoments(self.shift * factor, tuple(v * s for v in self.rows),
+                             self.second * np.multiply.outer(s, s))
 
     # ---------------------------------------------------------- what the tests need
     def _maps(self, b: FloatArray, cols: np.ndarray) -> tuple[FloatArray, FloatArray]:
@@ -223,10 +204,6 @@ class FourthMoments:
         T[:, cols == RESIDUAL, :] = alpha[:, None, :]      # the residual: r = alpha^T v
         return T, alpha
 
-    def _second(self) -> FloatArray:
-        """``E_e[v v^T]`` (its entries are those of ``Q`` paired with ``1 * 1``)."""
-        return _unvech(self.Q[:, :, -1], self.m)
-
     def score_cov(self, b: FloatArray, cols: np.ndarray) -> FloatArray:
         """``Var_e(X_cols r)``, ``r = Y - b^T X``: ``T Cov(v r) T^T`` with
         ``Cov(v r) = E[v v^T r^2] - h h^T``, ``h = E[v r] = E[v v^T] alpha`` (centred
@@ -234,18 +211,19 @@ class FourthMoments:
         its variation); ``(E, q, q)``."""
         cols = np.asarray(cols, dtype=int)
         T, alpha = self._maps(b, cols)
-        N = _unvech(np.einsum("eij,ej->ei", self.Q, _square_weights(alpha)), self.m)
-        h = np.einsum("emn,en->em", self._second(), alpha)
-        C = N - np.einsum("ei,ej->eij", h, h)
+        h = np.einsum("emn,en->em", self.second, alpha)
+        C = np.stack([(w := v * (v @ a)[:, None]).T @ w / len(v)
+                      for v, a in zip(self.rows, alpha, strict=True)])
+        C -= np.einsum("ei,ej->eij", h, h)
         V = T @ C @ T.transpose(0, 2, 1)
         return (V + V.transpose(0, 2, 1)) / 2.0          # symmetric to the last bit
 
     def risk_moments(self, b: FloatArray) -> tuple[FloatArray, FloatArray]:
         """``E_e[r^2]`` and ``E_e[r^4]``, ``r = Y - b^T X``."""
         _, alpha = self._maps(b, np.zeros(0, dtype=int))
-        w = _square_weights(alpha)
-        return (np.einsum("em,emn,en->e", alpha, self._second(), alpha),
-                np.einsum("ei,eij,ej->e", w, self.Q, w))
+        r2 = [(v @ a) ** 2 for v, a in zip(self.rows, alpha, strict=True)]
+        return (np.einsum("em,emn,en->e", alpha, self.second, alpha),
+                np.array([np.mean(x**2) for x in r2]))
 
     def cumulant(self, b: FloatArray, cols: np.ndarray) -> FloatArray:
         """The non-Gaussian part of ``Var_e(X_cols r)``: :meth:`score_cov` minus
@@ -255,7 +233,7 @@ class FourthMoments:
         H = np.zeros((E, k + 1, k + 1))                   # (X, Y, 1) = H v
         H[:, np.arange(k + 1), np.arange(k + 1)] = 1.0
         H[:, :k, k] = self.shift
-        raw = H @ self._second() @ H.transpose(0, 2, 1)   # E[(X, Y, 1)(X, Y, 1)^T]
+        raw = H @ self.second @ H.transpose(0, 2, 1)      # E[(X, Y, 1)(X, Y, 1)^T]
         p = k - 1
         rows = SimpleNamespace(mean_x=raw[:, :p, k], mean_y=raw[:, p, k],
                                Sigma=raw[:, :p, :p], sxy=raw[:, :p, p], syy=raw[:, p, p])
@@ -264,15 +242,15 @@ class FourthMoments:
 
 class FourthAccumulator:
     """The bottom-``SAMPLE_ROWS`` sample of every environment's rows (keyed by any
-    label) by the hash of their positions, mergeable; :meth:`finish` computes ``Q`` from
-    it (``None`` past ``MAX_P`` / ``MAX_ENTRIES``)."""
+    label) by the hash of their positions, mergeable; :meth:`finish` gives the
+    :class:`FourthMoments` (``None`` past ``MAX_P`` / ``MAX_ENTRIES``)."""
 
     def __init__(self, p: int) -> None:
         self.k = p + 1                                     # variables (X, Y)
         self.cells: dict | None = {} if p <= MAX_P else None   # [hashes, rows, bound]
 
     def _fits(self, n_envs: int) -> bool:
-        return n_envs * (SAMPLE_ROWS * (self.k + 1) + _size(self.k + 1) ** 2) <= MAX_ENTRIES
+        return n_envs * SAMPLE_ROWS * (self.k + 2) <= MAX_ENTRIES
 
     def add(self, Z: FloatArray, key: object, hashes: np.ndarray) -> None:
         """Rows ``Z = [X, y]`` (``(rows, p + 1)``) of environment ``key``, with the hashes
@@ -313,25 +291,20 @@ class FourthAccumulator:
         return self
 
     def finish(self, keys: list) -> FourthMoments | None:
-        """``Q`` of the environments ``keys``, in that order, each from its sample in hash
-        order (so that every source sums the same rows in the same order)."""
+        """The samples of the environments ``keys``, in that order, each in hash order (so
+        that every source sums the same rows in the same order)."""
         if self.cells is None or any(k not in self.cells for k in keys):
             return None
-        iu, ju = np.triu_indices(self.k + 1)
-        shifts, Qs = [], []
+        shifts, kept = [], []
         for key in keys:
             hashes, rows, _ = self.cells[key]
             rows = rows[np.argsort(hashes)[:SAMPLE_ROWS]]
             shift = rows.mean(axis=0)
-            Q = np.zeros((len(iu), len(iu)))
-            with np.errstate(over="ignore", invalid="ignore"):
-                for start in range(0, len(rows), _SUB_ROWS):
-                    v = np.ones((len(rows[start:start + _SUB_ROWS]), self.k + 1))
-                    v[:, :self.k] = rows[start:start + _SUB_ROWS] - shift
-                    P = v[:, iu] * v[:, ju]
-                    Q += P.T @ P
-            if not np.isfinite(Q).all():       # fourth powers past float64 (|x| > 1e77):
-                return None                    # the rows, or the Gaussian form, instead
+            v = np.ones((len(rows), self.k + 1))
+            v[:, :self.k] = rows - shift
+            with np.errstate(over="ignore"):
+                if not np.isfinite(np.abs(v).max() ** 4):   # fourth powers past float64:
+                    return None                             # the rows, or the Gaussian form
             shifts.append(shift)
-            Qs.append(Q / len(rows))
-        return FourthMoments(np.stack(shifts), np.stack(Qs))
+            kept.append(v)
+        return FourthMoments.of(np.stack(shifts), kept)

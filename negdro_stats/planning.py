@@ -460,9 +460,9 @@ def plan_sample_size(
     >>> plan = plan_sample_size(simulate.example3("strong"), [100, 500, 2000], reps=20,
     ...                         rng=0, verbose=False)
     >>> plan.to_frame()["p_support"].tolist()
-    [0.35, 0.95, 1.0]
+    [0.35, 1.0, 1.0]
     >>> plan.required_n(criterion="support")             # P(right support) >= 0.8
-    335
+    305
     """
     owner = "plan_sample_size"
     if not isinstance(sem, LinearSEM):
