@@ -28,7 +28,12 @@ from scipy import stats
 from ._json import jsonable
 from ._typing import FloatArray
 from ._validation import warn_user
-from .diagnostics import IdentificationResult
+from .diagnostics import (
+    SDP_MAX_DIM,
+    IdentificationResult,
+    check_condition_1b,
+    relative_margin_bounds,
+)
 from .exceptions import BootstrapFailureWarning
 from .inference import replicate
 from .moments import Moments
@@ -87,8 +92,14 @@ class IdentificationReport:
     margin_lcb : float
         Bootstrap lower confidence bound (level ``1 - alpha``) of the relative margin;
         NaN when ``n_boot = 0``.
-    boot_margins : ndarray
-        The bootstrap relative margins.
+    boot_bounds : ndarray (n_boot, 2)
+        Bounds of the bootstrap relative margins: equal where the margin was solved for,
+        else bounds from the sample's weights
+        (:func:`~negdro_stats.diagnostics.relative_margin_bounds`) on a side where it
+        cannot move the confidence bound; NaN where it failed.
+    n_solved : int
+        The margins solved for (bootstrap and permutation); the others were decided by
+        their bounds.
     perm_pvalue : float
         Permutation p-value of the relative margin under exchangeable environment labels
         (NaN when ``n_perm = 0``).
@@ -99,9 +110,10 @@ class IdentificationReport:
 
     condition_1b: IdentificationResult
     margin_lcb: float
-    boot_margins: FloatArray
+    boot_bounds: FloatArray
     perm_pvalue: float
     n_perm: int
+    n_solved: int
     invariance: RiskInvarianceTest | None
     alpha: float
 
@@ -144,10 +156,15 @@ class IdentificationReport:
         lines.append(f"  Relative margin {c.relative_margin:.4g} (the verdict's, covariates "
                      f"standardised) at weights w0 = ({w}): lambda_min(A(w0)) = "
                      f"{c.margin:.4g}{paper}; path {c.path}.")
-        if len(self.boot_margins):
-            lines.append(f"  Bootstrap ({len(self.boot_margins)} resamples within "
+        if len(self.boot_bounds):
+            lines.append(f"  Bootstrap ({len(self.boot_bounds)} resamples within "
                          f"environments): {level} lower confidence bound of the relative "
                          f"margin = {self.margin_lcb:.4g}.")
+        draws = len(self.boot_bounds) + self.n_perm
+        if draws:
+            lines.append(f"  {self.n_solved} of the {draws} resampled margins were solved "
+                         "for; bounds from the sample's weights placed the others on the "
+                         "side that cannot change the bound or the p-value.")
         if self.n_perm:
             lines.append(f"  Permutation test of the margin against exchangeable labels "
                          f"({self.n_perm} label "
@@ -197,7 +214,7 @@ def identification_report(
     *,
     condition_1b: IdentificationResult,
     invariance: RiskInvarianceTest | None,
-    margin: Callable[[Moments], float],
+    second_moments: Callable[[Moments], FloatArray],
     resample: Callable[[np.random.Generator], Moments],
     permute: Callable[[np.random.Generator], Moments],
     n_boot: int,
@@ -208,26 +225,87 @@ def identification_report(
 ) -> IdentificationReport:
     """Bootstrap and permutation around Condition 1b; see the module docstring.
 
-    ``margin(mom)`` is the relative margin of Condition 1b on moments (without any
+    ``second_moments(mom)`` is the stack whose Condition 1b margin is taken (without any
     constant column: a constant is never intervened on, so it would make the margin 0);
     ``resample(rng)`` and ``permute(rng)`` draw the moments of a stratified bootstrap
     sample and of a label permutation
     (:class:`~negdro_stats.data.MultiEnvData`'s resamplers).
+
+    Each draw's margin is first bounded from the sample's weights
+    (:func:`~negdro_stats.diagnostics.relative_margin_bounds`: a few eigenvalue
+    problems), and solved for (an SDP) only where the bounds cannot decide: the
+    bootstrap bound needs the order statistics at the ``alpha`` quantile, the
+    permutation p-value which side of the observed margin each draw is on.  The answer
+    is the one every margin solved would give, up to the SDP's accuracy (the bounds are
+    exact eigenvalues; where a solver's optimum falls short of a lower bound by its
+    tolerance, the bound is the better value).  Past ``SDP_MAX_DIM`` covariates every
+    margin is solved (the stacks are not kept).
     """
-    values, failed = replicate(
-        lambda k, child: margin(resample(child) if k < n_boot else permute(child)),
-        n_boot + n_perm, rng, progress=progress)        # (the package's one loop)
-    values = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
-    boot, perm = values[:n_boot], values[n_boot:]
+    sample = condition_1b
+
+    def draw(k: int, child: np.random.Generator):
+        S = second_moments(resample(child) if k < n_boot else permute(child))
+        if S.shape[1] > SDP_MAX_DIM:                    # solved now: stacks not kept
+            value = check_condition_1b(S).relative_margin
+            return None, value, value
+        return (S, *relative_margin_bounds(S, sample.weights))
+
+    draws, failed = replicate(draw, n_boot + n_perm, rng, progress=progress)  # (one loop)
+    stacks = [None if d is None else d[0] for d in draws]
+    bounds = np.array([(np.nan, np.nan) if d is None else d[1:] for d in draws],
+                      dtype=np.float64).reshape(-1, 2)
+    solved = 0
+
+    def solve(i: int) -> None:
+        nonlocal solved
+        try:
+            value = check_condition_1b(stacks[i]).relative_margin
+        except (np.linalg.LinAlgError, ValueError, ArithmeticError):
+            bounds[i], failed[i] = np.nan, True
+            return
+        bounds[i], solved = value, solved + 1
+
+    boot, perm = bounds[:n_boot], bounds[n_boot:]
+    lcb = _quantile_from_bounds(boot, alpha, solve)
+    observed = sample.relative_margin
+    for i in np.flatnonzero((perm[:, 0] < observed) & (perm[:, 1] >= observed)):
+        solve(n_boot + i)                               # the bounds straddle the margin
     if failed.any():
         warn_user(f"{int(failed[:n_boot].sum())} of {n_boot} bootstrap and "
                   f"{int(failed[n_boot:].sum())} of {n_perm} permutation margins failed; "
                   "the bound and the p-value use the others.", BootstrapFailureWarning)
-    perm = perm[np.isfinite(perm)]
-    kept = boot[np.isfinite(boot)]
-    lcb = float(np.quantile(kept, alpha)) if len(kept) else float("nan")
-    exceed = int((perm >= condition_1b.relative_margin).sum())
+    perm = perm[np.isfinite(perm[:, 0])]
+    exceed = int((perm[:, 0] >= observed).sum())
     return IdentificationReport(
-        condition_1b=condition_1b, margin_lcb=lcb, boot_margins=boot,
+        condition_1b=sample, margin_lcb=lcb, boot_bounds=boot,
         perm_pvalue=(1 + exceed) / (1 + len(perm)) if len(perm) else float("nan"),
-        n_perm=n_perm, invariance=invariance, alpha=alpha)
+        n_perm=n_perm, invariance=invariance, alpha=alpha,
+        n_solved=solved + sum(d is not None and d[0] is None for d in draws))
+
+
+def _quantile_from_bounds(bounds: FloatArray, alpha: float,
+                          solve: Callable[[int], None]) -> float:
+    """``np.quantile(values, alpha)`` of values known by bounds ``(lower, upper)`` (rows of
+    ``bounds``, NaN rows left out), solving (``solve(i)`` sets row ``i`` to its value, or
+    NaN) only the rows whose interval meets the interval that holds the two order
+    statistics the quantile interpolates: the ``j``-th smallest lower and the ``k``-th
+    smallest upper bound.  The others lie wholly below or above it, and stand in as
+    ``-inf`` / ``+inf``, which leaves those order statistics unchanged."""
+    while True:
+        ok = np.isfinite(bounds[:, 0])
+        if not ok.any():
+            return float("nan")
+        h = alpha * (ok.sum() - 1)
+        j, k = int(np.floor(h)), int(np.ceil(h))
+        low = np.sort(bounds[ok, 0])[j]
+        high = np.sort(bounds[ok, 1])[k]
+        open_ = ok & (bounds[:, 0] < bounds[:, 1]) & (bounds[:, 1] >= low) & (
+            bounds[:, 0] <= high)
+        if not open_.any():
+            break
+        for i in np.flatnonzero(open_):
+            solve(i)
+    ok = np.isfinite(bounds[:, 0])
+    lo, hi = bounds[ok, 0], bounds[ok, 1]
+    values = np.where(lo == hi, lo, np.where(hi < low, -np.inf, np.inf))
+    return float(np.quantile(values, alpha))

@@ -55,6 +55,25 @@ def test_sdp_and_cutting_plane_agree(sem):
     assert abs(a.relative_margin - b.relative_margin) <= 1e-4 * max(abs(a.relative_margin), 1e-3)
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sem=nt.designs(p=(1, 6), n_envs=(2, 5)), n=st.sampled_from([30, 300, 3000]),
+       seed=st.integers(0, 2**31 - 1))
+def test_margin_bounds_bracket_the_sdp(sem, n, seed):
+    """relative_margin_bounds (what diagnose() decides most draws with) brackets the
+    SDP's margin of a resample, from the weights of the population's or another sample's
+    optimum -- with multiple smallest eigenvalues and changed supports too."""
+    from negdro_stats.diagnostics import relative_margin_bounds
+
+    w0 = check_condition_1b(sem.moments()).weights
+    for k in range(2):
+        S = sem.sample(n, rng=seed + k)
+        mom = NegDRO(S, env="env", outcome="Y").moments
+        exact = check_condition_1b(mom.Sigma).relative_margin
+        lower, upper = relative_margin_bounds(mom.Sigma, w0)
+        assert lower <= exact + 1e-7 and exact <= upper + 1e-7
+        w0 = check_condition_1b(mom.Sigma).weights        # a sample's optimum, next
+
+
 def test_sdp_and_cutting_plane_agree_p30():
     """Random dense designs with p = 30: a shared part plus per-environment interventions
     (one environment with a full-rank one, so Condition 1b holds with a margin)."""

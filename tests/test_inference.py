@@ -210,7 +210,9 @@ def test_printing_never_warns_and_large_p_identification_is_lazy():
 def test_the_one_resampling_loop_spawns_and_counts_failures():
     """inference.replicate: the same draws for any n_jobs (one spawned generator per
     replicate), numerical failures are None and flagged; diagnose()'s report leaves a
-    failed margin out with a warning instead of stopping."""
+    failed margin out with a warning instead of stopping, and its bound and p-value are
+    those of every margin solved (it solves only where the bounds cannot decide)."""
+    from negdro_stats.diagnostics import check_condition_1b
     from negdro_stats.inference import replicate
     from negdro_stats.report import identification_report
 
@@ -229,15 +231,21 @@ def test_the_one_resampling_loop_spawns_and_counts_failures():
     c1b = model.fit(n_boot=0).identification
     calls = iter(range(100))
 
-    def margin(mom):                       # calls 0, 4, 8 (bootstrap) and 12 (permutation)
+    def second_moments(mom):               # draws 0, 4, 8 (bootstrap) and 12 (permutation)
         if next(calls) % 4 == 0:
             raise ValueError("no margin")
-        return 0.5
+        return mom.Sigma
 
     with pytest.warns(BootstrapFailureWarning, match="3 of 10 bootstrap and 1 of 6"):
         report = identification_report(
-            condition_1b=c1b, invariance=None, margin=margin, resample=model.data.resample,
-            permute=model.data.permute, n_boot=10, n_perm=6, alpha=0.05,
-            rng=np.random.default_rng(0))
-    assert np.isnan(report.boot_margins).sum() == 3 and report.margin_lcb == 0.5
-    assert report.perm_pvalue == (1 + 5 * (0.5 >= c1b.relative_margin)) / 6
+            condition_1b=c1b, invariance=None, second_moments=second_moments,
+            resample=model.data.resample, permute=model.data.permute, n_boot=10, n_perm=6,
+            alpha=0.05, rng=np.random.default_rng(0))
+    assert np.isnan(report.boot_bounds[:, 0]).sum() == 3
+    every, _ = replicate(lambda k, child: check_condition_1b(
+        (model.data.resample(child) if k < 10 else model.data.permute(child)).Sigma
+    ).relative_margin, 16, np.random.default_rng(0))
+    boot = [every[k] for k in range(10) if k % 4]
+    perm = [every[k] for k in range(10, 16) if k % 4]
+    assert report.margin_lcb == pytest.approx(np.quantile(boot, 0.05), abs=1e-8)
+    assert report.perm_pvalue == (1 + sum(v >= c1b.relative_margin for v in perm)) / 6

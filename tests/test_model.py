@@ -182,7 +182,7 @@ def test_diagnose_function_form(df):
     from negdro_stats import diagnose
 
     rep = diagnose(df, "env", outcome="Y", n_boot=9, n_perm=9, rng=0, verbose=False)
-    assert len(rep.boot_margins) == 9 and rep.n_perm == 9
+    assert rep.boot_bounds.shape == (9, 2) and rep.n_perm == 9
     assert rep.invariance is not None
     model = NegDRO.from_moments(simulate.eq33(p=5).moments())
     with pytest.raises(DataError, match="resamples rows"):
