@@ -27,7 +27,7 @@ from ._typing import ArrayLike, FloatArray
 from ._validation import check_bool, check_option, few, warn_user
 from .exceptions import DataError, DataWarning
 from .fourth import RESIDUAL, gaussian_score_cov
-from .moments import DEFAULT_BLOCKS, BlockMoments, Moments
+from .moments import DEFAULT_BLOCKS, EXACT_FIT, BlockMoments, Moments
 from .sources import (
     MISSING,
     Read,
@@ -628,19 +628,16 @@ def _check_moments(mom: Moments) -> None:
         warn_user(f"A covariate is nearly collinear with the others (only "
                   f"{resid.min():.1e} of its second moment is unexplained); estimates "
                   "may be unstable.", DataWarning)
-    _check_outcome_not_determined(check, corr, d)
+    _check_outcome_not_determined(check)
 
 
-def _check_outcome_not_determined(check: Moments, corr: FloatArray, d: FloatArray) -> None:
+def _check_outcome_not_determined(check: Moments) -> None:
     """Warn of an outcome that the covariates give exactly (a covariate that copies or
     rescales it, e.g. ``Xc = 2 Y``): every residual is 0, so no test of invariance has a
     variance to compare with (the default fit reports that exact fit;
-    :func:`negdro_stats.route.exact_fit`)."""
-    _, s_y = check.scales()
-    r = check.sxy.mean(axis=0) / (d * s_y)                  # pooled correlations with Y
-    b = np.linalg.solve(corr, r)
-    unexplained = 1.0 - r @ b                                # 1 - R^2 of Y on X (pooled)
-    if unexplained > 1e-10:
+    :func:`negdro_stats.route.exact_fit`, the same decision)."""
+    unexplained, b = check.unexplained()
+    if unexplained > EXACT_FIT:
         return
     involved = [name for name, bj in zip(check.names, b, strict=True) if abs(bj) > 1e-3]
     warn_user(f"The outcome {check.outcome!r} is an exact linear function of the "

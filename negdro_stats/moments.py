@@ -31,6 +31,7 @@ from .fourth import FourthAccumulator, FourthMoments
 
 __all__ = ["Moments", "MomentAccumulator"]
 
+EXACT_FIT = 1e-10        # unexplained share of an outcome the covariates give exactly
 DEFAULT_CHUNK_ROWS = 65_536
 
 
@@ -188,6 +189,20 @@ class Moments:
         moments, whose ``n`` is infinite)."""
         n = np.where(np.isfinite(self.n), self.n, 1.0)
         return n / n.sum()
+
+    def unexplained(self) -> tuple[float, FloatArray]:
+        """The share of the outcome's pooled second moment that pooled least squares on
+        every covariate leaves, and its coefficients on the scale of :meth:`scales`
+        (standardised, so that covariates at 1e-6 and 1e6 keep the precision).  At most
+        ``EXACT_FIT`` (rounding is ~1e-16): the covariates give the outcome exactly, e.g.
+        a covariate ``Xc = 2 Y`` -- every residual is 0, and no test has a variance to
+        compare with (the data's warning and :func:`negdro_stats.route.exact_fit`)."""
+        d, s_y = self.scales()
+        w = self.pooled_weights()
+        G = np.tensordot(w, self.Sigma, axes=1) / np.multiply.outer(d, d)
+        c = w @ self.sxy / (d * s_y)
+        b = np.linalg.lstsq(G, c, rcond=None)[0]
+        return float(1.0 - c @ b / (w @ self.syy / s_y**2)), b
 
     def centred(self) -> tuple[Moments, FloatArray, float]:
         """Moments of ``(X - xbar, Y - ybar)``, ``xbar, ybar`` the pooled means

@@ -86,7 +86,7 @@ from ._validation import listed
 from .diagnostics import DEFAULT_TOL, SDP_MAX_DIM, check_condition_1b
 from .exceptions import SolverError
 from .fourth import RESIDUAL
-from .moments import Moments
+from .moments import EXACT_FIT, Moments
 from .objective import env_risks, gradient, objective
 from .selection import (
     GATE_SE,
@@ -112,7 +112,6 @@ __all__ = ["solve", "select_by_invariance", "instrument_budget", "most_heterogen
 
 SCORE_ITERATIONS = 3     # walks with a common weight (again while the J test rejects)
 BIAS_MAX = 0.5           # Algorithm 3 trusted where Theorem 4's bound is at most this
-EXACT_FIT = 1e-10        # pooled residual share of an exact fit (rounding is ~1e-16)
 SMALL_P = 64             # up to here one BLAS thread is faster (small products)
 RANK_ITERATIONS = 4      # re-weightings of the rank test at its weakest direction
 RANK_SKIP = 20.0         # ... none above this multiple of its critical value
@@ -237,9 +236,8 @@ def exact_fit(std: Moments) -> tuple[np.ndarray, FloatArray, SelectionReport] | 
     selection's choices would be decided by rounding).  Reported: pooled OLS on the
     covariates the exact fit uses."""
     every = np.arange(std.p)
-    b = pooled_ols(std, every)[0]
-    w = std.pooled_weights()
-    if not w @ env_risks(b, std.Sigma, std.sxy, std.syy) <= EXACT_FIT * (w @ std.syy):
+    share, b = std.unexplained()
+    if not share <= EXACT_FIT:
         return None
     S = every[np.abs(b) > 1e-6 * np.abs(b).max()]
     b_std = np.zeros(std.p)
