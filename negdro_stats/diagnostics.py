@@ -64,7 +64,7 @@ __all__ = [
 ]
 
 SDP_MAX_DIM = 30
-POLISH_STEPS = 6          # Newton steps of relative_margin_bounds
+POLISH_STEPS = 6          # Newton steps of _polish
 SDP_FALLBACK_DIM = 150    # where the cutting planes stall (many environments), the SDP up to this
 DEFAULT_TOL = 1e-7
 
@@ -394,27 +394,37 @@ def scale_free(S: FloatArray) -> FloatArray:
 def relative_margin_bounds(S: FloatArray, weights: FloatArray) -> tuple[float, float]:
     """Bounds of the relative Condition 1b margin ``max_w lambda_min(A(w))`` of the stack
     ``S`` (``(E, p, p)`` second moments, on the scale-free stack) without an SDP, from
-    weights ``w`` near the optimum (another sample's ``w0``).
-
-    From below: ``lambda_min(A(w))`` at any weights.  From above: for any unit vector
-    ``u``, ``lambda_min(A(w')) <= u^T A(w') u <= max_e u^T (M_e - M_bar) u`` for every
-    ``w'`` in the simplex.  Both are taken after ``POLISH_STEPS`` Newton steps on the
-    face of the simplex that ``w`` spans, where ``lambda_min`` (if simple) is smooth and
-    concave (and at the vertices ``w = e_k``, whose weakest directions bound a permuted
-    sample's margin better than ``w``'s): its gradient is ``u^T D_e u`` and its Hessian
-    ``2 sum_j (u^T D_e v_j) (v_j^T D_f u) / (lambda_min - lambda_j)``.  At the optimum of
-    a resample of the sample that ``w`` came from, the weakest direction is usually simple
-    and the support the same: the bounds then meet to rounding.  Where the smallest eigenvalue is
-    multiple, or the support changes, they stay apart, and
+    weights ``w`` near the optimum (another sample's ``w0``): :func:`_polish` from ``w``,
+    and the vertices ``w = e_k``, whose weakest directions bound a permuted sample's
+    margin better than ``w``'s.  At the optimum of a resample of the sample that ``w``
+    came from, the weakest direction is usually simple and the support the same: the
+    bounds then meet to rounding.  Where the smallest eigenvalue is multiple, or the
+    support changes, they stay apart, and
     :func:`~negdro_stats.report.identification_report` solves that draw's SDP."""
     Ms = scale_free(S)
     D = Ms - Ms.mean(axis=0)
     vals, vecs = np.linalg.eigh(D)                      # the vertices: A(e_k) = D_k
     U = vecs[:, :, 0]
-    lower = float(vals[:, 0].max())
     upper = float(np.einsum("ki,eij,kj->ke", U, D, U).max(axis=1).min())
+    lower, polished = _polish(D, weights)
+    return max(lower, float(vals[:, 0].max())), min(upper, polished)
+
+
+def _polish(D: FloatArray, weights: FloatArray) -> tuple[float, float]:
+    """``max_w lambda_min(sum_e w_e D_e)`` over the simplex, bounded by Newton steps from
+    ``weights`` on the face they span (a face is left where a step reaches its boundary):
+    the best value reached (a lower bound) and an upper bound.
+
+    From above: for any unit vector ``u``, ``lambda_min(A(w')) <= u^T A(w') u <= max_e
+    u^T D_e u`` for every ``w'`` in the simplex.  Where ``lambda_min`` is simple it is
+    smooth and concave in ``w``, with gradient ``u^T D_e u`` and Hessian ``2 sum_j (u^T
+    D_e v_j) (v_j^T D_f u) / (lambda_min - lambda_j)``; at most ``POLISH_STEPS`` steps,
+    none where the smallest eigenvalue is (nearly) multiple.  (From a far start the
+    weakest eigenvalues cross and the steps stall -- eq. (33)'s optimum has three within
+    3e-3 -- so this polishes a nearby optimum; it does not replace the SDP.)"""
     face = np.flatnonzero(weights > 1e-9)
     w = weights[face] / weights[face].sum()
+    lower, upper = -np.inf, np.inf
     for _ in range(POLISH_STEPS + 1):
         vals, vecs = np.linalg.eigh(np.tensordot(w, D[face], axes=1))
         u = vecs[:, 0]
@@ -434,8 +444,12 @@ def relative_margin_bounds(S: FloatArray, weights: FloatArray) -> tuple[float, f
         except np.linalg.LinAlgError:
             break
         shrink = step < 0
-        t = min(1.0, float(np.min(-w[shrink] / step[shrink]))) if shrink.any() else 1.0
+        ratios = np.where(shrink, -w / np.where(shrink, step, -1.0), np.inf)
+        t = min(1.0, float(ratios.min()))
         w = np.maximum(w + t * step, 0.0)
+        if t < 1.0 and k > 1:                            # reached the face's boundary
+            keep = np.arange(k) != int(np.argmin(ratios))
+            face, w = face[keep], w[keep]
         w /= w.sum()
     return lower, upper
 
