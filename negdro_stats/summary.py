@@ -18,6 +18,7 @@ from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
 from ._validation import listed
+from .data import intercept_index
 from .diagnostics import identification_advice
 from .exceptions import DataError
 from .fourth import MAX_P
@@ -164,14 +165,17 @@ def _problems(res: Results) -> list[str]:
 def _robust_disagrees(res: Results, robust: RobustSet | None) -> list[str]:
     """A selection whose rank test finds every coefficient determined, beside robust
     intervals that are unbounded for a selected coefficient: the rank test is a test at
-    level alpha, and the robust set says the data allow other invariant fits."""
+    level alpha, and the robust set says the data allow other invariant fits.  (Not the
+    intercept, which the robust set leaves out: NaN, never "bounded".)"""
     sel = res.selection
     if robust is None or robust.empty or sel is None or sel.exact or not sel.identified \
             or sel.undetermined:
         return []
     bounded = robust.bounded
-    names = [name for name in res.params.index[res.support.to_numpy()]
-             if name in bounded.index and not bounded[name]]
+    const = intercept_index(len(res.params), res.fit_intercept)
+    names = [name for k, name in enumerate(res.params.index)
+             if res.support.iloc[k] and k != const and name in bounded.index
+             and not bounded[name]]
     return [f"the robust intervals of {listed(names, 5)} are unbounded: the data allow "
             "other invariant fits (the selection's rank test found every coefficient "
             "determined), so read the standard errors with care"] if names else []

@@ -183,6 +183,18 @@ def test_a_rank_test_that_rejects_by_chance_is_checked_by_the_robust_set():
         assert text.startswith("WARNING: the robust intervals of X6 are unbounded")
 
 
+def test_an_intercept_raises_no_robust_interval_alarm():
+    """The robust set leaves the intercept out (NaN): a well-identified fit with
+    ``fit_intercept=True`` must not open its summary with a WARNING about it (found by an
+    adversarial review: every intercept fit did)."""
+    df = simulate.eq33(p=5).sample(2000, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = NegDRO(df, env="env", outcome="Y", fit_intercept=True).fit(n_boot=0)
+    assert res.selection.route == "invariance" and res.selection.identified
+    assert not str(res.summary()).startswith("WARNING")
+
+
 def test_limited_interventions_population_take_the_negdro_route():
     """Example 3's limited regime on exact moments: the differences determine one
     direction, Condition 1b holds there on second moments and covariances (Condition 4
