@@ -190,6 +190,15 @@ class Moments:
         n = np.where(np.isfinite(self.n), self.n, 1.0)
         return n / n.sum()
 
+    def residual_mean(self, b: FloatArray) -> tuple[float, float]:
+        """The pooled mean of the residual ``Y - b^T X`` and its share of the residual's
+        pooled second moment."""
+        w = self.pooled_weights()
+        mean = float(w @ (self.mean_y - self.mean_x @ b))
+        second = float(w @ (self.syy - 2.0 * self.sxy @ b + np.einsum(
+            "i,eij,j->e", b, self.Sigma, b)))
+        return mean, mean**2 / second if second > 0 else 0.0
+
     def unexplained(self) -> tuple[float, FloatArray]:
         """The share of the outcome's pooled second moment that pooled least squares on
         every covariate leaves, and its coefficients on the scale of :meth:`scales`

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = ["NegDROResults", "PathResult", "load"]
 
+MEAN_SHARE = 0.05        # a residual mean above this share of its mean square: see below
+
 def _check_alpha(alpha: object, owner: str) -> float:
     """The intervals' level: 1 - the coverage, in (0, 0.5); a coverage is refused with the
     level it meant."""
@@ -125,10 +127,21 @@ class NegDROResults(Saveable):
         self.weights = pd.Series(solver.w, index=envs, name="weight")
         self.risks = pd.Series(solver.risks, index=envs, name="risk")
         self.nobs_env = pd.Series(moments.n, index=envs, name="nobs")
+        self.residual_mean, self.residual_mean_share = moments.residual_mean(solver.b)
         self.objective = solver.objective
         self.grad_norm = solver.grad_norm
         self.converged = solver.converged
         self.n_iter = solver.n_iter
+
+    @property
+    def mean_left_out(self) -> bool:
+        """Without an intercept, the residuals' pooled mean (``residual_mean``) is more than
+        ``MEAN_SHARE`` of their pooled mean square (``residual_mean_share``).  The model's
+        noise has mean 0, so the outcome has an intercept that ``fit_intercept=False``
+        leaves out, or the estimate misses a cause with a non-zero mean; either way it
+        is not the causal model, and a left-out intercept also breaks the invariance
+        conditions (``E_e[X r]`` then moves with the covariates' means)."""
+        return not self.fit_intercept and self.residual_mean_share > MEAN_SHARE
 
     @property
     def undetermined(self) -> pd.Series:
@@ -391,9 +404,10 @@ class NegDROResults(Saveable):
         --json``): coefficients, support, bootstrap standard errors and ``1 - alpha``
         intervals, selection frequencies, environment weights, risks and rows, the
         refit that produced the coefficients (``route``), convergence, the
-        identification check, the equal-risk test and the settings.  A pending bootstrap
-        is not run: the intervals are then the robust ones (``kind``), for at most
-        ``ROBUST_TABLE_MAX_P`` coefficients, as in the summary."""
+        identification check, the equal-risk test, the residuals' mean and the
+        settings.  A pending bootstrap is not run: the intervals are then the robust
+        ones (``kind``), for at most ``ROBUST_TABLE_MAX_P`` coefficients, as in the
+        summary."""
         ran = self._bootstrap is not None
         none = pd.Series(np.nan, index=self.params.index)
         kind = ("bootstrap" if ran else
@@ -413,6 +427,8 @@ class NegDROResults(Saveable):
             "identification": (None if self.identification is None
                                else self.identification.to_dict()),
             "invariance": None if self.invariance is None else self.invariance.to_dict(),
+            "residual_mean": {"mean": self.residual_mean, "share": self.residual_mean_share,
+                              "left_out": self.mean_left_out},
             "n_boot": self._bootstrap.n_boot if ran else 0,
             "settings": self.settings,
         })

@@ -156,6 +156,10 @@ def _problems(res: Results) -> list[str]:
                         f"{listed(sel.undetermined, 5)}")
     if sel is not None and sel.rejected:
         problems.append("the J test rejects invariance on the reported support")
+    if res.mean_left_out:
+        problems.append(f"the residuals have mean {res.residual_mean:.3g} "
+                        f"({res.residual_mean_share:.0%} of their mean square) without an "
+                        "intercept: refit with fit_intercept=True")
     if res.invariance is not None and res.invariance.rejects:
         problems.append(f"the environment risks differ at the estimate "
                         f"(p = {res.invariance.pvalue:.2g})")
