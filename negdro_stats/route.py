@@ -113,6 +113,8 @@ __all__ = ["solve", "select_by_invariance", "instrument_budget", "most_heterogen
 SCORE_ITERATIONS = 3     # walks with a common weight (again while the J test rejects)
 BIAS_MAX = 0.5           # Algorithm 3 trusted where Theorem 4's bound is at most this
 SMALL_P = 64             # up to here one BLAS thread is faster (small products)
+SUBSTITUTES = 2          # near-collinear swaps tried per member of the walk's support,
+SUBSTITUTE_COS = 0.95    # ... with at least this pooled cosine (a near copy)
 RANK_ITERATIONS = 4      # re-weightings of the rank test at its weakest direction
 RANK_SKIP = 20.0         # ... none above this multiple of its critical value
 
@@ -582,6 +584,55 @@ def _invariant_ols(test_at: Callable, pooled: Moments, starts: list, *, alpha: f
     return best
 
 
+def _substitutes(gmm: InvarianceGMM, pooled: Moments, S: np.ndarray, *, alpha: float
+                 ) -> np.ndarray:
+    """The walk's support with each member swapped for a near substitute where that is
+    better: the walk compares nested supports in the pilot's order, so between two nearly
+    collinear covariates (a cause and a proxy of it, ``X6 = X1 + 0.05 u``) the order, set
+    by noise, decides, and the J test barely tells them apart.  So for each ``j`` in
+    ``S`` the ``SUBSTITUTES`` covariates outside it most collinear with ``j``, among
+    those with a pooled cosine of at least ``SUBSTITUTE_COS``, are tried in its place,
+    and a swap is kept where the J test (the common weight) accepts the new support at
+    level ``alpha`` and its pooled OLS risk is smaller: among invariant supports the
+    least pooled risk, as Theorem 6 orders them (a proxy's residual keeps ``beta_j (X_j -
+    proxy)``; an adversarial review found errors of 1-2 with no warning, 3 seeds of 3).
+    Until no swap improves.  Only near copies: tried on any covariate, the swap put
+    children of ``Y``, whose pooled risk is lower, in place of three parents (random
+    design p = 30, n = 2,000, seed 12; error 0.02 -> 0.42), the common-weight J test
+    accepting them."""
+    S = np.sort(np.asarray(S, dtype=int))
+    G = np.tensordot(pooled.pooled_weights(), pooled.Sigma, axes=1)
+    d = np.sqrt(np.diag(G))
+    cos = np.abs(G / np.multiply.outer(d, d))
+
+    def risk(T: np.ndarray) -> float:
+        b = pooled_ols(pooled, T)[0]
+        return float(pooled.pooled_weights() @ env_risks(_embed(b, T, pooled.p), pooled.Sigma,
+                                                          pooled.sxy, pooled.syy))
+
+    best = risk(S)
+    for _ in range(len(S)):
+        trial = None
+        for j in S:
+            outside = np.setdiff1d(np.arange(pooled.p), S)
+            near = outside[cos[j, outside] >= SUBSTITUTE_COS]
+            for k in near[np.argsort(-cos[j, near], kind="stable")[:SUBSTITUTES]]:
+                T = np.sort(np.append(S[S != j], k))
+                r = risk(T)
+                if r < best and gmm.fit(T).pvalue >= alpha:
+                    best, trial = r, T
+        if trial is None:
+            return S
+        S = trial
+    return S
+
+
+def _embed(b_S: FloatArray, S: np.ndarray, p: int) -> FloatArray:
+    b = np.zeros(p)
+    b[S] = b_S
+    return b
+
+
 def _condition_4_on_data(std: Moments, U: FloatArray) -> tuple[bool, float]:
     """Condition 1b on the directions the environment differences determine (an
     orthonormal basis ``U``, from :func:`rank_test`): the data's form of Condition 4.
@@ -731,9 +782,7 @@ def select_by_invariance(
     K = Cumulant.zero(E) if cumulant is None else cumulant
 
     def at(fit) -> FloatArray:
-        b = np.zeros(p)
-        b[fit.support] = fit.b
-        return b
+        return _embed(fit.b, fit.support, p)
 
     # the pilot: every covariate, every residual moment (Lemma 1)
     wide = InvarianceGMM(std, instruments=every, cumulant=K, b_ref=np.zeros(p),
@@ -804,6 +853,9 @@ def select_by_invariance(
                       f"{rank.pvalue:.2g})")
     fit, ols = sel.fit, None
     if fit is not None and not (sel.rejected and sel.truncated):
+        swapped = _substitutes(gmm, pooled, fit.support, alpha=alpha)
+        if not np.array_equal(swapped, fit.support):
+            fit = gmm.fit_cue(swapped)
         ols = exogenous_support(gmm, pooled, fit.support, every, alpha=alpha, n_min=n_min,
                                 screened=p)
         if ols.exogeneity[2] >= alpha and (ols.added or ols.removed):
