@@ -923,6 +923,11 @@ class SelectionReport:
         accepted it at ``level`` among the supports tried, the one with the smallest
         pooled risk (:func:`negdro_stats.route._invariant_ols`; then ``J``, ``df``,
         ``pvalue`` are this test's).  NaN when that path was not taken.
+    stand_ins : tuple of (str, str)
+        Pairs ``(selected, stand-in)`` of near copies (pooled cosine at least 0.95)
+        where the J test accepts the support with the stand-in too: the data barely tell
+        which of the two is the cause (:func:`negdro_stats.route._substitutes`; the
+        reported one has the smaller pooled risk).
     """
 
     route: str
@@ -947,6 +952,7 @@ class SelectionReport:
     identified: bool = True
     undetermined: tuple = ()
     fixed_test: tuple = (np.nan, 0, np.nan, np.nan)
+    stand_ins: tuple = ()
 
     @property
     def assumes_condition_4(self) -> bool:

@@ -156,6 +156,9 @@ def _problems(res: Results) -> list[str]:
                         f"{listed(sel.undetermined, 5)}")
     if sel is not None and sel.rejected:
         problems.append("the J test rejects invariance on the reported support")
+    if sel is not None and sel.stand_ins:
+        problems.append("near copies could stand in for selected causes ("
+                        + "; ".join(f"{k} for {j}" for j, k in sel.stand_ins) + ")")
     if res.mean_left_out:
         problems.append(f"the residuals have mean {res.residual_mean:.3g} "
                         f"({res.residual_mean_share:.0%} of their mean square) without an "

@@ -339,6 +339,17 @@ def test_a_near_copy_of_a_cause_is_not_reported_in_its_place(seed, s):
     assert_allclose(res.params.to_numpy()[:2], oracle, rtol=1e-6)
 
 
+def test_a_near_copy_that_cannot_be_told_apart_is_named():
+    """s = 0.03, seed 102: the copy X6 keeps the smaller pooled risk (sampling noise) and
+    the J test accepts the parents' support too; the pair is named in a warning, in
+    ``selection.stand_ins`` and on the summary's first line instead of a confident X6."""
+    df, _ = _near_copy(102, 0.03)
+    with pytest.warns(IdentificationWarning, match="X1 for X6|X6 for X1"):
+        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    assert set(res.selection.stand_ins[0]) == {"X1", "X6"}
+    assert str(res.summary()).startswith("WARNING: near copies could stand in")
+
+
 def test_random_designs_n2000_unconfounded():
     """The same family at n = 2,000 per environment without confounding, where the pooled
     regression must find the weak causes that the environment differences cannot see.
