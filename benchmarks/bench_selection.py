@@ -39,6 +39,10 @@ Usage:  python benchmarks/bench_selection.py [--seeds 20] [--ns 2000 20000 10000
      the child's fit is invariant too, and no data can tell the child from a parent
      that no environment shifts; a good answer is flagged (``flagged_rate``), and
      ``unflagged_max_err`` is the worst error of an answer that was not;
+   - ``near_copy``: the same design with a near copy of its first parent, ``X21 = X_j +
+     0.05 d_j u`` (``d_j`` the parent's root mean square), ``u`` shifted (variance x3)
+     in the last environment: beta* is identified, but the J test barely tells the
+     parent from its copy (an adversarial review found the copy reported in its place);
    - ``intercept``: the same design sampled normally, then covariate j offset by
      ``a_j ~ N(0, 5^2)`` and ``Y`` by ``3 + beta*'a`` (the causal model has intercept 3),
      fitted with ``fit_intercept=True``; and the same data with 10 added to the first
@@ -70,7 +74,8 @@ from negdro_stats.selection import Cumulant, InvarianceGMM
 
 WEAK = (0.05, 0.1, 0.15)
 FAMILIES = ("large_p", "mean_only", "variance_only", "nongaussian", "intercept",
-            "child_unshifted")
+            "child_unshifted", "near_copy")
+COPY_NOISE = 0.05         # near_copy: X_{p+1} = X_j + COPY_NOISE d_j u
 LARGE_P = ((60, 8), (100, 10), (200, 10))
 NOISES = ("t5", "uniform", "exponential")
 NEGDRO_WARNINGS = tuple(getattr(exceptions, name) for name in exceptions.__all__
@@ -395,6 +400,22 @@ def _unshifted_child(sem):
     return LinearSEM(sem.B, sem.Omega, ivs)
 
 
+def _with_near_copy(sem):
+    """The design with a near copy of its first parent (module docstring)."""
+    p, j = sem.p, int(np.flatnonzero(sem.beta_star)[0])
+    d = sem.moments().scales()[0][j]
+    B, Omega = np.zeros((p + 2, p + 2)), np.zeros((p + 2, p + 2))
+    B[:p + 1, :p + 1], Omega[:p + 1, :p + 1] = sem.B, sem.Omega
+    B[p + 1, j + 1], Omega[p + 1, p + 1] = 1.0, (COPY_NOISE * d) ** 2
+    ivs = []
+    for e, iv in enumerate(sem.interventions):
+        cov = np.zeros((p + 1, p + 1))
+        cov[:p, :p] = iv.cov
+        cov[p, p] = 2.0 * (COPY_NOISE * d) ** 2 if e == len(sem.interventions) - 1 else 0.0
+        ivs.append(Intervention(np.append(iv.mean, 0.0), cov, iv.dist + ("normal",)))
+    return LinearSEM(B, Omega, ivs)
+
+
 def family_rows(family, seeds, ns, large_p=None):
     """Per-fit records of one family (see the module docstring); ``large_p``: the
     numbers of covariates of the large-p family to run (default all of ``LARGE_P``)."""
@@ -404,6 +425,9 @@ def family_rows(family, seeds, ns, large_p=None):
         designs = [lambda s, p=p, E=E: simulate.random_sem(
             p, n_envs=E, n_parents=5, n_children=5, edge_prob=4 / p, rng=s)
             for p, E in LARGE_P if large_p is None or p in large_p]
+    elif family == "near_copy":
+        designs = [lambda s: _with_near_copy(simulate.random_sem(20, n_envs=5, rng=s,
+                                                                 **small))]
     elif family == "child_unshifted":
         designs = [lambda s: _unshifted_child(simulate.random_sem(20, n_envs=5, rng=s,
                                                                   **small))]

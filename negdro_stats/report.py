@@ -42,7 +42,8 @@ __all__ = ["IdentificationReport", "RiskInvarianceTest", "identification_report"
            "risk_invariance_test"]
 
 
-RISK_TEST_LEVEL = 0.05   # the equal-risk test's verdict ("evidence against ...") and warning
+RISK_TEST_LEVEL = 0.05   # the equal-risk test's verdict ("evidence against ...")
+RISK_WARN_LEVEL = 1e-4   # ... decisive: a warning at fit time (RiskInvarianceTest.decisive)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -69,6 +70,15 @@ class RiskInvarianceTest:
     def rejects(self) -> bool:
         """Whether the risks differ at level :data:`RISK_TEST_LEVEL`."""
         return bool(self.pvalue < RISK_TEST_LEVEL)
+
+    @property
+    def decisive(self) -> bool:
+        """Whether the risks differ at level :data:`RISK_WARN_LEVEL`: the fit warns.  (The
+        test's reference ignores that ``b`` was estimated and selected, and it rejected
+        up to 12% of samples at level 0.05 at beta* itself; at 1e-4 it flagged none of
+        66 fits within 0.1 of beta* and 7 of 14 fits further away: random, confounded
+        and variance-shift designs, n = 500 and 2,000, 10 seeds.)"""
+        return bool(self.pvalue < RISK_WARN_LEVEL)
 
     def to_dict(self) -> dict:
         """Plain JSON values: the statistic, its degrees of freedom and p-value."""

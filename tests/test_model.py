@@ -8,7 +8,14 @@ import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
 
-from negdro_stats import ConvergenceWarning, DataError, DataWarning, NegDRO, simulate
+from negdro_stats import (
+    ConvergenceWarning,
+    DataError,
+    DataWarning,
+    IdentificationWarning,
+    NegDRO,
+    simulate,
+)
 from negdro_stats.cli import main
 from negdro_stats.diagnostics import check_condition_1b
 
@@ -105,6 +112,24 @@ def test_a_left_out_intercept_is_named():
         fixed = NegDRO(df, env="env", outcome="Y", fit_intercept=True).fit(n_boot=0)
     assert not fixed.mean_left_out
     assert_allclose(fixed.params.iloc[:-1], sem.beta_star, atol=0.05)
+
+
+def test_risks_that_differ_decisively_at_the_estimate_warn():
+    """An intervention on the outcome (its noise x3 in one environment) leaves no
+    risk-invariant model: the equal-risk test at the estimate is decisive (p < 1e-4), and
+    the fit warns; on eq. (33) it does not."""
+    df = simulate.eq33(p=5).sample(2000, rng=1)
+    shifted = df["env"] == df["env"].max()
+    df.loc[shifted, "Y"] += 2.0 * np.random.default_rng(0).normal(size=int(shifted.sum()))
+    with pytest.warns(IdentificationWarning, match="risks differ decisively"):
+        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    assert res.invariance.decisive
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clean = NegDRO(simulate.eq33(p=5).sample(2000, rng=1), env="env", outcome="Y").fit(
+            n_boot=0)
+    assert not clean.invariance.decisive
+    assert not any("decisively" in str(w.message) for w in caught)
 
 
 def test_bad_data(df):
