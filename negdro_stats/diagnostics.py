@@ -65,6 +65,9 @@ __all__ = [
 
 SDP_MAX_DIM = 30
 POLISH_STEPS = 6          # Newton steps of _polish
+# Clarabel's chordal decomposition panicked (a Rust index error, not a Python exception)
+# on Condition 6's block-diagonal SDP of a p = 41 design; the SDPs here are dense blocks
+CLARABEL_SETTINGS = {"chordal_decomposition_enable": False}
 SDP_FALLBACK_DIM = 150    # where the cutting planes stall (many environments), the SDP up to this
 DEFAULT_TOL = 1e-7
 
@@ -261,11 +264,11 @@ def _sdp(M: FloatArray, C: FloatArray, N: FloatArray) -> tuple[FloatArray, str, 
     w, t = cp.Variable(E, nonneg=True), cp.Variable()
     lhs = sum(w[e] * M[e] for e in range(E)) + C           # stays symmetric for cvxpy
     prob = cp.Problem(cp.Maximize(t), [cp.sum(w) == 1, lhs - t * N >> 0])
-    for solver in ("CLARABEL", "SCS"):
+    for solver, settings in (("CLARABEL", CLARABEL_SETTINGS), ("SCS", {})):
         try:
             with warnings.catch_warnings():       # "may be inaccurate": reported in status
                 warnings.simplefilter("ignore", UserWarning)
-                prob.solve(solver=solver)
+                prob.solve(solver=solver, **settings)
         except cp.SolverError:
             continue
         if prob.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):

@@ -192,7 +192,7 @@ def _verdict(problems: list[str], robust: RobustSet | None) -> str | None:
     """One line above the tables: an empty robust set first, then the problems."""
     lines = []
     if robust is not None and robust.empty:
-        lines.append(f"NO INVARIANT LINEAR MODEL is consistent with these data: the "
+        lines.append(f"WARNING: NO INVARIANT LINEAR MODEL is consistent with these data: the "
                      f"invariance test rejects every b (least AR = {robust.statistic:.4g} > "
                      f"{robust.critical:.4g}, the chi2({robust.df}) quantile at level "
                      f"{robust.alpha:g}); no interval is reported.")

@@ -192,7 +192,7 @@ def test_summary_says_no_invariant_model_fits_the_sachs_data():
     rs = res.robust_set()
     assert rs.empty and rs.statistic > rs.critical
     text = str(res.summary())
-    assert text.startswith("NO INVARIANT LINEAR MODEL is consistent with these data")
+    assert text.startswith("WARNING: NO INVARIANT LINEAR MODEL is consistent with these data")
     assert f"least AR = {rs.statistic:.4g} > {rs.critical:.4g}" in " ".join(text.split())
     mek = next(line for line in text.splitlines() if line.startswith("Mek"))
     assert mek.split()[-2:] == ["empty", "empty"]
