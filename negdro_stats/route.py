@@ -614,7 +614,7 @@ def _substitutes(gmm: InvarianceGMM, pooled: Moments, S: np.ndarray, *, alpha: f
                                                           pooled.sxy, pooled.syy))
 
     best = risk(S)
-    for _ in range(len(S) + 1):
+    while True:                 # each swap lowers the risk strictly: no support comes back
         trial, standing = None, []
         for j in S:
             outside = np.setdiff1d(np.arange(pooled.p), S)
@@ -626,9 +626,8 @@ def _substitutes(gmm: InvarianceGMM, pooled: Moments, S: np.ndarray, *, alpha: f
                     if (r := risk(T)) < best:
                         best, trial = r, T
         if trial is None:
-            break
+            return S, tuple(standing)          # the stand-ins of the support returned
         S = trial
-    return S, tuple(standing)
 
 
 def _embed(b_S: FloatArray, S: np.ndarray, p: int) -> FloatArray:
