@@ -242,3 +242,36 @@ def test_no_report_of_a_support_whose_j_test_rejects_as_accepted():
                 n_boot=0, refit="negdro").params.to_numpy())
     assert routes >= {"invariance", "not identified"}          # both kinds were checked
     assert checked >= 2                          # the check ran on invariance fits
+
+
+@pytest.mark.parametrize("design, needs_algorithm_3", [
+    (simulate.eq33(10), False),                  # every coefficient determined
+    (simulate.example3("limited"), True),       # Condition 4 on the data: Algorithm 3
+])
+def test_a_replicate_runs_algorithm_3_only_where_its_route_uses_it(
+        design, needs_algorithm_3, monkeypatch):
+    """A bootstrap replicate (the sample's ``route`` given) gets the same coefficients
+    and support whether Algorithm 3 runs first (the sample's order) or on demand, and
+    it runs only where the route uses Algorithm 3's support or fit."""
+    from negdro_stats import route as route_module
+
+    model = NegDRO(design.sample(2000, rng=3), env="env", outcome="Y")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = model.fit(n_boot=0).solver
+    sel = out.selection
+    assert (sel.route == "negdro") == needs_algorithm_3
+    mom = model.data.resample(np.random.default_rng(7))
+    calls = []
+    run = route_module.run_method
+    monkeypatch.setattr(route_module, "run_method",
+                        lambda *a: calls.append(1) or run(*a))
+    lazy = solve(mom, out.options, cumulant=sel.cumulant, recentre=sel.misfit,
+                 route=sel.route)
+    assert bool(calls) == needs_algorithm_3
+    eager = solve(mom, out.options, cumulant=sel.cumulant, recentre=sel.misfit,
+                  route=None)                    # the sample's order: Algorithm 3 first
+    if not needs_algorithm_3:                    # (route=None re-checks Condition 4)
+        assert_allclose(lazy.b, eager.b, rtol=0, atol=0)
+        assert np.array_equal(lazy.support, eager.support)
+        assert lazy.converged and lazy.stages == []

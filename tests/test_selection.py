@@ -393,3 +393,21 @@ def test_selection_report_repr_is_short():
     text = repr(res.selection)
     assert text.startswith("<SelectionReport: route='invariance'") and len(text) < 600
     assert f"J = {res.selection.J:.4g}" in text and "worst standardised s.e." in text
+
+
+def test_the_fast_distribution_functions_are_scipy_stats():
+    """chi2_sf, chi2_isf, norm_isf (scipy.special, for the selection's inner loops) agree
+    with scipy.stats, NaN where the degrees of freedom are below 1."""
+    from scipy import stats
+
+    from negdro_stats.selection import chi2_isf, chi2_sf, norm_isf
+
+    for x, df in [(3.0, 2), (0.0, 3), (1e-3, 1), (500.0, 10), (np.inf, 4), (1e4, 300),
+                  (-1.0, 2)]:
+        assert chi2_sf(x, df) == pytest.approx(stats.chi2.sf(x, df), rel=1e-12, abs=1e-300)
+    for a, df in [(0.05, 1), (1e-8, 20), (0.5, 300)]:
+        assert chi2_isf(a, df) == pytest.approx(stats.chi2.isf(a, df), rel=1e-12)
+    for a in (0.025, 1e-12, 0.5, 0.9):
+        assert norm_isf(a) == pytest.approx(stats.norm.isf(a), rel=1e-12, abs=1e-15)
+    assert np.isnan(chi2_sf(2.0, 0)) and np.isnan(chi2_isf(0.05, 0))
+    assert np.isnan(chi2_sf(np.nan, 3))
