@@ -113,12 +113,21 @@ def test_one_replicate_is_refused_and_none_is_explicit(model):
 
 
 def test_nonconverging_replicates_are_counted(model):
+    """Replicates whose reported fit is Algorithm 3's (``refit="negdro"``) and stalls
+    are counted; on the default route every coefficient is determined, the replicates'
+    fits are closed-form GMM or OLS, and Algorithm 3 does not run in them."""
     with pytest.warns(BootstrapFailureWarning, match="did not converge"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)   # the main fit's own warning
             warnings.simplefilter("always", BootstrapFailureWarning)
-            res = model.fit(n_boot=5, rng=0, max_iter=1)
+            res = model.fit(n_boot=5, rng=0, max_iter=1, refit="negdro")
     assert (~res.bootstrap.converged).sum() == 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("error", BootstrapFailureWarning)
+        res = model.fit(n_boot=5, rng=0, max_iter=1)
+    assert res.solver.selection.route == "invariance" and not res.converged
+    assert res.bootstrap.converged.all()
 
 
 def test_small_environments():
