@@ -166,9 +166,9 @@ def solve(
     the sample's :attr:`SelectionReport.route`, which bootstrap replicates follow where
     the environments leave a coefficient undetermined (no Condition 4 check per
     replicate).  A replicate (``route`` given) runs Algorithm 3 only where its route
-    uses Algorithm 3's support or fit; otherwise its output has no stages (a sixth of
-    a replicate's cost at p = 10, and the bootstrap records only the coefficients, the
-    support and whether the reported fit converged).
+    uses Algorithm 3's support or fit; otherwise its output has no stages and its
+    options are those given (a sixth of a replicate's cost at p = 10, and the bootstrap
+    records only the coefficients, the support and whether the reported fit converged).
 
     The settings are those of :class:`SolverOptions` (default: its defaults); the
     output's ``options`` has the defaults resolved from the data filled in.
@@ -527,8 +527,8 @@ def _invariant_ols(test_at: Callable, pooled: Moments, starts: list, *, alpha: f
             J, df, _ = test_at(S, b) if r else (np.inf, 0, 0.0)
             fit = ols
             if r and df > r and chi2_sf(J, df - r) >= level:
-                fit = InvariantOLS(support=S, b=b, test=(J, df - r, float(
-                    chi2_sf(J, df - r))), level=level, estimator="ils",
+                fit = InvariantOLS(support=S, b=b, test=(J, df - r,
+                    chi2_sf(J, df - r)), level=level, estimator="ils",
                     determined=r, t=np.abs(b) / np.maximum(se, 1e-300))
             seen[key][1] = fit
         return fit
@@ -768,7 +768,7 @@ def rank_test(gmm: InvarianceGMM, b: FloatArray, *, alpha: float) -> RankTest:
     share = (unit[:, null] ** 2).sum(axis=1)
     order = np.argsort(-share, kind="stable")
     determined = np.linalg.qr(vecs[:, ~null])[0] if (~null).any() else np.zeros((p, 0))
-    return RankTest(stat=float(vals[0]), df=dof, pvalue=float(chi2_sf(vals[0], dof)),
+    return RankTest(stat=float(vals[0]), df=dof, pvalue=chi2_sf(vals[0], dof),
                     null=unit[:, null], determined=determined,
                     undetermined=tuple(int(j) for j in order if share[j] >= 0.1))
 

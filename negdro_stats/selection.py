@@ -747,7 +747,7 @@ def hausman(fit, b_ols: FloatArray) -> tuple[float, int, float]:
     if not fit.identified:
         return np.inf, k, 0.0
     H = float(d @ fit.info @ d)
-    return H, k, float(chi2_sf(H, k))
+    return H, k, chi2_sf(H, k)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
