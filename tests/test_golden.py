@@ -1,0 +1,55 @@
+"""The estimator's outputs on 12 designs equal those recorded before the layout change
+of issue 39 (``tests/results/golden.py`` records and documents them), and results saved
+by that code still load.
+
+Here floats agree to 1e-9 (relative) and supports and routes exactly, so that another
+CPU's BLAS kernels cannot fail the test; ``NEGDRO_GOLDEN_EXACT=1`` (or ``python
+tests/results/golden.py check``) asks for equality to the last bit, which a refactor on
+the recording machine must keep.
+"""
+
+import json
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+from negdro_stats import NegDROResults, load
+
+from .results import golden
+
+RESULTS = golden.PATH.parent
+
+
+def test_outputs_equal_the_recorded_ones():
+    rtol = 0.0 if os.environ.get("NEGDRO_GOLDEN_EXACT") == "1" else 1e-9
+    diffs = golden.compare(golden.outputs(), json.loads(golden.PATH.read_text()), rtol=rtol)
+    assert not diffs, "\n".join(diffs)
+
+
+def test_the_comparison_sees_a_changed_bit():
+    recorded = json.loads(golden.PATH.read_text())
+    changed = json.loads(golden.PATH.read_text())
+    changed["eq33"]["params"][0] = np.nextafter(changed["eq33"]["params"][0], 1.0)
+    changed["sachs"]["support"] = changed["sachs"]["support"][1:]
+    assert len(golden.compare(changed, recorded)) == 2
+    assert golden.compare(changed, recorded, rtol=1e-9) == [
+        f"sachs.support: {changed['sachs']['support']} != {recorded['sachs']['support']}"]
+
+
+@pytest.mark.parametrize("name", ["saved_before_issue39.pkl",
+                                  "saved_before_issue39_deferred.pkl"])
+def test_results_saved_before_the_move_load(name):
+    """Files saved by the flat layout (class paths such as ``negdro_stats.solvers``) load,
+    and give the same estimate and bootstrap intervals (the deferred one runs now)."""
+    want = json.loads((RESULTS / "saved_before_issue39.json").read_text())
+    key = "deferred_" if "deferred" in name else ""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)      # no old path is used
+        warnings.filterwarnings("ignore", "was saved by negdro_stats")
+        res = load(RESULTS / name)
+        assert isinstance(res, NegDROResults)
+        np.testing.assert_allclose(res.params.to_numpy(), want[key + "params"], rtol=1e-12)
+        np.testing.assert_allclose(res.conf_int().to_numpy().ravel(), want[key + "boot"],
+                                   rtol=1e-9)
