@@ -10,9 +10,11 @@ from sphinx.util import logging
 sys.path.insert(0, os.path.abspath(".."))
 sys.path.insert(0, os.path.abspath("_ext"))
 
+from negdro_stats._version import __version__  # noqa: E402  (the one home of the version)
+
 project = "negdro_stats"
 author = "negdro_stats developers"
-release = "0.1.0"
+release = __version__
 
 extensions = [
     "sphinx.ext.autodoc",

@@ -6,6 +6,7 @@
 """
 
 from . import datasets, planning, simulate, studies
+from ._version import __version__  # noqa: F401  (re-exported)
 from .baselines import BaselineResult, fit_baseline
 from .data import MultiEnvData
 from .design import DesignReport, Intervention, InterventionAdvice, LinearSEM
@@ -74,7 +75,6 @@ __all__ = [
     "SubsetCapError",
     "NegDRORegressor",
 ]
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str):

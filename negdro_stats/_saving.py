@@ -4,7 +4,6 @@ pyarrow types their values pickle as (so a crafted file cannot run code)."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import pickle
 from typing import Any
@@ -13,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ._validation import warn_user
+from ._version import __version__
 from .exceptions import DataError, DataWarning
 
 __all__ = ["Saveable", "load"]
@@ -43,7 +43,7 @@ class Saveable:
         except OSError as exc:
             raise DataError(f"Could not save to path={str(path)!r}: {exc}") from exc
         with os.fdopen(fd, "wb") as f:
-            pickle.dump({"negdro_stats": _version(), "results": self}, f,
+            pickle.dump({"negdro_stats": __version__, "results": self}, f,
                         protocol=pickle.HIGHEST_PROTOCOL)
 
     @classmethod
@@ -133,15 +133,8 @@ def load(path: str | os.PathLike, kind: type | None = None) -> Any:
     if not (isinstance(payload, dict) and isinstance(payload.get("results"), kind)):
         raise DataError(f"path={str(path)!r} does not hold {kind.__name__.lstrip('_')} "
                         "saved by negdro_stats' save().")
-    if payload.get("negdro_stats") != _version():
+    if payload.get("negdro_stats") != __version__:
         warn_user(f"{str(path)!r} was saved by negdro_stats {payload.get('negdro_stats')}; "
-                  f"this is {_version()}: check the results before relying on them.",
+                  f"this is {__version__}: check the results before relying on them.",
                   DataWarning)
     return payload["results"]
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("negdro-stats")
-    except importlib.metadata.PackageNotFoundError:          # run from a source tree
-        return "unknown"

@@ -1,4 +1,4 @@
-"""Argument checks with one message template (see STYLE.md).
+"""Argument checks with one message template (docs/design.rst, "Messages").
 
 "The 'gamma' parameter of NegDRO must be a float in the range [0, inf). Got -1 instead."
 """

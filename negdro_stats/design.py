@@ -396,7 +396,7 @@ class LinearSEM:
         By (I - B)^{-1}, ``X = G^T (B_YX eps_Y + eps_X)``, so
         ``E[eps_Y X] = G^T (sigma_Y^2 B_YX + E[eta_Y eta_X])`` and
         ``h = -(sigma_Y^2 B_YX + E[eta_Y eta_X])``.  The printed proof has a sign error in
-        the lower-left block of (I - B)^{-1}; see DESIGN.md's errata.
+        the lower-left block of (I - B)^{-1}; see the errata in docs/design.rst.
         """
         self._require_additive("h")
         return -(self.Omega[0, 0] * self.B[1:, 0] + self.Omega[0, 1:])

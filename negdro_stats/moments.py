@@ -1,4 +1,4 @@
-"""Per-environment moments: the one currency of the package (DESIGN.md).
+"""Per-environment moments: the one currency of the package (docs/design.rst).
 
 The squared-error risk of a linear predictor is quadratic in ``b``, so every quantity in
 the paper is a function of, per environment ``e``,

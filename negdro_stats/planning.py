@@ -11,7 +11,7 @@ data will show the identification margin (the bootstrap lower bound of
 :meth:`SamplePlan.required_n` inverts them.
 
 Fast path (``draw="moments"``).  The estimator only sees per-environment moments
-(DESIGN.md), so a replicate needs no rows.  For Gaussian rows with mean ``mu_e`` and
+(docs/design.rst), so a replicate needs no rows.  For Gaussian rows with mean ``mu_e`` and
 covariance ``C_e = F F^T`` the sample mean and the centred scatter of ``n`` rows are
 independent,
 

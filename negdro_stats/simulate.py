@@ -3,7 +3,7 @@
 - :func:`example2`: eq. (6), two environments differing in the covariate noise level.
 - :func:`example3`: Section 5.2, limited / weak / strong intervention regimes.
 - :func:`eq33`: Section 6, eq. (33), four environments, any ``p >= 5``, in the text's
-  variant or the variant of the authors' public code (DESIGN.md errata).
+  variant or the variant of the authors' public code (the errata in docs/design.rst).
 - :func:`appendix_f2`: Appendix F.2, a hidden confounder whose loading on ``X1``
   depends on the environment (simulated as written; not additive in the sense of (12)).
 

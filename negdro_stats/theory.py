@@ -8,7 +8,7 @@ counterexample is a design (and ``b``, ``w``, ``gamma`` where relevant) for whic
 premise holds and the conclusion does not; :mod:`negdro_stats.testing` supplies the
 hypothesis strategies that search for one.
 
-The statements follow the paper with its errata corrected (DESIGN.md): Lemma 1 with
+The statements follow the paper with its errata corrected (docs/design.rst): Lemma 1 with
 ``E[eps_Y X^e] = -G^T h`` (the printed proof has the opposite sign), ``G^T (H + ...) G``
 as in Lemma 1 (not Section 3.2's ``G (H + ...) G``), and Theorem 4 with the explicit
 constants of its proof (Appendix A.6) instead of the ``lesssim`` of (21).
@@ -162,7 +162,7 @@ def lemma1(sem: LinearSEM, *, tol: float = 1e-9) -> StatementCheck:
     The left side comes from the population moments (``E[X Y] - E[X X^T] beta*``, i.e.
     from ``(I - B)^{-1}`` directly), the right side from the closed forms of ``G`` and
     ``h``.  The proof in the paper prints ``+G^T h``; the sign is corrected here
-    (DESIGN.md errata; Example 2 by hand gives ``E[eps_Y X] = (0, sigma_Y^2)``).
+    (the errata in docs/design.rst; Example 2 by hand gives ``E[eps_Y X] = (0, sigma_Y^2)``).
     The slack is ``tol`` times ``1 + m (1 + ||beta*||_1)``, with ``m`` the largest
     entry of ``E[X X^T]`` and ``E[X Y]`` (the size of the two terms of the left side).
     """

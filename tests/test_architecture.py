@@ -1,4 +1,4 @@
-"""The layering of DESIGN.md, derived from one ranking: a module imports only modules
+"""The layering of the package, derived from one ranking: a module imports only modules
 ranked above it (imports under ``TYPE_CHECKING`` count too; there are no exceptions)."""
 
 import ast
@@ -7,7 +7,7 @@ from pathlib import Path
 import negdro_stats
 
 RANKING = [
-    "_typing", "exceptions", "_validation", "_json", "_saving",   # foundations
+    "_version", "_typing", "exceptions", "_validation", "_json", "_saving",   # foundations
     "fourth",                                  # fourth moments, carried with the moments
     "moments", "sources", "data",              # the currency, its readers, the container
     "objective", "selection", "solvers",       # the maths on moments
