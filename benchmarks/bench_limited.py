@@ -38,9 +38,9 @@ import numpy as np
 import pandas as pd
 
 from negdro_stats import IdentificationWarning, NegDRO, simulate
-from negdro_stats.baselines import fit_baseline
-from negdro_stats.diagnostics import check_condition_4, check_condition_6
 from negdro_stats.exceptions import DataError
+from negdro_stats.identification.conditions import check_condition_4, check_condition_6
+from negdro_stats.peers.baselines import fit_baseline
 
 FAMILIES = ("example3", "half", "confounded", "tunnel")
 

@@ -43,7 +43,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from negdro_stats import NegDRO, simulate
-from negdro_stats.diagnostics import check_condition_1b
+from negdro_stats.identification.conditions import check_condition_1b
 from negdro_stats.planning import SamplePlan, plan_sample_size
 
 DESIGNS = {   # name: (design, grid of n per environment, target error)

@@ -77,10 +77,10 @@ def bench_pass(rows: int, folder: Path) -> dict:
             f"d = ds.dataset('{folder}', format='parquet')\n"
             f"n = 0\nfor b in d.to_batches(columns={cols!r}, batch_size=1 << 20):\n"
             "    n += b.num_rows\n")
-    ours = ("from negdro_stats.data import MultiEnvData",
+    ours = ("from negdro_stats.data.container import MultiEnvData",
             f"MultiEnvData.from_parquet('{folder}', 'env', outcome='Y', verbose=False)\n")
     dask = ("import dask.dataframe as dd, distributed\n"
-            "from negdro_stats.data import MultiEnvData\n"
+            "from negdro_stats.data.container import MultiEnvData\n"
             "cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, "
             "dashboard_address=None)\nclient = distributed.Client(cluster)",
             f"MultiEnvData.from_dask(dd.read_parquet('{folder}'), 'env', outcome='Y')\n")

@@ -69,8 +69,8 @@ import numpy as np
 import pandas as pd
 
 from negdro_stats import Intervention, LinearSEM, Moments, NegDRO, exceptions, simulate
-from negdro_stats.diagnostics import check_condition_1b
-from negdro_stats.selection import Cumulant, InvarianceGMM
+from negdro_stats.estimation.gmm import Cumulant, InvarianceGMM
+from negdro_stats.identification.conditions import check_condition_1b
 
 WEAK = (0.05, 0.1, 0.15)
 FAMILIES = ("large_p", "mean_only", "variance_only", "nongaussian", "intercept",

@@ -7,15 +7,10 @@
 
 from . import datasets, planning, simulate, studies
 from ._version import __version__  # noqa: F401  (re-exported)
-from .baselines import BaselineResult, fit_baseline
-from .data import MultiEnvData
+from .data.container import MultiEnvData
+from .data.moments import MomentAccumulator, Moments
 from .design import DesignReport, Intervention, InterventionAdvice, LinearSEM
-from .diagnostics import (
-    IdentificationResult,
-    check_condition_1b,
-    check_condition_4,
-    check_condition_6,
-)
+from .estimation import SolverOptions
 from .exceptions import (
     BootstrapFailureWarning,
     ConvergenceWarning,
@@ -26,14 +21,19 @@ from .exceptions import (
     SolverError,
     SubsetCapError,
 )
-from .holdout import LOEOResult
-from .inference import BootstrapResult
+from .identification.conditions import (
+    IdentificationResult,
+    check_condition_1b,
+    check_condition_4,
+    check_condition_6,
+)
+from .identification.report import IdentificationReport, RiskInvarianceTest
+from .inference.bootstrap import BootstrapResult
 from .model import NegDRO, diagnose
-from .moments import MomentAccumulator, Moments
+from .peers.baselines import BaselineResult, fit_baseline
+from .peers.holdout import LOEOResult
 from .planning import SamplePlan, plan_sample_size
-from .report import IdentificationReport, RiskInvarianceTest
-from .results import NegDROResults, PathResult, load
-from .solvers import SolverOptions
+from .results.results import NegDROResults, PathResult, load
 
 __all__ = [
     "NegDRO",
@@ -80,7 +80,7 @@ __all__ = [
 def __getattr__(name: str):
     """``NegDRORegressor`` on first use: scikit-learn stays an optional dependency."""
     if name == "NegDRORegressor":
-        from .estimator import NegDRORegressor
+        from .regressor import NegDRORegressor
 
         return NegDRORegressor
     raise AttributeError(f"module 'negdro_stats' has no attribute {name!r}")

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ._moved import new_path
 from ._validation import warn_user
 from ._version import __version__
 from .exceptions import DataError, DataWarning
@@ -102,6 +103,7 @@ class _ResultsUnpickler(pickle.Unpickler):
     ``os.system`` or any other callable."""
 
     def find_class(self, module: str, name: str) -> Any:
+        module = new_path(module, name)                   # saved under 0.1's flat layout
         obj = None
         if module.split(".")[0] in ("negdro_stats", "numpy", "pandas"):
             try:

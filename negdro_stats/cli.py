@@ -45,9 +45,10 @@ import pandas as pd
 
 from . import DataError, LinearSEM, NegDRO, __version__, exceptions, simulate
 from ._json import jsonable
+from ._resampling import DEFAULT_N_RESAMPLE
 from ._validation import did_you_mean
-from .diagnostics import CONDITIONS
-from .sources import FIRST_COLUMN, resolve_columns
+from .data.readers import FIRST_COLUMN, resolve_columns
+from .identification.conditions import CONDITIONS
 
 __all__ = ["main"]
 
@@ -202,7 +203,7 @@ def _header(path: str, sep: str) -> list[str]:
         return next(csv.reader(handle, delimiter=sep), [])
 
 
-#: How the column errors of :func:`~negdro_stats.sources.resolve_columns` name the flags.
+#: How the column errors of :func:`~negdro_stats.data.readers.resolve_columns` name the flags.
 COLUMN_FLAGS = {"env": "--env", "outcome": "--outcome", "covariates": "--covariates"}
 
 
@@ -561,9 +562,9 @@ def _parser() -> argparse.ArgumentParser:
     diagnose = sub.add_parser("diagnose", help="how well do the environments identify "
                                                "beta*? (Condition 1b with uncertainty)")
     _add_data_options(diagnose)
-    diagnose.add_argument("--n-boot", type=_count, default=199,
+    diagnose.add_argument("--n-boot", type=_count, default=DEFAULT_N_RESAMPLE,
                           help="bootstrap resamples for the margin's lower bound (0: none)")
-    diagnose.add_argument("--n-perm", type=_count, default=199,
+    diagnose.add_argument("--n-perm", type=_count, default=DEFAULT_N_RESAMPLE,
                           help="label permutations for the heterogeneity test (0: none)")
     diagnose.add_argument("--alpha", type=float, default=0.05,
                           help="one minus the confidence level of the bound (default 0.05)")

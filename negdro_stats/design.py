@@ -5,7 +5,7 @@ coefficient matrix ``B`` over ``(Y, X_1, ..., X_p)`` (row ``i`` holds the equati
 variable ``i``), the systematic noise ``eta`` with covariance ``Omega`` (hidden
 confounding allowed: ``Omega[0, 1:] != 0``), and per environment an intervention
 ``delta^e`` with a mean and a covariance.  It gives exact population moments in the same
-:class:`~negdro_stats.moments.Moments` container as data, ``beta*``, the quantities
+:class:`~negdro_stats.Moments` container as data, ``beta*``, the quantities
 ``G``, ``H``, ``h`` of Lemma 1, the intervened set ``S_L`` (29) and the outcome's
 children ``D``, and samples.
 
@@ -33,9 +33,9 @@ import pandas as pd
 from ._json import jsonable
 from ._typing import ArrayLike, FloatArray
 from ._validation import check_int, check_rng, did_you_mean
-from .diagnostics import CONDITIONS, IdentificationResult
+from .data.moments import Moments
 from .exceptions import DataError
-from .moments import Moments
+from .identification.conditions import CONDITIONS, IdentificationResult
 
 __all__ = ["DesignReport", "Intervention", "InterventionAdvice", "LinearSEM"]
 
@@ -639,7 +639,7 @@ class DesignReport:
 
     ``identified`` is True when some condition that applies holds: Condition 1b
     (Theorem 3), Condition 4 without hidden confounding (Theorem 6), Condition 6
-    (Theorem 12); see :data:`~negdro_stats.diagnostics.CONDITIONS`.
+    (Theorem 12); see :data:`~negdro_stats.identification.conditions.CONDITIONS`.
 
     Attributes
     ----------

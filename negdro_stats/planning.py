@@ -20,7 +20,7 @@ independent,
 
 so one replicate costs ``|E|`` draws of size ``(p + 1)^2`` whatever ``n``, and the fit is
 the one :meth:`NegDRO.fit <negdro_stats.NegDRO.fit>` runs on rows
-(:func:`~negdro_stats.route.solve`).  On rows, the selection's score covariance adds a
+(:func:`~negdro_stats.estimation.route.solve`).  On rows, the selection's score covariance adds a
 fourth-cumulant term estimated from them; for Gaussian rows that term is pure sampling
 noise, which :func:`cumulant_noise` draws from a few auxiliary rows (leaving it out made
 the fits measurably worse than those on rows: P(error <= 0.05) 0.63 against 0.71 on
@@ -61,18 +61,17 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ._resampling import replicate
 from ._typing import FloatArray, IntArray
 from ._validation import check_int, check_option, check_rng, check_scalar, progress, warn_user
-from .data import MultiEnvData
+from .data.container import MultiEnvData
+from .data.fourth import gaussian_score_cov
+from .data.moments import Moments
 from .design import LinearSEM
-from .diagnostics import DEFAULT_TOL, check_condition_1b
+from .estimation import SolverOptions, solve
 from .exceptions import DataError, DataWarning, SolverError
-from .inference import replicate
-from .moments import Moments
-from .plotting import plot_plan
-from .route import solve
-from .selection import gaussian_score_cov
-from .solvers import SolverOptions
+from .identification.conditions import DEFAULT_TOL, check_condition_1b
+from .results.plotting import plot_plan
 
 __all__ = ["SamplePlan", "cumulant_noise", "plan_sample_size", "sample_moments"]
 
@@ -134,13 +133,13 @@ def cumulant_noise(population: Moments, n: int, rng: np.random.Generator
     """What a fit on ``n`` rows adds to the Gaussian score covariance, for Gaussian rows.
 
     On rows, NegDRO's selection uses ``Var_e(X r)`` estimated from them: the Gaussian
-    form (:func:`~negdro_stats.selection.gaussian_score_cov`) plus a fourth-cumulant
+    form (:func:`~negdro_stats.estimation.gmm.gaussian_score_cov`) plus a fourth-cumulant
     term.  For Gaussian rows that term is sampling noise of order n^-1/2, asymptotically
     independent of the second moments (sample cumulants of different orders are
     uncorrelated for normal data).  It is drawn from ``m = min(n, AUX_ROWS)`` auxiliary
     Gaussian rows per environment and scaled by ``sqrt(m / n)``.  Returns a function of
     the replicate's moments giving the ``score_cov(b, cols)`` that
-    :func:`~negdro_stats.route.solve` takes.
+    :func:`~negdro_stats.estimation.route.solve` takes.
     """
     m = min(n, AUX_ROWS)
     mu, factors = _gaussian_rows(population)
@@ -393,7 +392,7 @@ class SamplePlan:
         """Error quantiles (left) and the probabilities (right) against ``n``, log axes;
         with ``target_error``, the target on the left and ``P(error <= target)`` on the
         right.  Returns the matplotlib ``Figure`` (needs the ``plot`` extra;
-        :func:`negdro_stats.plotting.plot_plan`)."""
+        :func:`negdro_stats.results.plotting.plot_plan`)."""
         if target_error is not None:
             target_error = check_scalar(target_error, "target_error", "SamplePlan.plot",
                                         min_val=0, closed="neither")

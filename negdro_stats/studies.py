@@ -12,11 +12,11 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .baselines import BASELINES, ENUMERATING
 from .design import LinearSEM
 from .exceptions import DataError, SubsetCapError
-from .holdout import fit_method
 from .model import NegDRO
+from .peers.baselines import BASELINES, ENUMERATING
+from .peers.holdout import fit_method
 
 __all__ = ["compare_methods", "METHODS"]
 
@@ -38,12 +38,12 @@ def compare_methods(
 
     For each repetition, sample ``n_per_env`` rows per environment, build the moments once,
     and fit every method on them.  ICP and EILLS enumerate subsets; where they stop at
-    ``max_subsets`` (default :data:`negdro_stats.baselines.MAX_SUBSETS`) they are recorded
+    ``max_subsets`` (default :data:`negdro_stats.peers.baselines.MAX_SUBSETS`) they are recorded
     as ``"capped"`` and skipped for the remaining repetitions (the paper stops them with a
     30-minute limit; a count does not depend on the machine).
     ``options`` maps a method to keyword arguments (default: each method's own, e.g.
     anchor gamma = 5, DRIG gamma = 10 with the first environment as reference, EILLS
-    gamma = 20; :mod:`negdro_stats.baselines`).
+    gamma = 20; :mod:`negdro_stats.peers.baselines`).
 
     Returns a DataFrame with one row per (repetition, method): ``error`` =
     ``||b - beta*||_2`` (NaN if capped or failed), ``seconds``, ``status``.

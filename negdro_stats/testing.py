@@ -36,8 +36,8 @@ except ImportError as err:                                    # pragma: no cover
 
 from . import theory
 from .design import Intervention, LinearSEM
-from .diagnostics import check_condition_1b
 from .exceptions import DataError
+from .identification.conditions import check_condition_1b
 from .theory import (  # noqa: F401 (re-exported: theory.__all__ is part of __all__)
     StatementCheck,
     algorithm3_exactness,

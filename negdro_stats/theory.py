@@ -26,14 +26,12 @@ from typing import Literal
 import numpy as np
 
 from ._typing import ArrayLike, FloatArray
+from .data.moments import Moments
 from .design import LinearSEM
-from .diagnostics import Certificate1a, IdentificationResult, check_condition_1b
+from .estimation import SolverOptions, env_risks, gradient, negative_weight, solve
 from .exceptions import DataError
+from .identification.conditions import Certificate1a, IdentificationResult, check_condition_1b
 from .model import NegDRO
-from .moments import Moments
-from .objective import env_risks, gradient, negative_weight
-from .route import solve
-from .solvers import SolverOptions
 
 __all__ = [
     "StatementCheck",
@@ -276,7 +274,7 @@ def theorem4(sem: LinearSEM, b: ArrayLike, *, gamma: float, mu: float,
     stationary point (``grad Phi_mu(b) = 0``) that radius is
     ``O(1 / (lambda (1 + gamma|E|)) + sqrt(mu / lambda))``, the bound (21).  The last
     term is ``mu (||w0||^2 - ||w_bar||^2) <= mu``.  ``mu`` follows the convention of
-    (19) (counted once), as :func:`negdro_stats.objective.gradient`.  Only ``||G^T h||``
+    (19) (counted once), as :func:`negdro_stats.estimation.objective.gradient`.  Only ``||G^T h||``
     enters, so the sign erratum of Lemma 1 does not change this statement.  The slack is
     ``tol`` times ``1 + radius``.
     """

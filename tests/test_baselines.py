@@ -6,7 +6,7 @@ from numpy.testing import assert_allclose
 from pandas.testing import assert_frame_equal
 
 from negdro_stats import DataError, NegDRO, simulate
-from negdro_stats.baselines import fit_baseline
+from negdro_stats.peers.baselines import fit_baseline
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def test_every_peer_fits_population_moments():
     """Population moments (no row counts): every peer gives finite coefficients (anchor
     once divided by the infinite counts and returned NaN without a word), and anchor at
     gamma = 1 is pooled least squares, as on a sample."""
-    from negdro_stats.baselines import BASELINES
+    from negdro_stats.peers.baselines import BASELINES
 
     mom = simulate.eq33(p=6).moments()
     for name in BASELINES:
@@ -146,7 +146,7 @@ def test_compare_methods_fits_each_method_on_the_same_sample():
 def test_a_new_peer_is_one_registry_entry(monkeypatch):
     """A peer added to BASELINES alone is fitted by fit_baseline, the studies and the
     leave-one-environment-out validation (here: ERM shrunk by half)."""
-    from negdro_stats import baselines
+    from negdro_stats.peers import baselines
     from negdro_stats.studies import compare_methods
 
     monkeypatch.setitem(baselines.BASELINES, "half_erm",

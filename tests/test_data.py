@@ -10,8 +10,8 @@ import pytest
 from numpy.testing import assert_allclose
 
 from negdro_stats import DataError, DataWarning, Moments, NegDRO, SelectionWarning, simulate
-from negdro_stats.data import MultiEnvData
-from negdro_stats.solvers import SolverOptions
+from negdro_stats.data.container import MultiEnvData
+from negdro_stats.estimation.algorithms import SolverOptions
 
 
 @pytest.fixture(scope="module")

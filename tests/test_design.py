@@ -8,7 +8,7 @@ from numpy.testing import assert_allclose
 
 from negdro_stats import DataError, LinearSEM, Moments, NegDRO, simulate
 from negdro_stats import testing as nt
-from negdro_stats.objective import env_risks
+from negdro_stats.estimation.objective import env_risks
 
 
 def test_lemma1_sign_example2_by_hand():

@@ -19,8 +19,8 @@ from negdro_stats import (
     simulate,
 )
 from negdro_stats import testing as nt
-from negdro_stats.route import solve
-from negdro_stats.solvers import SolverOptions
+from negdro_stats.estimation.algorithms import SolverOptions
+from negdro_stats.estimation.route import solve
 
 
 # --------------------------------------------------------------------- known answers
@@ -62,7 +62,7 @@ def test_margin_bounds_bracket_the_sdp(sem, n, seed):
     """relative_margin_bounds (what diagnose() decides most draws with) brackets the
     SDP's margin of a resample, from the weights of the population's or another sample's
     optimum -- with multiple smallest eigenvalues and changed supports too."""
-    from negdro_stats.diagnostics import relative_margin_bounds
+    from negdro_stats.identification.conditions import relative_margin_bounds
 
     w0 = check_condition_1b(sem.moments()).weights
     for k in range(2):
@@ -304,7 +304,7 @@ def test_paper_lambda_is_the_maximum_of_16_in_raw_units():
     import numpy as np
 
     from negdro_stats import simulate
-    from negdro_stats.diagnostics import check_condition_1b
+    from negdro_stats.identification.conditions import check_condition_1b
 
     mom = simulate.eq33(p=6).moments()
     c = check_condition_1b(mom, paper=True)
@@ -327,8 +327,8 @@ def test_a_new_condition_is_one_registry_entry(monkeypatch, tmp_path, capsys):
     import dataclasses
     import json
 
-    from negdro_stats import diagnostics
     from negdro_stats.cli import main
+    from negdro_stats.identification import conditions as diagnostics
 
     def strict(mom, design):
         return dataclasses.replace(check_condition_1b(mom, tol=0.03), condition="1b-strict")

@@ -19,12 +19,12 @@ from sklearn.utils.estimator_checks import check_estimator, parametrize_with_che
 from sklearn.utils.validation import _num_samples  # noqa: E402
 
 from negdro_stats import DataError, IdentificationWarning, NegDRO, simulate  # noqa: E402
-from negdro_stats.estimator import (  # noqa: E402
+from negdro_stats.regressor import (  # noqa: E402
     NegDRORegressor,
     worst_environment_mse,
     worst_environment_scorer,
 )
-from negdro_stats.results import NegDROResults  # noqa: E402
+from negdro_stats.results.results import NegDROResults  # noqa: E402
 
 from .helpers import child_shift_sem  # noqa: E402
 

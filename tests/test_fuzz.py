@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 import negdro_stats
 from negdro_stats import LinearSEM, Moments, NegDRO, exceptions
-from negdro_stats.data import MultiEnvData
+from negdro_stats.data.container import MultiEnvData
 
 SCALE = int(os.environ.get("NEGDRO_FUZZ_SCALE", "1"))
 OUTCOMES: Counter = Counter()

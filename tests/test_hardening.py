@@ -16,8 +16,8 @@ from negdro_stats import (
     SelectionWarning,
     simulate,
 )
-from negdro_stats.data import MultiEnvData
-from negdro_stats.summary import _num
+from negdro_stats.data.container import MultiEnvData
+from negdro_stats.results.summary import _num
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +117,7 @@ def test_path_and_diagnose_arguments(df):
 
 
 def test_simplex_projection_of_huge_and_infinite_risks():
-    from negdro_stats.objective import project_simplex
+    from negdro_stats.estimation.objective import project_simplex
 
     np.testing.assert_allclose(project_simplex(np.array([1e17, 0.0, -3.0])), [1, 0, 0])
     np.testing.assert_allclose(project_simplex(np.array([np.inf, 1.0, np.inf])), [0.5, 0, 0.5])

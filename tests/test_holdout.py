@@ -1,4 +1,4 @@
-"""Leave-one-environment-out validation (NegDRO.validate_loeo, negdro_stats.holdout)."""
+"""Leave-one-environment-out validation (NegDRO.validate_loeo, negdro_stats.peers.holdout)."""
 
 import numpy as np
 import pandas as pd
@@ -7,7 +7,7 @@ from numpy.testing import assert_allclose
 from pandas.testing import assert_frame_equal
 
 from negdro_stats import DataError, NegDRO, simulate
-from negdro_stats.holdout import LOEO_METHODS, LOEOResult
+from negdro_stats.peers.holdout import LOEO_METHODS, LOEOResult
 
 from .helpers import child_shift_sem
 

@@ -30,12 +30,12 @@ def test_the_default_bootstrap_runs_on_first_use(model, monkeypatch, tmp_path):
     bootstrap quantity runs DEFAULT_N_BOOT replicates with the fit's rng, the same draws
     as fit(n_boot=B, rng) gives at once, also after saving and loading the results."""
     from negdro_stats import model as model_module
-    from negdro_stats.results import load
+    from negdro_stats.results.results import load
 
     monkeypatch.setattr(model_module, "DEFAULT_N_BOOT", 8)
     runs = []
-    bootstrap = model_module.NegDRO._bootstrap
-    monkeypatch.setattr(model_module.NegDRO, "_bootstrap",
+    bootstrap = model_module.NegDRO.run_bootstrap
+    monkeypatch.setattr(model_module.NegDRO, "run_bootstrap",
                         lambda self, *a, **k: runs.append(1) or bootstrap(self, *a, **k))
     res = model.fit(rng=3, n_jobs=1)
     text = " ".join(str(res.summary()).split())
@@ -221,9 +221,9 @@ def test_the_one_resampling_loop_spawns_and_counts_failures():
     replicate), numerical failures are None and flagged; diagnose()'s report leaves a
     failed margin out with a warning instead of stopping, and its bound and p-value are
     those of every margin solved (it solves only where the bounds cannot decide)."""
-    from negdro_stats.diagnostics import check_condition_1b
-    from negdro_stats.inference import replicate
-    from negdro_stats.report import identification_report
+    from negdro_stats.identification.conditions import check_condition_1b
+    from negdro_stats.identification.report import identification_report
+    from negdro_stats.inference.bootstrap import replicate
 
     def one(k, child):
         if k % 3 == 2:

@@ -1,6 +1,6 @@
 """Limited interventions (Condition 4): the causes of Y need not be shifted; the default
 reports pooled OLS on the invariant support with the smallest pooled risk
-(negdro_stats.route._invariant_ols) where the environment differences do not determine
+(negdro_stats.estimation.route._invariant_ols) where the environment differences do not determine
 the coefficients."""
 
 import warnings
@@ -11,8 +11,12 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from negdro_stats import IdentificationWarning, NegDRO, simulate
-from negdro_stats.diagnostics import check_condition_1b, check_condition_4, check_condition_6
-from negdro_stats.route import solve
+from negdro_stats.estimation.route import solve
+from negdro_stats.identification.conditions import (
+    check_condition_1b,
+    check_condition_4,
+    check_condition_6,
+)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -43,7 +47,7 @@ def test_population_moments_with_hidden_confounding_give_beta_star(p, n_envs, sh
     support, and Algorithm 3 stopped at a stationary point 0.26-1.2 from beta* in 5 of 9
     such designs where Condition 6 holds.  Where it holds (and 1b fails), the default
     returns beta* (1e-6), by least squares constrained to the moment-invariant set
-    (:func:`negdro_stats.selection.invariant_ls`), and no child of Y."""
+    (:func:`negdro_stats.estimation.gmm.invariant_ls`), and no child of Y."""
     sem = simulate.random_sem(p, n_envs=n_envs, n_parents=min(3, p // 2), n_children=3,
                               intervened=share, shift_downstream=True, confounding=True,
                               rng=seed)

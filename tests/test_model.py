@@ -17,7 +17,7 @@ from negdro_stats import (
     simulate,
 )
 from negdro_stats.cli import main
-from negdro_stats.diagnostics import check_condition_1b
+from negdro_stats.identification.conditions import check_condition_1b
 
 
 @pytest.fixture(scope="module")

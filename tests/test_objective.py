@@ -8,7 +8,7 @@ from numpy.testing import assert_allclose
 
 from negdro_stats import simulate
 from negdro_stats import testing as nt
-from negdro_stats.objective import (
+from negdro_stats.estimation.objective import (
     best_response,
     env_risks,
     gradient,

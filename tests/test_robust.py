@@ -1,4 +1,4 @@
-"""Robust confidence sets by inverting the invariance test (negdro_stats.robust)."""
+"""Robust confidence sets by inverting the invariance test (negdro_stats.inference.robust)."""
 
 import warnings
 
@@ -33,7 +33,7 @@ FOUR = ((0, 0, 0), (2, 0, 0), (0, 2, 0), (0, 0, 2))
 def _statistic_with_cumulant(seed: int):
     """The joint statistic on a standardised sample with a small random non-Gaussian
     part (one the positive-definiteness guard leaves as it is)."""
-    from negdro_stats.robust import _RiskAR
+    from negdro_stats.inference.robust import _RiskAR
 
     mom = NegDRO(_manual(500, 9, FOUR), env="env", outcome="Y").moments
     d, s = mom.scales()
@@ -161,8 +161,8 @@ def test_the_score_statistic_uses_the_gradient_of_the_statistic():
     score covariance in it equals the complex step's (the Gaussian form is a polynomial
     in b, so the step is exact), with and without the risk; K is 0 at the CUE and at
     most AR (the profiled mean)."""
-    from negdro_stats.fourth import gaussian_score_cov, isserlis_parts, score_cov_derivative
-    from negdro_stats.robust import _RiskAR
+    from negdro_stats.data.fourth import gaussian_score_cov, isserlis_parts, score_cov_derivative
+    from negdro_stats.inference.robust import _RiskAR
 
     ar = _statistic_with_cumulant(seed=1)
     every = np.arange(3)
@@ -271,7 +271,7 @@ def test_score_covariance_with_the_residual_from_rows_and_fourth_moments():
     import copy
     from dataclasses import replace
 
-    from negdro_stats.fourth import RESIDUAL
+    from negdro_stats.data.fourth import RESIDUAL
 
     df = _manual(400, 3, FOUR)
     data = NegDRO(df, env="env", outcome="Y", fit_intercept=True).data

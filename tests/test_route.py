@@ -1,4 +1,4 @@
-"""The default estimator on moments (negdro_stats.route): selection at any p, the rank
+"""The default estimator on moments (negdro_stats.estimation.route): selection at any p, the rank
 test that says when the environments do not decide, and the intercept profiled by
 pooled centring."""
 
@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from negdro_stats import IdentificationWarning, NegDRO, simulate
-from negdro_stats.route import instrument_budget, rank_test, solve
-from negdro_stats.selection import Cumulant, InvarianceGMM
-from negdro_stats.solvers import SolverOptions
+from negdro_stats.estimation.algorithms import SolverOptions
+from negdro_stats.estimation.gmm import Cumulant, InvarianceGMM
+from negdro_stats.estimation.route import instrument_budget, rank_test, solve
 
 
 def _shifted(mom, j, c):
@@ -253,7 +253,7 @@ def test_a_replicate_runs_algorithm_3_only_where_its_route_uses_it(
     """A bootstrap replicate (the sample's ``route`` given) gets the same coefficients
     and support whether Algorithm 3 runs first (the sample's order) or on demand, and
     it runs only where the route uses Algorithm 3's support or fit."""
-    from negdro_stats import route as route_module
+    from negdro_stats.estimation import route as route_module
 
     model = NegDRO(design.sample(2000, rng=3), env="env", outcome="Y")
     with warnings.catch_warnings():

@@ -1,5 +1,5 @@
 """statsmodels names on the results: cov_params, tvalues, pvalues, resid, fittedvalues
-(negdro_stats.sandwich), and conf_int's alpha."""
+(negdro_stats.inference.sandwich), and conf_int's alpha."""
 
 import warnings
 

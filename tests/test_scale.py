@@ -8,7 +8,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 from negdro_stats import NegDRO, simulate
-from negdro_stats.data import MultiEnvData
+from negdro_stats.data.container import MultiEnvData
 
 pytest.importorskip("pyarrow")
 
@@ -99,7 +99,7 @@ def test_offsets_of_1e9_keep_moments_accurate(tmp_path):
     blocks; such a column cannot be fitted on raw moments (its variation is below the
     rounding of E[X^2]), and a Parquet fit says so instead of calling it anything else."""
     from negdro_stats import DataError
-    from negdro_stats.moments import BlockAccumulator
+    from negdro_stats.data.moments import BlockAccumulator
 
     rng = np.random.default_rng(3)
     df = pd.DataFrame({"Y": rng.normal(size=4000), "X1": 1e9 + rng.normal(size=4000),
@@ -148,7 +148,7 @@ def test_small_environments_resample_their_non_empty_blocks(frame):
         for mom in (data.resample(rng), data.permute(rng)):
             assert np.isfinite(mom.Sigma).all() and (mom.n > 0).all()
     from negdro_stats import DataError
-    from negdro_stats.moments import block_of
+    from negdro_stats.data.moments import block_of
 
     rest, two = frame[frame.env != 4], frame[frame.env == 4].head(2)
     drawn = block_of(np.arange(len(rest), len(rest) + 200), 50)   # the tail's blocks
@@ -185,7 +185,7 @@ def test_blocks_do_not_depend_on_how_rows_are_split():
     spread over them like any others (a hash of the values put them in one block)."""
     from scipy import stats
 
-    from negdro_stats.moments import BlockAccumulator, block_of
+    from negdro_stats.data.moments import BlockAccumulator, block_of
 
     rng = np.random.default_rng(5)
     X, y = rng.normal(size=(60_000, 3)), rng.normal(size=60_000)

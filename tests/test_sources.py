@@ -2,7 +2,7 @@
 
 The selection's tests weight the invariance conditions by the rows' score covariances,
 which need fourth moments; every source carries them through its one pass
-(:mod:`negdro_stats.fourth`), so a frame, arrays, a formula, polars, pyarrow, a CSV
+(:mod:`negdro_stats.data.fourth`), so a frame, arrays, a formula, polars, pyarrow, a CSV
 stream, Parquet (file, directory, glob), Dask, in-memory blocks and ``from_moments`` on
 any of their moments agree -- on non-Gaussian rows too, where the Gaussian form of the
 score covariance (what the moments-only paths used before) changed the selected support.
@@ -18,10 +18,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from negdro_stats import DataError, DataWarning, Moments, NegDRO, fourth, simulate
-from negdro_stats.data import MultiEnvData
-from negdro_stats.fourth import FourthAccumulator
-from negdro_stats.moments import SAMPLE_SEED, splitmix
+from negdro_stats import DataError, DataWarning, Moments, NegDRO, simulate
+from negdro_stats.data import fourth
+from negdro_stats.data.container import MultiEnvData
+from negdro_stats.data.fourth import FourthAccumulator
+from negdro_stats.data.moments import SAMPLE_SEED, splitmix
 
 pa = pytest.importorskip("pyarrow")
 pl = pytest.importorskip("polars")

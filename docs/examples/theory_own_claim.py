@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from negdro_stats import testing as nt
-from negdro_stats.objective import env_risks
+from negdro_stats.estimation.objective import env_risks
 
 
 @settings(max_examples=50, deadline=None)

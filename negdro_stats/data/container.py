@@ -1,8 +1,8 @@
 """The data layer: every source of multi-environment data ends in :class:`MultiEnvData`.
 
-The readers (:mod:`negdro_stats.sources`: a DataFrame, arrays, a formula, CSV, Parquet,
+The readers (:mod:`negdro_stats.data.readers`: a DataFrame, arrays, a formula, CSV, Parquet,
 Dask) give one pass over a source's rows; here that pass, or precomputed
-:class:`~negdro_stats.moments.Moments`, becomes validated data, once (the intercept,
+:class:`~negdro_stats.Moments`, becomes validated data, once (the intercept,
 constant and collinear covariates, environment sizes).  The rows stay reachable for what
 needs them, through one small set of methods: residual sums (the equal-risk test), score
 covariances (the selection's fourth-cumulant term) and the only resampling code of the
@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ._typing import ArrayLike, FloatArray
-from ._validation import check_bool, check_option, few, warn_user
-from .exceptions import DataError, DataWarning
+from .._typing import ArrayLike, FloatArray
+from .._validation import check_bool, check_option, few, warn_user
+from ..exceptions import DataError, DataWarning
 from .fourth import RESIDUAL, gaussian_score_cov
 from .moments import DEFAULT_BLOCKS, EXACT_FIT, BlockMoments, Moments
-from .sources import (
+from .readers import (
     MISSING,
     Read,
     Rows,
@@ -138,7 +138,7 @@ class MultiEnvData:
     def from_moments(cls, moments: Moments, *, fit_intercept: bool | None = None
                      ) -> MultiEnvData:
         """Per-environment moments computed elsewhere (population moments of a design, or
-        :class:`~negdro_stats.moments.MomentAccumulator` on a stream); no rows.
+        :class:`~negdro_stats.MomentAccumulator` on a stream); no rows.
 
         A covariate that is the constant 1 in every environment (``model.moments`` of a
         model with an intercept ends with one, ``const``) is the intercept: by default
@@ -385,7 +385,7 @@ class MultiEnvData:
         """Per environment the risk ``R_e(b)`` (mean of ``r^2``, ``r = y - b^T x``, ``b`` in
         model order with the intercept) and the variance of its estimate,
         ``Var_e(r^2) / n_e``: from the fourth moments where the moments carry them (every
-        source up to :data:`~negdro_stats.fourth.MAX_P` covariates), else from the rows
+        source up to :data:`~negdro_stats.data.fourth.MAX_P` covariates), else from the rows
         (one chunked pass); from blocks only, the between-block variance of the block
         risks (ratio-estimator form, ``K / (K - 1)`` corrected)."""
         E, fourth = self.moments.n_envs, self.moments.fourth
@@ -418,10 +418,10 @@ class MultiEnvData:
     def score_cov(self, b: FloatArray, cols: ArrayLike | None = None) -> FloatArray:
         """Per environment ``Var_e(x_cols r)``, ``r = y - b^T x``, for the columns ``cols``
         of the model's covariates (the constant included; all by default; a column
-        :data:`~negdro_stats.fourth.RESIDUAL` stands for ``r``, whose ``x r`` is
+        :data:`~negdro_stats.data.fourth.RESIDUAL` stands for ``r``, whose ``x r`` is
         ``r^2``): ``(E, |cols|, |cols|)``.  From the fourth moments where the moments carry them
         (:attr:`has_score_cov`), else from the rows, one chunk at a time.  With neither
-        (population moments; more than :data:`~negdro_stats.fourth.MAX_P` covariates from
+        (population moments; more than :data:`~negdro_stats.data.fourth.MAX_P` covariates from
         Parquet or Dask) the selection uses the Gaussian form of this covariance (no
         fourth-cumulant term; a between-block estimate, with K - 1 degrees of freedom for
         up to 30 columns, moved the J tests far more than the term it estimates)."""
@@ -635,7 +635,7 @@ def _check_outcome_not_determined(check: Moments) -> None:
     """Warn of an outcome that the covariates give exactly (a covariate that copies or
     rescales it, e.g. ``Xc = 2 Y``): every residual is 0, so no test of invariance has a
     variance to compare with (the default fit reports that exact fit;
-    :func:`negdro_stats.route.exact_fit`, the same decision)."""
+    :func:`negdro_stats.estimation.route.exact_fit`, the same decision)."""
     unexplained, b = check.unexplained()
     if unexplained > EXACT_FIT:
         return

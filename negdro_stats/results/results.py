@@ -1,6 +1,6 @@
 """Results of :meth:`NegDRO.fit`, statsmodels style: coefficients, standard errors (analytic,
 and the bootstrap's on first use), intervals (robust and bootstrap), JSON, plots; the
-``Summary`` as text/HTML/LaTeX is built by :mod:`negdro_stats.summary` (imported on the
+``Summary`` as text/HTML/LaTeX is built by :mod:`negdro_stats.results.summary` (imported on the
 first ``summary()``), saving and loading are in :mod:`negdro_stats._saving`.
 """
 
@@ -14,19 +14,17 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ._json import jsonable
-from ._saving import Saveable, load
-from ._typing import ArrayLike, FloatArray
-from ._validation import check_option, check_scalar, generator_from_state
-from .data import intercept_index
-from .diagnostics import IdentificationResult
-from .exceptions import DataError
-from .inference import CI_METHODS, BootstrapResult
-from .moments import Moments
-from .report import RiskInvarianceTest
-from .robust import ROBUST_TABLE_MAX_P, RobustSet, robust_set
-from .sandwich import refit_cov
-from .solvers import REFIT_LABELS, SolverOutput
+from .._json import jsonable
+from .._saving import Saveable, load
+from .._typing import ArrayLike, FloatArray
+from .._validation import check_option, check_scalar, generator_from_state
+from ..estimation import REFIT_LABELS, SolverOutput
+from ..exceptions import DataError
+from ..identification.conditions import IdentificationResult
+from ..identification.report import RiskInvarianceTest
+from ..inference.bootstrap import CI_METHODS, BootstrapResult
+from ..inference.robust import ROBUST_TABLE_MAX_P, RobustSet, robust_set
+from ..inference.sandwich import refit_cov
 
 if TYPE_CHECKING:
     from .summary import NegDROSummary
@@ -55,7 +53,9 @@ class NegDROResults(Saveable):
     endog_name : str
         The outcome's name.
     fit_intercept : bool
-        Whether the last coefficient is an intercept (``const``).
+        Whether the model has an intercept (``const``).
+    intercept : int or None
+        The intercept's position among the coefficients (None without one).
     can_resample : bool
         False for a model built from moments alone (no rows or blocks: no bootstrap, no
         ``diagnose()``).
@@ -100,8 +100,8 @@ class NegDROResults(Saveable):
         the OLS-versus-GMM contrast, the route and why (``solver.selection``).
     """
 
-    def __init__(self, *, model: Any, moments: Moments, solver: SolverOutput,
-                 fit_intercept: bool = False,
+    def __init__(self, *, model: Any, moments: Any, solver: SolverOutput,
+                 intercept: int | None = None,
                  can_resample: bool = True,
                  identification: IdentificationResult | Callable[[], IdentificationResult]
                  | None = None,
@@ -113,7 +113,8 @@ class NegDROResults(Saveable):
         d, s_y = moments.scales()
         self.model = model
         self.endog_name = moments.outcome
-        self.fit_intercept = bool(fit_intercept)
+        self.intercept = intercept
+        self.fit_intercept = intercept is not None
         self.can_resample = bool(can_resample)
         self.population = moments.source == "population"
         self.solver = solver
@@ -132,6 +133,12 @@ class NegDROResults(Saveable):
         self.grad_norm = solver.grad_norm
         self.converged = solver.converged
         self.n_iter = solver.n_iter
+
+    def __setstate__(self, state: dict) -> None:
+        # results saved by 0.1 keep no intercept position: there it was the last coefficient
+        if "intercept" not in state:
+            state["intercept"] = len(state["params"]) - 1 if state["fit_intercept"] else None
+        self.__dict__.update(state)
 
     @property
     def mean_left_out(self) -> bool:
@@ -163,8 +170,8 @@ class NegDROResults(Saveable):
     def _run_deferred(self) -> None:
         if self._deferred is not None:                   # (the fit's rng, as plain data)
             rng = generator_from_state(self._deferred["rng"])
-            self._bootstrap = self.model._bootstrap(self.solver, **{**self._deferred,
-                                                                    "rng": rng})
+            self._bootstrap = self.model.run_bootstrap(self.solver, **{**self._deferred,
+                                                                       "rng": rng})
             self._deferred = None
 
     @property
@@ -227,7 +234,7 @@ class NegDROResults(Saveable):
 
         ``kind="bootstrap"`` (default): ``method`` is ``"percentile"`` (default),
         ``"basic"`` or ``"normal"``; see
-        :meth:`negdro_stats.inference.BootstrapResult.interval`.  NaN without a bootstrap.
+        :meth:`negdro_stats.BootstrapResult.interval`.  NaN without a bootstrap.
         A coefficient the environments do not determine (:attr:`undetermined`, route
         ``"not identified"``) gets ``(-inf, inf)``: the data are consistent with any value
         of it, so a bootstrap of the reported fit would only show that fit's noise.
@@ -260,11 +267,11 @@ class NegDROResults(Saveable):
         return refit_cov(self.model.moments, self.params.to_numpy(),
                          self.support.to_numpy(), self.solver.refit,
                          selection=self.selection, score_cov=self._score_cov(),
-                         const=intercept_index(self.params.size, self.fit_intercept))
+                         const=self.intercept)
 
     def cov_params(self) -> pd.DataFrame:
         """Analytic covariance of the coefficients **conditional on the selected
-        support** (:mod:`negdro_stats.sandwich`): White's HC0 sandwich for pooled OLS,
+        support** (:mod:`negdro_stats.inference.sandwich`): White's HC0 sandwich for pooled OLS,
         the inverse information for the invariance GMM; NaN outside the support and
         for the other refits.  It ignores that the support was chosen from the same
         data: the robust p-values (:attr:`robust_pvalues`) do not.  ``cov_method``
@@ -312,7 +319,7 @@ class NegDROResults(Saveable):
 
     def robust_set(self, alpha: float = 0.05, test: str = "kj") -> RobustSet:
         """The confidence set of ``beta*`` by inverting the invariance test of every
-        covariate's residual moments (:mod:`negdro_stats.robust`): its coverage does not
+        covariate's residual moments (:mod:`negdro_stats.inference.robust`): its coverage does not
         depend on how strongly the environments identify ``beta*``; it is unbounded along
         what they leave undetermined and empty when no invariant linear model fits.
         Computed on first use for each ``alpha`` (its intervals on first use of them):
@@ -320,13 +327,13 @@ class NegDROResults(Saveable):
         p = 10), a few in all where no interval is bounded.  ``test``: the subvector
         test of the intervals and p-values, Kleibergen's KJ (``"kj"``, default: about the
         efficient GMM's Wald interval where ``beta*`` is identified) or Anderson-Rubin's
-        (``"ar"``, wider there; see :class:`~negdro_stats.robust.RobustSet`)."""
+        (``"ar"``, wider there; see :class:`~negdro_stats.inference.robust.RobustSet`)."""
         cache = self.__dict__.setdefault("_robust_sets", {})
         if (alpha, test) not in cache:
             cache[alpha, test] = robust_set(
                 self.model.moments, self.params.to_numpy(), alpha=alpha,
                 score_cov=self._score_cov(), test=test,
-                const=intercept_index(self.params.size, self.fit_intercept))
+                const=self.intercept)
         return cache[alpha, test]
 
     @property
@@ -366,7 +373,7 @@ class NegDROResults(Saveable):
 
     @property
     def settings(self) -> dict:
-        """The solver settings used (:class:`~negdro_stats.solvers.SolverOptions`, with the
+        """The solver settings used (:class:`~negdro_stats.SolverOptions`, with the
         defaults resolved from the data filled in): gamma, method, inner, mu, tau, ..."""
         return self.solver.options.as_dict()
 

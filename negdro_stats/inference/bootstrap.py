@@ -2,7 +2,7 @@
 
 Each replicate draws, in every environment, ``n_e`` rows with replacement from that
 environment's rows (so every ``n_e`` is kept; :meth:`MultiEnvData.resample
-<negdro_stats.data.MultiEnvData.resample>`, the package's one resampler, rebuilds the
+<negdro_stats.MultiEnvData.resample>`, the package's one resampler, rebuilds the
 moments from multinomial counts) and re-runs the same estimator with the same settings on
 them.  Replicates use independent child generators
 spawned from the user's ``rng``, so the draws are the same whatever the number of worker
@@ -12,25 +12,22 @@ threads; BLAS is held to one thread per worker while workers run in parallel.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Literal
 
 import numpy as np
 from scipy import stats
-from threadpoolctl import threadpool_limits
 
-from ._typing import FloatArray
-from ._validation import warn_user
-from .exceptions import BootstrapFailureWarning
-from .moments import Moments
-from .solvers import SolverOutput
+from .._resampling import replicate
+from .._typing import FloatArray
+from .._validation import warn_user
+from ..data.moments import Moments
+from ..estimation import SolverOutput
+from ..exceptions import BootstrapFailureWarning
 
-__all__ = ["BootstrapResult", "CI_METHODS", "SHOWN_FREQ", "bootstrap", "replicate"]
+__all__ = ["BootstrapResult", "CI_METHODS", "SHOWN_FREQ", "bootstrap"]
 
-T = TypeVar("T")
 CI_METHODS = ("percentile", "basic", "normal")
-DEFAULT_N_BOOT = 200  # replicates of the default bootstrap (run on first use)
 SHOWN_FREQ = 0.1    # summaries and plots show a covariate selected or kept this often
 
 
@@ -99,33 +96,6 @@ class BootstrapResult:
         z = stats.norm.ppf(1 - alpha / 2)
         se = self.standard_error()
         return estimate - z * se, estimate + z * se
-
-
-def replicate(one: Callable[[int, np.random.Generator], T], n: int,
-              rng: np.random.Generator, *, n_jobs: int = 1,
-              progress: Callable | None = None) -> tuple[list[T | None], np.ndarray]:
-    """The package's one resampling loop: ``one(k, child_k)`` for ``k < n``, each with its
-    own generator spawned from ``rng`` (the same draws whatever ``n_jobs``; BLAS held to
-    one thread per worker when ``n_jobs > 1``).  A replicate that raises a numerical error
-    (``LinAlgError``, ``ValueError``, ``ArithmeticError``) fails: its result is None and
-    its entry of the returned boolean mask True.  ``progress`` wraps the iteration (a
-    progress bar)."""
-    children = rng.spawn(n)
-
-    def run(k: int):
-        try:
-            return one(k, children[k]), False
-        except (np.linalg.LinAlgError, ValueError, ArithmeticError):
-            return None, True
-
-    steps = range(n)
-    if n_jobs > 1:
-        with threadpool_limits(limits=1), ThreadPoolExecutor(max_workers=n_jobs) as pool:
-            results = pool.map(run, steps)
-            results = list(progress(results) if progress is not None else results)
-    else:
-        results = [run(k) for k in (progress(steps) if progress is not None else steps)]
-    return [r for r, _ in results], np.array([f for _, f in results], dtype=bool)
 
 
 def bootstrap(

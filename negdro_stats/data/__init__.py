@@ -1,0 +1,17 @@
+"""The data stage: every source of multi-environment data ends in per-environment moments.
+
+- :mod:`.moments`: the one currency (:class:`Moments`, block moments, the exact merge);
+- :mod:`.fourth`: the fourth moments carried with them (a sample of rows);
+- :mod:`.readers`: every reader (frames, arrays, formulas, CSV, Parquet, Dask) and the
+  one NaN policy; the CLI reads files through them too;
+- :mod:`.container`: :class:`MultiEnvData`, the container a model holds (labels, the
+  intercept's one home, resampling).
+
+Imports only the foundations (``_typing``, ``_validation``, ``exceptions``).
+"""
+
+from .container import MISSING, MultiEnvData, intercept_index, split_intercept
+from .moments import MomentAccumulator, Moments
+
+__all__ = ["MultiEnvData", "MISSING", "intercept_index", "split_intercept", "Moments",
+           "MomentAccumulator"]

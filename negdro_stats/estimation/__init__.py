@@ -1,0 +1,31 @@
+"""The estimation stage: NegDRO on per-environment moments.
+
+- :mod:`.objective`: the risks, Phi (17) and Phi_mu (19), their gradients;
+- :mod:`.algorithms`: the paper's Algorithms 1, 2 and 3, the options and the output;
+- :mod:`.gmm`: the invariance GMM (Lemma 1) and the support walk;
+- :mod:`.route`: the default route (standardise, rank test, choose) and :func:`solve`,
+  the one entry point that every caller uses to fit moments.
+
+Imports the foundations, :mod:`negdro_stats.data` and
+:mod:`negdro_stats.identification`.  Its ``__all__`` is what later stages may import.
+"""
+
+from .algorithms import REFIT_LABELS, SolverOptions, SolverOutput
+from .gmm import (
+    N_POPULATION,
+    Cumulant,
+    InvarianceGMM,
+    SelectionReport,
+    inv_psd,
+    score_weights,
+    with_cumulant,
+)
+from .objective import env_risks, gradient, negative_weight, objective
+from .route import centred_problem, instrument_budget, most_heterogeneous, solve, standardised_cov
+
+__all__ = [
+    "solve", "SolverOptions", "SolverOutput", "SelectionReport", "REFIT_LABELS",
+    "env_risks", "gradient", "negative_weight", "objective",
+    "InvarianceGMM", "Cumulant", "N_POPULATION", "inv_psd", "score_weights", "with_cumulant",
+    "centred_problem", "standardised_cov", "instrument_budget", "most_heterogeneous",
+]

@@ -1,0 +1,15 @@
+"""The inference stage: the stratified bootstrap of the whole estimator
+(:mod:`.bootstrap`), confidence sets by inverting the invariance test (:mod:`.robust`)
+and the analytic covariance of the refit (:mod:`.sandwich`).
+
+Imports the foundations, :mod:`negdro_stats.data`, and only the public names of
+:mod:`negdro_stats.estimation` (its ``__all__``).
+"""
+
+from .._resampling import replicate  # noqa: F401  (0.1's inference.replicate)
+from .bootstrap import CI_METHODS, SHOWN_FREQ, BootstrapResult, bootstrap
+from .robust import RobustSet, robust_set
+from .sandwich import refit_cov
+
+__all__ = ["BootstrapResult", "CI_METHODS", "SHOWN_FREQ", "bootstrap", "RobustSet",
+           "robust_set", "refit_cov"]

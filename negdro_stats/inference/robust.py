@@ -1,0 +1,751 @@
+"""Confidence sets for beta* by inverting the invariance test (weak-identification robust).
+
+At ``beta*`` the residual moments ``g_e(b) = E_e[X (Y - b^T X)]`` of *every* covariate
+(Lemma 1) and the risks ``h_e(b) = E_e[(Y - b^T X)^2]`` are the same in every
+environment, with or without hidden confounding, however weak the interventions.  The
+Anderson-Rubin-type statistic of these equations at a fixed ``b`` (no parameter
+estimated: the continuously updated criterion with the score covariances
+``V_e(b) = Var_e((X r, r^2))`` evaluated at ``b``, :class:`_RiskAR`), with
+``m_e(b) = (g_e(b), h_e(b))``,
+
+    AR(b) = min_m sum_e n_e (m_e(b) - m)^T V_e(b)^{-1} (m_e(b) - m)  ~  chi2((|E| - 1)(p + 1))
+
+at ``b = beta*``, whatever the strength of identification.  The joint set
+``{b : AR(b) <= chi2_{1 - alpha}((|E| - 1)(p + 1))}`` therefore covers ``beta*`` with
+probability ``1 - alpha`` in large samples; it is bounded where the environments
+identify ``beta*``, unbounded in the directions they leave undetermined, and empty when
+no ``b`` makes the moments and the risks invariant (then no invariant linear model is
+consistent with the data: interventions on the outcome, its noise scaled in some
+environment, a missing cause).  It is empty exactly when the least ``AR`` exceeds that
+quantile.
+
+Per coefficient, the subvector statistic profiles out the others,
+``AR_j(beta_0) = min_{b: b_j = beta_0} AR(b)`` (the CUE with ``Y - beta_0 X_j`` as the
+outcome), referred to ``chi2((|E| - 1)(p + 1) - (p - 1))``: the plug-in subvector
+Anderson-Rubin test of Guggenberger, Kleibergen, Mavroeidis and Chen (2012), which keeps
+its size when the nuisance coefficients are weakly identified (proved there for
+conditionally homoskedastic moments; the benchmark measures it here).  Its many degrees
+of freedom make it wide where ``beta*`` is identified (2.6x the bootstrap's intervals
+where the efficient GMM's Wald interval is 1.7x), so by default (``test="kj"``) the
+intervals invert Kleibergen's KJ test: the score statistic ``K_j`` at the restricted CUE
+(``chi2(1)``, :meth:`_RiskAR.score_statistic`) at level ``0.8 alpha`` and the rest
+``J_j = AR_j - K_j`` (``chi2(df_sub - 1)``) at ``0.2 alpha`` (:class:`_Subvector`).  The
+interval of ``b_j`` is the hull of the ``beta_0`` where the test does not reject.
+
+``AR`` is unchanged when the residual ``theta^T (Y, X)`` is scaled, so far out every
+profile tends to one value ``A``, the least ``AR`` over the directions ``theta = (0, v)``
+(and no profile exceeds it): where ``A`` is below the quantile, every interval is the
+whole line (3-6 fits in all).  Otherwise each end is found from the CUE by a parabola's
+step, then the secant method on ``sqrt(AR_j - AR_j(centre))`` (close to linear in
+``beta_0``), and points at 8x steps beyond it are checked until the profile levels off: if
+it falls below the quantile again, the set has another piece and that end of the hull is
+infinite.  About 15 statistic fits per coefficient where it is identified; at p = 30 the
+whole set costs ~18 fits of the model (median) (``bench_inference.py --only robust_cost``).
+The p-value of "X_j has no direct effect" is the least level at which the test rejects
+``b_j = 0`` (``P(chi2(df_sub) > AR_j(0))`` for ``"ar"``).
+
+With more covariates than :func:`~negdro_stats.estimation.route.instrument_budget` allows (the
+score covariances of ``(|E| - 1) p`` moment conditions cannot be estimated from few rows),
+the residual moments of the ``q`` covariates whose second moments vary most across
+environments are tested instead (``chi2((|E| - 1)(q + 1))``; chosen without looking at ``Y``,
+so the level is kept, and ``RobustSet.instruments`` names them).
+
+Score covariances: the Gaussian form from the moments at each ``b`` plus the non-Gaussian
+part (the rows' or fourth moments' ``Var_e((X r, r^2))`` minus the Gaussian form) estimated once
+at the reported fit and held fixed, as in the selection.  With an intercept the slopes are
+judged on the pooled-centred moments (the intercept profiled by the pooled level
+condition, as the fit does); the intercept's own interval is not computed (NaN).
+
+Why one module of ~740 lines: the joint test, its continuously updated estimator, the
+subvector statistics (AR and KJ) and the interval search are one inversion; each part is
+used only by the next.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import Literal, NamedTuple
+
+import numpy as np
+import pandas as pd
+from scipy import linalg, optimize, stats
+
+from .._typing import ArrayLike, FloatArray
+from .._validation import check_option, check_scalar
+from ..data.fourth import RESIDUAL, gaussian_score_cov, isserlis_parts, score_cov_derivative
+from ..data.moments import Moments
+from ..estimation import (
+    N_POPULATION,
+    Cumulant,
+    InvarianceGMM,
+    centred_problem,
+    instrument_budget,
+    inv_psd,
+    most_heterogeneous,
+    score_weights,
+    standardised_cov,
+    with_cumulant,
+)
+from ..exceptions import DataError
+
+__all__ = ["RobustSet", "robust_set"]
+
+ROBUST_TABLE_MAX_P = 30   # summaries show robust intervals for at most this many (cost)
+
+REACH = 1e6          # an endpoint beyond this many standard errors is infinite
+MAX_DOUBLINGS = 60
+MAX_STEPS = 30       # of the root search on one bracket (to 1e-4 of its width)
+MAX_ROUNDS = 4       # brackets whose outer end turned out inside, then +-inf
+ROOT_TOL = 0.01     # an interval end is where AR_j is this close to the quantile
+AGREE = 1e-6       # two CUE fits this close (relative) found the same minimum: no more starts
+KJ_SHARE = 0.8      # of alpha spent on the score statistic K (the rest on J = AR - K)
+CUE_FTOL = 1e-7     # L-BFGS-B's relative tolerance of the profile's fits (1e-3 at AR ~ 1e4;
+                    # 20% fewer evaluations than its default, the same intervals to 1e-4)
+
+
+@dataclass(frozen=True, eq=False)
+class RobustSet:
+    """The confidence set ``{b : AR(b) <= chi2_{1 - alpha}(df)}`` and its projections.
+
+    Attributes
+    ----------
+    alpha : float
+        1 - the coverage.
+    statistic, df, critical : float, int, float
+        ``inf_b AR(b)`` (the CUE criterion from the two-step estimate and from the
+        reported fit, or the limit at infinity where that is lower), its degrees of
+        freedom and the quantile the set compares with; the set is empty when
+        ``statistic > critical``.
+    estimate : Series
+        The CUE, the centre of the per-coefficient search (original units).
+    lower, upper : Series
+        Per-coefficient subvector intervals (+-inf where unbounded; NaN where empty, and
+        for the intercept); computed on first use, with ``pvalues``.
+    pvalues : Series
+        Robust p-values of "no direct effect" (``b_j = 0``); NaN where the set is empty
+        (the test then rejects every ``b``, with or without ``X_j``).
+    test : {"kj", "ar"}
+        The subvector test the intervals and p-values invert: Kleibergen's KJ test
+        (default; about the efficient GMM's Wald interval where ``beta*`` is
+        identified) or the Anderson-Rubin test alone (:class:`_Subvector`).
+    df_sub, critical_sub : int, float
+        Degrees of freedom of the subvector Anderson-Rubin statistic ``AR_j`` and the
+        value its test's statistic ``T_j`` is compared with (:meth:`profile`): the
+        ``chi2(df_sub)`` quantile (``"ar"``), the ``chi2(1)`` quantile at level
+        ``0.8 alpha`` (``"kj"``).
+    instruments : tuple of str
+        The covariates whose residual moments are tested: all of them within the budget
+        of :func:`~negdro_stats.estimation.route.instrument_budget`, else those whose second moments
+        vary most across environments (a choice that does not look at ``Y``, so the
+        test keeps its level; the set is then larger).
+    """
+
+    alpha: float
+    statistic: float
+    df: int
+    critical: float
+    estimate: pd.Series
+    df_sub: int
+    critical_sub: float
+    instruments: tuple[str, ...]
+    test: str
+    _gmm: _RiskAR                    # the joint test, on standardised moments
+    _subvector: _Subvector           # the subvector tests, on the same
+    _slopes: np.ndarray              # the coefficients it covers (model order)
+    _to_std: FloatArray              # b -> standardised b, entrywise
+    _starts: tuple[FloatArray, FloatArray, FloatArray]   # CUE, fit, CUE's s.e. (std)
+
+    @cached_property
+    def _projections(self) -> tuple[pd.Series, pd.Series, pd.Series]:
+        """``(lower, upper, pvalues)``, computed on first use: the joint test alone
+        (:attr:`empty`, :meth:`contains`) costs a few fits, these ~20 per coefficient."""
+        cue_b, b0, se = self._starts
+        stat, p = self._subvector, len(cue_b)
+        lower, upper, pvalues = np.full(p, np.nan), np.full(p, np.nan), np.full(p, np.nan)
+        for j in range(0 if self.empty else p):         # empty: so is every projection
+            pvalues[j] = stat.pvalue(j)
+            if stat.limit <= stat.critical:
+                lower[j], upper[j] = -np.inf, np.inf  # far out on both sides is inside
+                continue
+            centre = _inside(lambda x, j=j: stat(j, x), [cue_b[j], b0[j], 0.0], se[j],
+                             stat.critical)
+            if centre is None:
+                continue                             # the set's projection on b_j is empty
+            lower[j], upper[j] = (_endpoint(stat, j, centre, side * se[j])
+                                  for side in (-1.0, 1.0))
+
+        def series(values: FloatArray, name: str) -> pd.Series:
+            out = pd.Series(np.nan, index=self.estimate.index, name=name)
+            out.iloc[self._slopes] = values
+            return out
+
+        return (series(lower / self._to_std, "lower"), series(upper / self._to_std, "upper"),
+                series(pvalues, "robust p"))
+
+    @property
+    def lower(self) -> pd.Series:
+        return self._projections[0]
+
+    @property
+    def upper(self) -> pd.Series:
+        return self._projections[1]
+
+    @property
+    def pvalues(self) -> pd.Series:
+        return self._projections[2]
+
+    def causes(self, alpha: float | None = None) -> pd.Series:
+        """The covariates declared direct causes at family-wise error ``alpha`` (default
+        the set's): Holm's step-down on :attr:`pvalues` (each a valid test of
+        ``b_j = 0``), so the chance that any declared one has no effect is at most
+        ``alpha``; a boolean Series (False where the p-value is NaN)."""
+        alpha = self.alpha if alpha is None else check_scalar(
+            alpha, "alpha", "RobustSet.causes", min_val=0, max_val=0.5, closed="neither")
+        p = self.pvalues
+        declared = pd.Series(False, index=p.index, name="cause")
+        tested = p.dropna()
+        if len(tested):
+            from statsmodels.stats.multitest import multipletests  # (on first use)
+
+            declared[tested.index] = multipletests(tested.to_numpy(), alpha=alpha,
+                                                   method="holm")[0]
+        return declared
+
+    @property
+    def empty(self) -> bool:
+        """No ``b`` makes the residual moments invariant at level ``alpha``."""
+        return bool(self.statistic > self.critical)
+
+    @property
+    def bounded(self) -> pd.Series:
+        """Per coefficient: is its interval bounded?"""
+        return np.isfinite(self.lower) & np.isfinite(self.upper)
+
+    def conf_int(self) -> pd.DataFrame:
+        """``lower`` and ``upper`` by coefficient (statsmodels' layout)."""
+        return pd.DataFrame({"lower": self.lower, "upper": self.upper})
+
+    def contains(self, b: FloatArray) -> bool:
+        """Whether the joint set contains ``b`` (slopes in model order; with an intercept,
+        its value is not used: it is profiled)."""
+        b = np.asarray(b, dtype=np.float64)[self._slopes] * self._to_std
+        return bool(self._gmm.test_at(b) <= self.critical)
+
+    def profile(self, name: str, values: ArrayLike) -> pd.DataFrame:
+        """The subvector statistics of coefficient ``name`` at each of ``values``
+        (original units; the CUE of the others from every start): ``AR_j`` (never above
+        the limit at infinity), the score statistic ``K_j`` and ``T_j``, the statistic
+        of the test the intervals invert (:attr:`test`), which are where ``T_j <=
+        critical_sub``.  For plots and checks; it costs a few CUE fits per value."""
+        slopes = [str(k) for k in self.estimate.index[self.estimate.notna()]]
+        if name not in slopes:
+            raise DataError(f"profile: {name!r} is not a coefficient the robust set covers "
+                            f"({slopes}; an intercept is profiled, not tested).")
+        j = slopes.index(name)
+        grid = np.atleast_1d(np.asarray(values, dtype=np.float64))
+        stat = self._subvector
+        rows = [stat.parts(j, float(v) * self._to_std[j], "all") for v in grid]
+        out = pd.DataFrame(rows, columns=["AR_j", "K_j"], index=pd.Index(grid, name=name))
+        out["T_j"] = [stat._value(ar, k) for ar, k in rows]
+        return out
+
+    def __repr__(self) -> str:
+        state = ("empty" if self.empty else "not empty" if "_projections" not in self.__dict__
+                 else "bounded" if self.bounded.loc[self.lower.notna()].all()
+                 else "unbounded")
+        return (f"<RobustSet: {state}, level {1 - self.alpha:g}, min AR = "
+                f"{self.statistic:.4g} vs {self.critical:.4g} (chi2 {self.df})>")
+
+
+class _ARFit(NamedTuple):
+    J: float
+    b: FloatArray
+
+
+class _RiskAR:
+    """The invariance statistic of the residual moments of the instruments ``R`` and of
+    the risk (module docstring): per environment ``m_e(b) = (E_e[Z r], E_e[r^2])``,
+    ``r = Y - b^T X``, and ``AR(b) = min_m sum_e n_e (m_e - m)^T V_e(b)^{-1} (m_e - m)``
+    with ``V_e(b) = Var_e((Z r, r^2))``: the Gaussian form at ``b`` (Isserlis, with ``r``
+    as one more instrument, :data:`~negdro_stats.data.fourth.RESIDUAL`) plus the fixed
+    non-Gaussian part ``K`` (E, q + 1, q + 1), kept positive definite as the selection
+    keeps its score covariances (:func:`~negdro_stats.estimation.gmm.with_cumulant`).
+    ``fit_cue(S, start)`` minimises it over the coefficients ``S`` (the others 0):
+    Gauss-Newton steps, then L-BFGS-B where they have not converged, with the exact
+    gradient."""
+
+    def __init__(self, mom: Moments, R: np.ndarray, K: FloatArray, risk: bool = True
+                 ) -> None:
+        self.mom, self.R = mom, R
+        self.cols = np.append(R, RESIDUAL) if risk else R
+        self.K = K if risk else K[:, :-1, :-1]
+        self.n = np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
+        self.df = (mom.n_envs - 1) * len(self.cols)
+        self._moments_only = InvarianceGMM(mom, instruments=R, cumulant=Cumulant.zero(
+            mom.n_envs), b_ref=np.zeros(mom.p))
+
+    def _parts(self, b_S: FloatArray, S: np.ndarray):
+        """The Gaussian form's parts (:func:`~negdro_stats.data.fourth.isserlis_parts`),
+        ``m_e``, its Jacobian ``D_e`` on ``S``, the weights ``W_e = n_e V_e^{-1}``, the
+        inverse of their sum and the deviations ``d_e = m_e - m`` at the best common
+        ``m``."""
+        mom, R = self.mom, self.R
+        b = np.zeros(mom.p)
+        b[S] = b_S
+        parts = isserlis_parts(mom, b, self.cols)
+        g_full, risk = parts[2], parts[4]
+        m, D = g_full[:, R], -mom.Sigma[:, R][:, :, S]
+        if len(self.cols) > len(R):                                     # (E, q + 1)
+            m = np.column_stack([m, risk])
+            D = np.concatenate([D, -2.0 * g_full[:, None, S]], axis=1)
+        W = score_weights(with_cumulant(gaussian_score_cov(mom, b, self.cols, parts),
+                                        self.K), self.n)
+        Wbar_inv = inv_psd(W.sum(axis=0))
+        dev = m - Wbar_inv @ np.einsum("eij,ej->i", W, m)
+        return parts, m, D, W, Wbar_inv, dev
+
+    def objective(self, b_S: FloatArray, S: np.ndarray) -> tuple[float, FloatArray]:
+        """``AR(b)`` and its gradient on ``S`` (envelope theorem: ``m`` profiled out):
+        ``2 sum_e D_e^T a_e - sum_e a_e^T (dV_e / db) a_e / n_e``, ``a_e = W_e d_e``."""
+        return self._evaluate(b_S, S)[:2]
+
+    def _evaluate(self, b_S: FloatArray, S: np.ndarray, information: bool = False):
+        """``(AR, gradient, P)`` from one evaluation of the weights; ``P`` (with
+        ``information``) is ``sum_e D_e^T W_e D_e`` less the common mean's share, half the
+        Gauss-Newton Hessian."""
+        parts, _, D, W, Wbar_inv, dev = self._parts(b_S, S)
+        a = np.einsum("eij,ej->ei", W, dev)
+        J = float(np.einsum("ei,ei->", dev, a))
+        grad = 2.0 * np.einsum("eqk,eq->k", D, a) - np.einsum(   # the V's derivative
+            "eqk,eq,e->k", score_cov_derivative(self.mom, parts, self.cols, a, S), a,
+            1.0 / self.n)
+        if not information:
+            return J, grad, None
+        WD = W @ D
+        SWD = WD.sum(axis=0)
+        P = np.einsum("eqk,eql->kl", D, WD) - SWD.T @ Wbar_inv @ SWD
+        return J, grad, (P + P.T) / 2.0
+
+    def score_statistic(self, b: FloatArray) -> float:
+        """Kleibergen's score statistic at ``b`` (every coefficient):
+        ``K(b) = s^T I~^{-1} s / 4`` with ``s = grad AR(b) = 2 sum_e D~_e^T a_e``, the
+        Jacobian ``D~_e = D_e - dV_e a_e / (2 n_e)`` made uncorrelated with the moments
+        (:func:`~negdro_stats.data.fourth.score_cov_derivative`; the non-Gaussian part is
+        held fixed) and ``I~ = sum_e D~_e^T W_e
+        D~_e`` less the common mean's share.  At ``beta*`` ``K ~ chi2(p)`` however weak
+        the identification (Kleibergen 2005); at a restricted CUE the nuisance
+        components of ``s`` vanish and ``K`` tests the fixed ones (:class:`_Subvector`)."""
+        s, info = self._score(b)
+        return max(float(s @ linalg.pinvh(info) @ s) / 4.0, 0.0)
+
+    def _score(self, b: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """``(s, I~)`` of :meth:`score_statistic`."""
+        b = np.asarray(b, dtype=np.float64)
+        parts, _, D, W, Wbar_inv, dev = self._parts(b, np.arange(self.mom.p))
+        a = np.einsum("eij,ej->ei", W, dev)
+        Dt = D - 0.5 * score_cov_derivative(self.mom, parts, self.cols, a) / self.n[
+            :, None, None]
+        s = 2.0 * np.einsum("eqk,eq->k", Dt, a)
+        WD = W @ Dt
+        SWD = WD.sum(axis=0)
+        info = np.einsum("eqk,eql->kl", Dt, WD) - SWD.T @ Wbar_inv @ SWD
+        return s, (info + info.T) / 2.0
+
+    def test_at(self, b: FloatArray) -> float:
+        """``AR(b)`` at a fixed ``b`` (every coefficient given)."""
+        return max(self.objective(np.asarray(b, dtype=float), np.arange(self.mom.p))[0], 0.0)
+
+    def fit_cue(self, S: np.ndarray, start: FloatArray | None = None,
+                enough: float = np.inf) -> _ARFit:
+        """The least ``AR`` over ``b_S`` from ``start`` (default: the two-step GMM of the
+        residual moments alone).  Where Gauss-Newton stops above ``enough`` (a value the
+        caller caps its results at, as :class:`_Profile` caps at the limit at infinity),
+        its value is returned without the L-BFGS-B polish: far out the minimum runs off
+        to infinity, and the polish took ~60 evaluations to slide towards the cap (40% of
+        the evaluations of a robust set at p = 30)."""
+        S = np.asarray(S, dtype=int)
+        b = (self._moments_only.fit(S).b if start is None
+             else np.asarray(start, dtype=float)).copy()
+        if not len(S):
+            return _ARFit(self.test_at(np.zeros(self.mom.p)), b)
+        with np.errstate(all="ignore"):
+            try:
+                J, grad, P = self._evaluate(b, S, information=True)
+                done = False
+                for _ in range(30):                             # Gauss-Newton
+                    step = np.linalg.solve(2.0 * P + 1e-12 * np.trace(P) * np.eye(len(S)),
+                                           grad)                # (numpy's: no warning)
+                    if float(grad @ step) <= CUE_FTOL * max(J, 1.0):
+                        done = True
+                        break
+                    t = 1.0
+                    while t > 1e-4:
+                        J_new, grad_new, P_new = self._evaluate(b - t * step, S, True)
+                        if np.isfinite(J_new) and J_new <= J - 1e-4 * t * float(grad @ step):
+                            break
+                        t /= 2.0
+                    else:
+                        break
+                    b, J, grad, P, done = b - t * step, J_new, grad_new, P_new, J - J_new <= (
+                        CUE_FTOL * max(J, 1.0))
+                    if done:
+                        break
+                if not done and J <= enough:
+                    opt = optimize.minimize(self.objective, b, args=(S,), jac=True,
+                                            method="L-BFGS-B",
+                                            options={"maxiter": 200, "ftol": CUE_FTOL})
+                    if np.isfinite(opt.fun) and opt.fun < J and np.all(np.isfinite(opt.x)):
+                        b, J = opt.x, float(opt.fun)
+            except (linalg.LinAlgError, ValueError):
+                J = self.objective(b, S)[0]
+        return _ARFit(max(float(J), 0.0), b)
+
+
+def _with_outcome_shift(mom: Moments, j: int, beta0: float) -> Moments:
+    """The moments of ``(X, Y - beta0 X_j)``: fixing ``b_j = beta0`` in the invariance
+    conditions is regressing this outcome on the other covariates."""
+    Sj = mom.Sigma[:, :, j]
+    return replace(mom, sxy=mom.sxy - beta0 * Sj,
+                   syy=mom.syy - 2.0 * beta0 * mom.sxy[:, j] + beta0**2 * Sj[:, j],
+                   mean_y=mom.mean_y - beta0 * mom.mean_x[:, j], fourth=None)
+
+
+def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
+               score_cov: Callable[[FloatArray, np.ndarray], FloatArray] | None = None,
+               const: int | None = None, test: Literal["kj", "ar"] = "kj"
+               ) -> RobustSet:
+    """The robust confidence set of ``beta*`` (module docstring) from per-environment
+    moments, the reported fit ``b_hat`` (model order) where the non-Gaussian part of the
+    score covariances is estimated (``score_cov(b, cols)``, e.g.
+    :meth:`~negdro_stats.MultiEnvData.score_cov`; without it the Gaussian form),
+    ``const`` the index of an intercept column (profiled) and ``test`` the subvector
+    test of the intervals (:class:`RobustSet`)."""
+    alpha = check_scalar(alpha, "alpha", "robust_set", min_val=0, max_val=0.5,
+                         closed="neither")
+    test = check_option(test, "test", "robust_set", ("kj", "ar"))
+    names = list(mom.names)
+    b_hat = np.asarray(b_hat, dtype=np.float64)
+    if const is not None:
+        slopes, work, _, score_cov = centred_problem(mom, const, score_cov)
+        b_work = b_hat[slopes]
+    else:
+        slopes, work, b_work = np.arange(mom.p), mom, b_hat
+    p, E = work.p, work.n_envs
+    q = instrument_budget(E, float(work.n.min()), p)
+    if (E - 1) * q - (p - 1) < 1:
+        raise DataError(f"Robust confidence sets need more moment conditions than "
+                        f"coefficients: with {p} covariates, {E} environments and "
+                        f"{work.n.min():g} rows in the smallest environment at most {q} "
+                        f"covariates' residual moments can be tested ((|E| - 1) q^2 <= 2 n "
+                        "and (|E| - 1) q <= 3 sqrt(n)), too few.  Use the bootstrap "
+                        "intervals, or fit the selected covariates only.")
+    d, s_y = work.scales()
+    std = work.rescale(d, s_y)
+    _, rows_cov = standardised_cov(score_cov, d, s_y)
+    every = np.arange(p)
+    R = every if q >= p else np.sort(most_heterogeneous(std)[:q])
+    b0 = b_work * d / s_y
+    cols = np.append(R, RESIDUAL)                 # the residual moments and the risk
+    K = (np.zeros((E, len(cols), len(cols))) if rows_cov is None
+         else rows_cov(b0, cols) - gaussian_score_cov(std, b0, cols))
+
+    moments_only = InvarianceGMM(std, instruments=R, cumulant=Cumulant(R, K[:, :-1, :-1]),
+                                 b_ref=b0)
+    cue = min(moments_only.fit_cue(every), moments_only.fit_cue(every, start=b0),
+              key=lambda f: f.J)                  # the centre of the search and its scale
+    joint = _RiskAR(std, R, K)
+    df = joint.df
+    critical = float(stats.chi2.ppf(1 - alpha, df))
+    df_sub = df - (p - 1)
+    profile = _Profile(std, R, K, float(stats.chi2.ppf(1 - alpha, df_sub)), (cue.b, b0))
+    subvector = _Subvector(profile, joint, alpha, df_sub, test)
+    best = min((joint.fit_cue(every, start=x) for x in (cue.b, b0)), key=lambda f: f.J)
+    statistic = min(best.J, profile.limit)       # the least may lie at infinity
+    # the searches' step: the joint statistic's standard errors at its CUE (the
+    # curvature of every profile near it), else the residual moments' CUE's
+    with np.errstate(all="ignore"):
+        se = np.sqrt(np.diag(linalg.pinvh(joint._evaluate(best.b, every, True)[2])))
+    se = np.where(np.isfinite(se) & (se > 0), se, np.where(
+        np.isfinite(cue.se) & (cue.se > 0), cue.se, 1.0))
+    scale = s_y / d                              # standardised -> original units
+    estimate = pd.Series(np.nan, index=names)
+    estimate.iloc[slopes] = cue.b * scale
+    return RobustSet(alpha=alpha, statistic=statistic, df=df, critical=critical,
+                     estimate=estimate, df_sub=df_sub, critical_sub=subvector.critical,
+                     instruments=tuple(work.names[k] for k in R), test=test, _gmm=joint,
+                     _subvector=subvector, _slopes=slopes, _to_std=1.0 / scale,
+                     _starts=(cue.b, b0, se))
+
+
+class _Profile:
+    """``AR_j(beta_0)``, the subvector statistic of coefficient ``j`` at ``b_j = beta_0``:
+    the CUE of ``Y - beta_0 X_j`` on the other covariates, on moments standardised again
+    (``AR`` does not depend on the scales, and far from the estimate the shifted
+    outcome's scale grows like ``beta_0``; the cumulant, held fixed in the original
+    units, is rescaled with them).
+
+    The criterion is not convex where identification is weak, and a local minimum
+    overstates ``AR_j`` (an interval that misses beta*: mean-shift coverage was 0.62 with
+    one start), so a value that decides "outside" is the least of the fits from several
+    starts (``starts="decide"``): the nearest point of the search so far (continuation),
+    the two-step estimate, the CUE's and the reported fit's other coefficients.  A value
+    below the quantile needs no more starts (the least can only be lower), nor does one
+    that a second start reproduces (to ``AGREE``: the same minimum found from two
+    places; this halves the cost of the checks where identification is strong, and a
+    criterion with several minima rarely gives two starts the same least value).  The
+    steps of
+    a root search and the checks for pieces far out use the continuation only
+    (``"near"``; such a value above the quantile is marked unverified, and a later
+    ``"decide"`` at the same point tries the other starts); p-values every start
+    (``"all"``).  ``fits`` counts the CUE fits."""
+
+    def __init__(self, std: Moments, R: np.ndarray, K: FloatArray, critical: float,
+                 anchors: tuple[FloatArray, ...]) -> None:
+        self.std, self.R, self.K, self.critical, self.anchors = std, R, K, critical, anchors
+        # j -> beta_0 -> (AR_j, the others' coefficients, verified)
+        self.seen: dict[int, dict[float, tuple[float, FloatArray, bool]]] = {}
+        self._limit: float | None = None
+        self.fits = 0
+
+    def _gmm(self, j: int, beta0: float | None) -> tuple[_RiskAR, FloatArray, float]:
+        """The invariance statistic of ``Y - beta_0 X_j`` (of ``X_j`` when ``beta_0`` is
+        None: the limit ``beta_0 -> +-inf``, where the fixed cumulant vanishes against the
+        outcome's scale), with the scales to map the others' coefficients back."""
+        std, p = self.std, self.std.p
+        if beta0 is None:
+            Sj = std.Sigma[:, :, j]
+            shifted = replace(std, sxy=Sj.copy(), syy=Sj[:, j].copy(),
+                              mean_y=std.mean_x[:, j].copy(), fourth=None)
+        else:
+            shifted = _with_outcome_shift(std, j, beta0)
+        d_j, s_j = shifted.scales()
+        scale = np.append(d_j[self.R], s_j) * s_j      # of Z r and r^2 (r like Y)
+        K = (np.zeros_like(self.K) if beta0 is None
+             else self.K / np.multiply.outer(scale, scale))
+        return (_RiskAR(shifted.rescale(d_j, s_j), self.R, K, risk=beta0 is not None),
+                d_j[np.arange(p) != j], s_j)
+
+    def __call__(self, j: int, beta0: float,
+                 starts: Literal["near", "decide", "all"] = "decide") -> float:
+        seen = self.seen.setdefault(j, {})
+        if beta0 in seen and starts != "all" and (starts == "near" or seen[beta0][2]):
+            return min(seen[beta0][0], self.limit)
+        gmm, d, s = self._gmm(j, beta0)
+        others = np.delete(np.arange(self.std.p), j)
+        near = min(seen.items(), key=lambda kv: abs(kv[0] - beta0), default=(None, None))[1]
+        redo = beta0 in seen                     # an unverified value: its start was tried
+        tried = [near[1]] if near is not None and not redo else []
+        if starts != "near" or not tried:
+            tried += [None, *(a[others] for a in self.anchors)]
+        best = seen[beta0][:2] if redo else (np.inf, np.zeros(len(others)))
+        for x in tried:
+            fit = gmm.fit_cue(others, start=None if x is None else x * d / s,
+                              enough=self.limit)
+            self.fits += 1
+            agree = np.isfinite(best[0]) and abs(fit.J - best[0]) <= AGREE * max(best[0], 1.0)
+            if fit.J < best[0]:
+                best = (fit.J, fit.b * s / d)
+            if starts == "near" or agree or (starts == "decide" and best[0] <= self.critical):
+                break                           # two starts found the same least value
+        seen[beta0] = (*best, starts != "near" or best[0] <= self.critical)
+        return min(best[0], self.limit)
+
+    @property
+    def limit(self) -> float:
+        """The profiles' common value at infinity, ``A = inf AR(theta)`` over the
+        directions ``theta = (0, v)`` of ``r = theta^T (Y, X)``: ``AR`` is unchanged when
+        the residual is scaled, so ``AR(b)`` tends to ``AR((0, -v))`` as ``b = t v``,
+        ``t -> inf``, and ``AR_j(beta_0) <= A`` for every ``j`` and ``beta_0`` (let the
+        others run off along a direction near ``v``): where ``A`` is below the quantile,
+        every interval is the whole line.  Found as the CUE of ``X_k`` on the others
+        (``v_k = 1``), with ``k`` moved to the largest coordinate of the minimiser until
+        it stays (at most 3 rounds; from the two-step estimate and from zero).
+
+        Of the residual moments alone: there ``r = -v^T X`` and, with every covariate an
+        instrument, ``r^2 = -v^T (X r)`` repeats them (its score covariance is
+        singular); with the risk the limit is a ratio of two vanishing terms.  The
+        residual moments' limit is the smaller (fewer equations), so using it can only
+        widen the intervals and make an empty set less likely."""
+        if self._limit is None:
+            p, k, best = self.std.p, 0, (np.inf, None)
+            for _ in range(3):
+                gmm, d, s = self._gmm(k, None)
+                others = np.delete(np.arange(p), k)
+                start = (np.zeros(p - 1) if best[1] is None
+                         else -np.delete(best[1], k) / best[1][k] * d / s)
+                fits = [gmm.fit_cue(others), gmm.fit_cue(others, start=start)]
+                self.fits += 2
+                fit = min(fits, key=lambda f: f.J)
+                if fit.J < best[0]:
+                    v = np.zeros(p)
+                    v[k], v[others] = 1.0, -fit.b * s / d
+                    best = (fit.J, v)
+                m = int(np.argmax(np.abs(best[1])))
+                if m == k or abs(best[1][m]) < 1.5:
+                    break
+                k = m
+            self._limit = float(best[0])
+        return self._limit
+
+
+class _Subvector:
+    """The subvector test of ``b_j = beta_0`` as one statistic ``T_j`` against
+    ``critical`` (the interval is where ``T_j <= critical``), from the profile's fits.
+
+    ``test="ar"``: ``T_j = AR_j`` against ``chi2_{1 - alpha}(df_sub)``.
+    ``test="kj"``: Kleibergen's KJ test, ``K_j`` (:meth:`_RiskAR.score_statistic` at the
+    restricted CUE, ``chi2(1)``) at level ``0.8 alpha`` and ``J_j = AR_j - K_j``
+    (``chi2(df_sub - 1)``) at ``0.2 alpha``, rejecting when either does (size <= alpha
+    by Bonferroni): ``T_j = max(K_j, J_j c_K / c_J)`` against ``c_K``.  Where ``beta*``
+    is identified ``J_j`` hardly moves with ``beta_0`` and the interval is where ``K_j
+    <= c_K``, about the Wald interval of the efficient GMM (the ``AR`` interval was
+    1.3-1.7x as wide in ``bench_inference.py --only robust_width``); far out ``K_j ->
+    0`` and ``T_j`` tends to the profiles' limit times ``c_K / c_J``.  Plugging the
+    restricted CUE in for the other coefficients keeps the level where they are
+    identified (Kleibergen 2005); where they are not, the benchmark measures it."""
+
+    def __init__(self, profile: _Profile, joint: _RiskAR, alpha: float, df_sub: int,
+                 test: Literal["ar", "kj"]) -> None:
+        self.profile, self.joint, self.test, self.df_sub = profile, joint, test, df_sub
+        self.c_K = float(stats.chi2.ppf(1 - KJ_SHARE * alpha, 1))
+        self.c_J = float(stats.chi2.ppf(1 - (1 - KJ_SHARE) * alpha, df_sub - 1))
+        self.critical = profile.critical if test == "ar" else self.c_K
+        self._K: dict[tuple[int, float], tuple[float, float]] = {}   # -> (AR_j, K_j)
+        self._verified: set[tuple[int, float]] = set()
+
+    @property
+    def limit(self) -> float:
+        """``T_j``'s value far out (``K_j -> 0`` there)."""
+        return self.profile.limit * (1.0 if self.test == "ar" else self.c_K / self.c_J)
+
+    def parts(self, j: int, beta0: float, starts: Literal["near", "decide", "all"]
+              ) -> tuple[float, float]:
+        """``(AR_j, K_j)`` at ``beta_0`` (``K_j`` 0 where ``AR_j`` is the limit's)."""
+        ar = self.profile(j, beta0, starts)
+        if ar >= self.profile.limit:
+            return ar, 0.0
+        hit = self._K.get((j, beta0))
+        if hit is None or hit[0] != ar:
+            b = np.insert(self.profile.seen[j][beta0][1], j, beta0)
+            hit = self._K[j, beta0] = (ar, min(self.joint.score_statistic(b), ar))
+        return hit
+
+    def floor(self, j: int, centre: float) -> float:
+        """The vertex of the parabola ``T_j`` is close to near the estimate: ``AR_j`` at
+        the centre of the search (``"ar"``), 0 (``"kj"``: ``K_j`` vanishes at the
+        CUE and the interval's ends are where it reaches ``c_K``)."""
+        return self.profile(j, centre) if self.test == "ar" else 0.0
+
+    def _value(self, ar: float, k: float) -> float:
+        return ar if self.test == "ar" else max(k, (ar - k) * self.c_K / self.c_J)
+
+    def __call__(self, j: int, beta0: float,
+                 starts: Literal["near", "decide", "all"] = "decide") -> float:
+        if self.test == "ar":
+            return self.profile(j, beta0, starts)
+        t = self._value(*self.parts(j, beta0, "near" if starts == "decide" else starts))
+        if starts == "decide" and t > self.critical and (j, beta0) not in self._verified:
+            t = self._value(*self.parts(j, beta0, "all"))   # outside: from every start
+            self._verified.add((j, beta0))
+        return t
+
+    def pvalue(self, j: int, beta0: float = 0.0) -> float:
+        """The p-value of ``b_j = beta_0``: the least level at which the test rejects."""
+        if self.test == "ar":
+            return float(stats.chi2.sf(self.profile(j, beta0, "all"), self.df_sub))
+        ar, k = self.parts(j, beta0, "all")
+        return min(1.0, float(stats.chi2.sf(k, 1)) / KJ_SHARE,
+                   float(stats.chi2.sf(ar - k, self.df_sub - 1)) / (1 - KJ_SHARE))
+
+
+def _inside(excess: Callable[[float], float], candidates: list[float], step: float,
+            critical: float) -> float | None:
+    """A point where ``AR_j <= critical``: the first such of ``candidates``, else the
+    first found stepping out from the best of them by doubling steps on both sides (out
+    to ``REACH`` steps); None if there is none (the projection is empty)."""
+    values = []
+    for x in candidates:
+        values.append(excess(x))
+        if values[-1] <= critical:
+            return x
+    best = candidates[int(np.argmin(values))]
+    for k in range(MAX_DOUBLINGS):
+        for trial in (best - step * 2.0**k, best + step * 2.0**k):
+            if excess(trial) <= critical:
+                return trial
+        if 2.0**k > REACH:
+            break
+    return None
+
+
+def _endpoint(profile: _Subvector, j: int, centre: float, se: float) -> float:
+    """The end of the set on the side of ``centre`` that the sign of ``se`` gives, where
+    the profiles' limit at infinity is above the quantile (else the end is infinite).
+
+    Near the estimate the test's statistic ``T_j`` is close to a parabola with its
+    vertex at :meth:`_Subvector.floor`, ``a``, so ``u = sqrt(T_j - a)`` is close to
+    linear in ``beta_0``: the first step goes where the parabola of the standard error
+    crosses the critical value, further steps (while inside) where the parabola through
+    the last point does (at least 1.25x, at most 16x the step), and the secant method on
+    ``u`` kept in the bracket (the Illinois variant: a bracket end kept twice has its
+    ``u`` halved, so the bracket shrinks on both sides even where the least CUE jumps
+    to another minimum) refines the crossing until ``T_j`` is within ``ROOT_TOL`` of the
+    critical value.  Beyond it, points at 8x steps are checked
+    until the profile levels off (within 1% of the last point or of the limit; at most
+    ``REACH`` standard errors out):
+    if it falls below the quantile again, the set has another piece further out (weakly
+    identified sets are often unions of intervals) and the end of its hull is reported
+    as infinite (an interval around one piece only covered beta* in 60% of the samples
+    of a mean-shift design)."""
+    crit = profile.critical
+    a_c = profile.floor(j, centre)
+    gap = max(crit - a_c, 1e-12)
+
+    def u(a: float) -> float:                     # ~ linear in beta_0 near the estimate
+        return np.sqrt(max(a - a_c, 0.0)) - np.sqrt(gap)
+
+    inside, trial = centre, centre + se * np.sqrt(gap)
+    for _ in range(MAX_ROUNDS):
+        while (a_t := profile(j, trial, starts="near")) <= crit:  # a step out of the set
+            if abs(trial - centre) > REACH * abs(se):
+                return float(np.sign(se) * np.inf)
+            inside = trial
+            curv = (a_t - a_c) / (trial - centre) ** 2
+            grow = np.sqrt(gap / curv) * 1.1 / abs(trial - centre) if curv > 0 else 16.0
+            trial = centre + (trial - centre) * float(np.clip(grow, 1.25, 16.0))
+        outside = root = trial
+        width = abs(outside - inside)
+        u_in, u_out = u(profile(j, inside, starts="near")), u(a_t)
+        kept = 0                                 # +1: the inside end kept, -1: outside
+        for _ in range(MAX_STEPS):
+            if abs(outside - inside) <= 1e-4 * width:
+                break
+            root = inside - u_in * (outside - inside) / (u_out - u_in)
+            if not min(inside, outside) < root < max(inside, outside):
+                root = (inside + outside) / 2.0
+            a_root = profile(j, root, starts="near")
+            if a_root <= crit:
+                inside, u_in = root, u(a_root)
+                u_out, kept = (u_out / 2.0 if kept == -1 else u_out), -1
+            else:
+                outside, u_out = root, u(a_root)
+                u_in, kept = (u_in / 2.0 if kept == 1 else u_in), 1
+            if abs(a_root - crit) <= ROOT_TOL:
+                break
+        if profile(j, outside) > crit:            # verified with every start
+            break
+        inside, trial = outside, centre + (outside - centre) * 2.0   # (rare) on from there
+    else:
+        return float(np.sign(se) * np.inf)       # no verified end: the hull is unbounded
+    far, last = outside, np.inf
+    while abs(far - centre) <= REACH * abs(se):
+        far = centre + (far - centre) * 8.0
+        a_far = profile(j, far, starts="near")
+        if a_far <= crit:
+            return float(np.sign(se) * np.inf)   # another piece further out
+        if abs(a_far - profile.limit) <= 0.01 * a_far or abs(a_far - last) <= 0.01 * a_far:
+            break                                 # the profile has levelled off
+        last = a_far
+    return root

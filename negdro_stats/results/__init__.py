@@ -1,0 +1,12 @@
+"""The results stage: :class:`NegDROResults` and :class:`PathResult` (:mod:`.results`),
+their summaries as text, HTML and LaTeX (:mod:`.summary`, statsmodels' tables on first
+use) and figures (:mod:`.plotting`, matplotlib on first use).
+
+Imports the foundations and the public names of identification and inference; never
+:mod:`negdro_stats.data` or :mod:`negdro_stats.estimation`'s private names, and never the
+model (a deferred bootstrap is a closure the model hands over).
+"""
+
+from .results import NegDROResults, PathResult, load
+
+__all__ = ["NegDROResults", "PathResult", "load"]

@@ -1,0 +1,570 @@
+"""The summaries of results as text, HTML and LaTeX: statsmodels' ``Summary`` tables from
+small helpers that each read the results' fields (the header, the coefficients, the
+environments, the verdict line and the numbered notes), and the path's table.
+
+Imported on the first ``summary()``: statsmodels' table module is the slowest import
+of the package's, and a fit does not need it.
+"""
+
+from __future__ import annotations
+
+import html
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from statsmodels.iolib.summary import Summary
+from statsmodels.iolib.table import SimpleTable
+
+from .._resampling import DEFAULT_N_BOOT
+from .._validation import listed
+from ..estimation import REFIT_LABELS
+from ..exceptions import DataError
+from ..identification.conditions import identification_advice
+from ..inference.bootstrap import SHOWN_FREQ
+from ..inference.robust import ROBUST_TABLE_MAX_P, RobustSet
+
+__all__ = ["NegDROSummary", "build_summary", "path_summary"]
+
+Results = Any   # a NegDROResults (results imports this module, so it cannot be named here)
+
+WIDTH = 78                     # of the summary's tables and notes (as statsmodels)
+_METHOD_LABELS = {
+    ("algorithm3", "sqp"): "NegDRO Alg. 3 (SQP)",
+    ("algorithm3", "gdm"): "NegDRO Alg. 3 (GDM)",
+    ("algorithm1", "algorithm1"): "NegDRO Alg. 1",
+    ("algorithm2", "algorithm2"): "NegDRO Alg. 2",
+}
+_REFIT_SHORT = {"ols": "pooled OLS", "gmm": "GMM", "ils": "inv. LS", "negdro": "Phi_mu",
+                "invariant": "eq. (31)"}
+
+
+_LATEX = {"\\": r"\textbackslash{}", "%": r"\%", "&": r"\&", "_": r"\_", "#": r"\#",
+          "$": r"\$", "{": r"\{", "}": r"\}", "^": r"\textasciicircum{}",
+          "~": r"\textasciitilde{}"}
+
+
+# statsmodels' table cells already replace # $ % & > _ | (its default_latex_fmt)
+_LATEX_CELL = {ch: _LATEX[ch] for ch in "\\{}^~"} | {"<": r"\textless{}"}
+
+
+def _latex_escape(text: str, table: dict = _LATEX) -> str:
+    return "".join(table.get(ch, ch) for ch in text)
+
+
+def _escaped_cells(summary: Summary, escape: Callable[[str], str]) -> list:
+    """Escape the text of every table cell of ``summary`` in place; returns what
+    :func:`_restore` puts back (statsmodels writes cell text into HTML and LaTeX as it
+    is: a column name ``<script>`` would run in a notebook)."""
+    saved = []
+    for table in summary.tables:
+        saved.append((table, "title", table.title))
+        table.title = escape(table.title) if isinstance(table.title, str) else table.title
+        for row in table:
+            for cell in row:
+                if isinstance(cell.data, str):
+                    saved.append((cell, "data", cell.data))
+                    cell.data = escape(cell.data)
+    return saved
+
+
+def _restore(saved: list) -> None:
+    for obj, attr, value in saved:
+        setattr(obj, attr, value)
+
+
+class NegDROSummary(Summary):
+    """A statsmodels ``Summary`` with a one-line ``verdict`` above the tables when the
+    reader must not miss it, and notes LaTeX-escaped in :meth:`as_latex` (statsmodels
+    escapes table stubs but not ``extra_txt``: "50%" would start a comment)."""
+
+    verdict: str | None = None
+
+    def as_text(self) -> str:
+        text = super().as_text()
+        return text if self.verdict is None else f"{self.verdict}\n{text}"
+
+    def as_html(self) -> str:
+        saved, notes = _escaped_cells(self, html.escape), self.extra_txt
+        self.extra_txt = None if notes is None else html.escape(notes)
+        try:
+            page = super().as_html()
+        finally:
+            _restore(saved)
+            self.extra_txt = notes
+        return (page if self.verdict is None else
+                f"<p><b>{html.escape(self.verdict)}</b></p>\n{page}")
+
+    def as_latex(self) -> str:
+        notes, self.extra_txt = self.extra_txt, None
+        saved = _escaped_cells(self, lambda text: _latex_escape(text, _LATEX_CELL))
+        try:
+            latex = super().as_latex()
+        finally:
+            _restore(saved)
+            self.extra_txt = notes
+        if notes:
+            latex += "\n\n" + _latex_escape(notes).replace("\n", "\n\n")
+        if self.verdict is not None:
+            latex = "\\textbf{" + _latex_escape(self.verdict) + "}\n\n" + latex
+        return latex
+
+
+
+
+def _method_label(res: Results) -> str:
+    """What produced the coefficients: the support's choice + the refit on it."""
+    sel, refit = res.selection, res.solver.refit
+    if refit == "none":                               # Algorithms 1, 2, or an empty support
+        return _METHOD_LABELS[(res.solver.method, res.solver.inner)]
+    if sel is None:                                   # refit="negdro" / "invariant" asked
+        return "NegDRO (paper)" if refit == "negdro" else REFIT_LABELS[refit]
+    support = "J tests" if sel.route == "invariance" else "Alg. 3"
+    return f"{support} + {_REFIT_SHORT[refit]}"
+
+
+def _is_intercept(res: Results, j: int) -> bool:
+    """The appended constant column (``fit_intercept=True``): in every model, never selected."""
+    return res.fit_intercept and j == len(res.params) - 1
+
+
+def _num(x: float) -> str:
+    """A table number formatted by magnitude (as statsmodels' ``forg``): fixed with four
+    decimals between 1e-4 and 1e4, else scientific; exact zeros as 0."""
+    if x == 0:
+        return "0"
+    if not np.isfinite(x) or 1e-4 <= abs(x) < 1e4:
+        return f"{x:.4f}"
+    return f"{x:.4e}"
+
+
+def _problems(res: Results) -> list[str]:
+    """What the reader must not miss: identification fails or invariance is rejected."""
+    problems = []
+    ident = res.identification
+    if ident is not None and not ident.holds:
+        problems.append(ident.failure)
+    sel = res.selection
+    if sel is not None and not sel.identified:
+        problems.append(f"NOT IDENTIFIED: these environments do not determine "
+                        f"{listed(sel.undetermined, 5)}")
+    if sel is not None and sel.assumes_condition_4:
+        problems.append(f"identified only if every child of the outcome is intervened on "
+                        f"(Condition 4, not checkable): these environments do not determine "
+                        f"{listed(sel.undetermined, 5)}")
+    if sel is not None and sel.rejected:
+        problems.append("the J test rejects invariance on the reported support")
+    if sel is not None and sel.stand_ins:
+        problems.append("near copies could stand in for selected causes ("
+                        + "; ".join(f"{k} for {j}" for j, k in sel.stand_ins) + ")")
+    if res.mean_left_out:
+        problems.append(f"the residuals have mean {res.residual_mean:.3g} "
+                        f"({res.residual_mean_share:.0%} of their mean square) without an "
+                        "intercept: refit with fit_intercept=True")
+    if res.invariance is not None and res.invariance.rejects:
+        problems.append(f"the environment risks differ at the estimate "
+                        f"(p = {res.invariance.pvalue:.2g})")
+    return problems
+
+
+def _robust_disagrees(res: Results, robust: RobustSet | None) -> list[str]:
+    """A selection whose rank test finds every coefficient determined, beside robust
+    intervals that are unbounded for a selected coefficient: the rank test is a test at
+    level alpha, and the robust set says the data allow other invariant fits.  (Not the
+    intercept, which the robust set leaves out: NaN, never "bounded".)"""
+    sel = res.selection
+    if robust is None or robust.empty or sel is None or sel.exact or not sel.identified \
+            or sel.undetermined:
+        return []
+    bounded = robust.bounded
+    const = res.intercept
+    names = [name for k, name in enumerate(res.params.index)
+             if res.support.iloc[k] and k != const and name in bounded.index
+             and not bounded[name]]
+    return [f"the robust intervals of {listed(names, 5)} are unbounded: the data allow "
+            "other invariant fits (the selection's rank test found every coefficient "
+            "determined), so read the standard errors with care"] if names else []
+
+
+def _verdict(problems: list[str], robust: RobustSet | None) -> str | None:
+    """One line above the tables: an empty robust set first, then the problems."""
+    lines = []
+    if robust is not None and robust.empty:
+        lines.append(f"WARNING: NO INVARIANT LINEAR MODEL is consistent with these data: the "
+                     f"invariance test rejects every b (least AR = {robust.statistic:.4g} > "
+                     f"{robust.critical:.4g}, the chi2({robust.df}) quantile at level "
+                     f"{robust.alpha:g}); no interval is reported.")
+    if problems:
+        lines.append("WARNING: " + "; ".join(problems) + " -- see the notes below.")
+    return "\n".join(lines) or None
+
+
+
+def _robust_or_reason(res: Results, alpha: float, intervals: str,
+                      problems: list[str]) -> tuple[RobustSet | None, bool, str | None]:
+    """The robust set the summary uses (``intervals``, see :meth:`summary`) or None,
+    whether its intervals fill the table, and the note that says why (or why not)."""
+    ran = res.computed_bootstrap is not None                     # (the summary never runs it)
+    if intervals == "bootstrap" or (intervals == "auto" and not problems and ran):
+        return None, False, None
+    try:
+        rs = res.robust_set(alpha)
+    except DataError as err:
+        return None, False, f"Robust intervals not computed: {err}"
+    p = int(rs.estimate.notna().sum())
+    if intervals == "auto" and not rs.empty and p > ROBUST_TABLE_MAX_P:
+        return rs, False, (f"The robust set is not empty (least AR = {rs.statistic:.4g} <= "
+                           f"{rs.critical:.4g}, chi2({rs.df})); its intervals cost about 15 "
+                           f"fits per coefficient, so with {p} they are not computed for "
+                           "the summary: res.conf_int(kind='robust'), or "
+                           "summary(intervals='robust').")
+    why = ("asked for" if intervals == "robust" else
+           "shown instead of the bootstrap's because of the warning above: where "
+           "identification is weak or invariance is rejected, a bootstrap of the fit "
+           "gives confidence the data do not support" if problems else
+           "the default until a bootstrap has run")
+    causes = rs.causes()
+    state = ("The set is empty (no b passes the test)." if rs.empty else
+             "Bounded for " + (", ".join(rs.bounded.index[rs.bounded]) or "none")
+             + "; +-inf where the environments leave a coefficient undetermined.  Direct "
+             f"causes at family-wise error {rs.alpha:g} (Holm on robust p): "
+             + (", ".join(causes.index[causes]) or "none") + ".")
+    tested = ("every covariate's" if len(rs.instruments) == rs.estimate.notna().sum()
+              else f"{len(rs.instruments)} covariates' (those whose second moments vary "
+              "most across environments; too few rows for all)")
+    return rs, True, (f"Robust intervals ({why}): the b_j at which the invariance test of "
+                      f"{tested} residual moments and of the risks does not reject "
+                      f"({_SUBVECTOR_TESTS[rs.test].format(df=rs.df_sub)} at level "
+                      f"{rs.alpha:g}), valid however weak the identification; robust p = "
+                      f"its p-value of b_j = 0.  {state}")
+
+
+_SUBVECTOR_TESTS = {"kj": "Kleibergen's KJ test: score chi2(1), J chi2({df} - 1)",
+                    "ar": "subvector Anderson-Rubin, chi2({df})"}
+
+
+def _format_test(test: tuple) -> str:
+    stat, df, pvalue = test
+    return f"chi2({df}) = {stat:.3g}, p = {pvalue:.3g}"
+
+
+def build_summary(res: Results, *, alpha: float, show: str, ci_method: str,
+                   intervals: str) -> NegDROSummary:
+    """The summary: the header, the coefficients, the environments, then the verdict
+    line and the numbered notes (each part from one helper below)."""
+    top, width = _header_table(res)
+    rows = np.arange(len(res.params))
+    if show == "selected":
+        rows = rows[res.support.to_numpy()
+                    | (res.computed_bootstrap is not None
+                       and res.support_freq.fillna(0).to_numpy() >= SHOWN_FREQ)]
+    problems = _problems(res)
+    checked, in_table, robust_note = _robust_or_reason(res, alpha, intervals, problems)
+    problems += _robust_disagrees(res, checked)
+    robust = checked if in_table else None
+    env_rows = [[f"{n:g}", f"{w:.3f}", _num(r)]
+                for n, w, r in zip(res.nobs_env, res.weights, res.risks, strict=True)]
+    smry = NegDROSummary()
+    smry.tables = [top, _coef_table(res, rows, alpha, ci_method, robust, width),
+                   _table(env_rows, ["n_e", "weight w_e", "risk R_e(b)"],
+                          [str(e) for e in res.weights.index], "environment", width)]
+    verdict = _verdict(problems, checked)
+    smry.verdict = None if verdict is None else "\n".join(
+        _wrap(line, width, indent="") for line in verdict.split("\n"))
+    notes = [*_selection_notes(res), *([robust_note] if robust_note is not None else []),
+             _bootstrap_note(res, ci_method, robust is not None),
+             *_fit_notes(res, shown=len(rows), show=show)]
+    smry.add_extra_txt([_wrap(f"[{k}] {t}", width)
+                        for k, t in enumerate(notes, start=1)])
+    return smry
+
+
+def _header_table(res: Results) -> tuple[SimpleTable, int]:
+    """The two-column header and the width of every table (WIDTH, unless a value is too
+    long for it)."""
+    s = res.settings
+    left = [
+        ("Dep. Variable:", f"{res.endog_name} (first column)" if res.outcome_first_column
+         and len(res.endog_name) <= 4 else _short(res.endog_name, 19)),
+        ("Method:", _method_label(res)),
+        ("Solver:", _METHOD_LABELS[(res.solver.method, res.solver.inner)]),
+        ("gamma:", f"{res.gamma:g}" + (" (unused)" if res.selection is not None
+                                       and res.selection.route == "invariance" else "")),
+        ("No. Observations:", f"{res.nobs:g}"),
+        ("No. Environments:", f"{res.n_envs}"),
+        ("Boot reps:", "on first use" if res.bootstrap_pending else
+         "0" if res.computed_bootstrap is None else f"{res.computed_bootstrap.n_boot}"),
+    ]
+    ident = res.identification
+    right = [
+        ("Cond. 1b rel. margin:", "n/a" if ident is None else
+         f"{ident.relative_margin:.3g} {_margin_verdict(res)}"),
+        ("Selected:", f"{int(res.support.sum())} of {len(res.params)}"),
+        ("Selection:", "not identified" if res.selection is not None
+         and not res.selection.identified else "J test + BIC" if res.selection is not None
+         and res.selection.route == "invariance" else f"c0 = {s['threshold']:g}"
+         if s["method"] == "algorithm3" else "none"),
+        ("Converged:", "yes" if res.converged else "NO"),
+        ("Iterations:", f"{res.n_iter}"),
+        ("Stationarity:", f"{res.grad_norm:.2e}"),
+        ("Objective Phi_mu:", f"{res.objective:.4g}"),
+    ]
+    widths = _widths([left, right], WIDTH, sep=2)
+    top = SimpleTable([[a, b, c, d] for (a, b), (c, d) in zip(left, right, strict=True)],
+                      txt_fmt={"data_fmts": ["%s"], "empty_cell": "", "colsep": "  ",
+                               "data_aligns": "lrlr", "colwidths": widths})
+    return top, sum(widths) + 2 * 3
+
+
+def _coef_table(res: Results, rows: np.ndarray, alpha: float, ci_method: str,
+                robust: RobustSet | None, width: int) -> SimpleTable:
+    """The coefficients of ``rows``: the analytic standard errors with the robust
+    p-values and intervals where ``robust`` is given, else the bootstrap's standard
+    errors and intervals if it has run, else the analytic standard errors and p-values."""
+    has_boot = res.computed_bootstrap is not None                # (never runs a pending one)
+    lo_lab, hi_lab = f"[{alpha / 2:g}", f"{1 - alpha / 2:g}]"
+    headers = ["coef", "std coef", "selected"] + (     # (at most 7 columns: 78 wide)
+        ["robust p", lo_lab, hi_lab] if robust is not None and has_boot else
+        ["std err", "robust p", lo_lab, hi_lab] if robust is not None else
+        ["boot se", lo_lab, hi_lab] if has_boot else ["std err", "P>|t|"]) + (
+        ["sel. freq"] if has_boot else [])
+    ci = (robust.conf_int() if robust is not None else
+          res.conf_int(alpha, ci_method) if has_boot else None)
+    coef_rows = []
+    for j in rows:
+        row = [_num(res.params.iloc[j]), _num(res.std_params.iloc[j]),
+               "always" if _is_intercept(res, j) else "yes" if res.support.iloc[j] else "-"]
+        if has_boot and robust is None:
+            row.append(_num(res.boot_se.iloc[j]))
+        elif not has_boot:                               # (conditional on the support)
+            row.append(_num(res.bse.iloc[j]) if res.support.iloc[j] else "-")
+        if robust is not None:
+            row.append("n/a" if np.isnan(robust.pvalues.iloc[j])
+                       else f"{robust.pvalues.iloc[j]:.3g}")
+        elif not has_boot:
+            row.append(f"{res.pvalues.iloc[j]:.3g}" if res.support.iloc[j] else "-")
+        if robust is not None and robust.empty:
+            row += ["empty", "empty"]
+        elif ci is not None:
+            row += [_num(ci["lower"].iloc[j]), _num(ci["upper"].iloc[j])]
+        if has_boot:
+            row.append(f"{res.support_freq.iloc[j]:.2f}")
+        coef_rows.append(row)
+    return _table(coef_rows or [["-"] * len(headers)], headers,
+                  [str(res.params.index[j]) for j in rows] or ["(none)"], "", width)
+
+
+def _selection_notes(res: Results) -> list[str]:
+    """How the support and the coefficients were chosen (the first notes)."""
+    sel = res.selection
+    if sel is not None and sel.exact:
+        return [f"std coef = coef x RMS(X_j) / RMS(Y).  Reported: pooled OLS, because "
+                f"{sel.reason}."]
+    if sel is not None and np.isfinite(sel.fixed_test[3]):
+        J, df, pvalue, level = sel.fixed_test
+        fitted = ("pooled OLS fit passes the invariance test at that fixed fit (residual "
+                  "moments E_e[X (Y - b'X)] equal across environments, Lemma 1; no "
+                  "estimation from the differences), with the smallest pooled risk (BIC); "
+                  "pooled OLS on it is reported" if sel.estimator == "ols" else
+                  "fit passes the invariance test at that fit (residual moments E_e[X (Y - "
+                  "b'X)] equal across environments, Lemma 1), with the smallest pooled risk "
+                  "(BIC); reported: least squares constrained by those conditions where the "
+                  "differences determine the coefficients (pooled OLS was not invariant: "
+                  "hidden confounding, or a child of the outcome)")
+        notes = [
+            "std coef = coef x RMS(X_j) / RMS(Y).  The environment differences do not "
+            "determine the coefficients, so the support is the one, among those whose "
+            f"{fitted}.  Test at the reported fit: J = {J:.3g}, df = {df}, p = "
+            f"{pvalue:.3g}, accepted at level alpha / p = {level:.2g}.  This is beta* if "
+            "every child of the outcome is among the intervened covariates (Condition 4) "
+            "or, with hidden confounding, Condition 6 holds, which the data cannot check.",
+        ]
+    elif sel is not None and sel.estimator != "negdro":
+        notes = [
+            "std coef = coef x RMS(X_j) / RMS(Y).  Support chosen by invariance: GMM-BIC "
+            "over nested supports of the gradient-invariance conditions (Lemma 1), "
+            + ("no support passed the J test" if sel.rejected else
+               "grown until the J test accepts") + ", pruned by abs(t) >= "
+            f"{sel.critical_t:.3g}" + (f" (removed: {', '.join(sel.pruned)})" if sel.pruned
+                                       else "") + f"; J = {sel.J:.3g}, df = {sel.df}, "
+            f"p = {sel.pvalue:.3g}.",
+            *(["WARNING: the J test rejects invariance on the reported support (no support "
+               "from the BIC choice on passed it); the invariance assumption may be "
+               "violated."] if sel.rejected else []),
+            ("Hausman contrast of pooled OLS with the invariance GMM on the support "
+             + _format_test(sel.exogeneity) + ": " + (
+                "not rejected, so pooled OLS on the support is reported (efficient)."
+                if sel.estimator == "ols" else "rejected (hidden confounding, or a child "
+                "of the outcome in the support), so the invariance GMM is reported.")
+             + (f"  Added by their pooled t (the invariance fit agrees): "
+                f"{', '.join(sel.added)}." if sel.added else "")
+             + (f"  Removed (pooled OLS and the invariance fit disagree most: a child "
+                f"of the outcome?): {', '.join(sel.removed)}." if sel.removed else "")),
+        ]
+    else:
+        notes = [
+            "std coef = coef x RMS(X_j) / RMS(Y); Algorithm 3 keeps covariates with "
+            "|std coef| >= c0 and refits on them.",
+        ]
+        if sel is not None:
+            notes.append(f"Invariance selection not used: {sel.reason}; Algorithm 3's "
+                         "support and Phi_mu fit are reported.")
+    if sel is not None and not len(sel.cumulant.cols) and not res.population:
+        notes.append("The J tests used the Gaussian form of the score covariances: the "
+                     "source keeps no rows and carries the fourth moments of a few "
+                     "covariates only (negdro_stats.data.fourth.MAX_P).  Exact for "
+                     "Gaussian rows; with heavier or lighter tails the tests are "
+                     "approximate (a frame in memory, or fewer covariates, gives the exact "
+                     "form).")
+    if sel is not None and not sel.identified:
+        notes.insert(0, f"NOT IDENTIFIED: {sel.reason}.  The intervals of "
+                     f"{', '.join(sel.undetermined)} are (-inf, inf) and their standard "
+                     "errors inf: the data are consistent with other values of them "
+                     "(more environments, or interventions on these covariates, would "
+                     "determine them).")
+    return notes
+
+
+def _bootstrap_note(res: Results, ci_method: str, robust: bool) -> str:
+    """What the bootstrap did (or that there is none), and how to read its columns."""
+    if res.computed_bootstrap is not None:                       # (never runs a pending one)
+        boot = res.computed_bootstrap
+        unconverged = int((~boot.converged & ~boot.failed).sum())
+        blocks = getattr(getattr(res.model, "data", None), "blocks", None)
+        unit = ("" if blocks is None else f" (by blocks: each environment's "
+                f"{blocks.n_blocks} random blocks of rows drawn with replacement)")
+        what = (f"{ci_method} intervals; sel. freq = share of refits that selected the "
+                "covariate.  Intervals of a thresholded estimator are not normal: read them "
+                "with sel. freq." if not robust else "sel. freq = share of "
+                "refits that selected the covariate; boot se and the bootstrap's intervals: "
+                "summary(intervals='bootstrap').")
+        return (f"Bootstrap: {boot.n_boot} stratified refits of the whole "
+                f"estimator{unit}; {what}"
+                + (f"  {int(boot.failed.sum())} refits failed (left out)."
+                   if boot.failed.any() else "")
+                + (f"  {unconverged} refits stopped before tol (kept; 'Converged' "
+                   "above is the fit's own)." if unconverged else ""))
+    analytic = ("std err: analytic, conditional on the selected support "
+                f"({res.cov_method}; cov_params()).")
+    if res.bootstrap_pending:
+        return (f"{analytic}  The bootstrap ({DEFAULT_N_BOOT} stratified refits of "
+                "the whole estimator, selection included) runs on first use: "
+                "res.conf_int(), res.boot_se, res.support_freq, or fit(n_boot=B) at once.")
+    return (f"{analytic}  No bootstrap (n_boot=0, or a model built from moments): no "
+            "bootstrap standard errors, intervals or selection frequencies"
+            + ("." if robust else "; robust intervals: summary(intervals='robust')."))
+
+
+def _margin_verdict(res: Results) -> str:
+    """"holds" / "fails" of the fit's Condition 1b check, or "unclear": a positive
+    sample margin where the rank test does not reject an undetermined direction ``v``,
+    along which ``A(w) v = 0`` for every ``w`` (the data are consistent with a
+    population margin of 0)."""
+    if not res.identification.holds:
+        return "fails"
+    sel = res.selection
+    return "unclear" if sel is not None and sel.undetermined else "holds"
+
+
+def _fit_notes(res: Results, *, shown: int, show: str) -> list[str]:
+    """The rest: rows not shown, the refit, identification, convergence, the equal-risk
+    test, the intercept and population moments."""
+    s, ident, notes = res.settings, res.identification, []
+    if res.outcome_first_column:
+        notes.append(f"The outcome is the first column, {res.endog_name!r}, regressed on the "
+                     "others: outcome= was not given.")
+    if show == "selected" and shown < len(res.params):
+        notes.append(f"{len(res.params) - shown} covariates neither selected nor selected "
+                     f"in >= {SHOWN_FREQ:.0%} of refits are not shown; summary(show='all') "
+                     "lists them.")
+    if res.solver.refit == "invariant":
+        notes.append("Coefficients on the support refitted by gradient invariance, eq. (31); "
+                     "Stationarity refers to the last Phi_mu stage.")
+    elif s.get("refit") == "invariant" and res.solver.refit == "negdro":
+        notes.append("The gradient-invariance refit is not identified on the support (the "
+                     "environments' second moments differ too little there); the Phi_mu "
+                     "fit is reported.")
+    if ident is not None and not ident.holds:
+        notes.append(f"{ident.failure}; " + identification_advice(res.can_resample))
+    elif ident is not None and _margin_verdict(res) == "unclear":
+        notes.append(f"Cond. 1b 'unclear': the sample margin {ident.relative_margin:.3g} is "
+                     "positive, but the rank test does not reject a direction v that the "
+                     "environments leave undetermined, along which A(w) v = 0 for every "
+                     "weighting w: the data are consistent with a population margin of 0 ("
+                     "NegDRO.diagnose() gives a confidence bound).")
+    if not res.converged:
+        notes.append(f"The solver did not reach tol = {s['tol']:g}: treat the estimate "
+                     "with care, or raise max_iter.")
+    if res.invariance is not None:
+        notes.append(str(res.invariance))
+    if ident is not None and res.fit_intercept:
+        notes.append("The margin leaves out the constant column, which is never intervened "
+                     "on.")
+    if res.population:
+        notes.append("Fitted on population moments: No. Observations is infinite.")
+    return notes
+
+
+def _wrap(note: str, width: int = WIDTH, indent: str = "    ") -> str:
+    """A note in lines of ``width``, indented under its number; words and hyphenated
+    names ("GMM-BIC") are never split."""
+    return textwrap.fill(note, width, subsequent_indent=indent, break_on_hyphens=False,
+                         break_long_words=False)
+
+
+def _short(text: str, k: int) -> str:
+    """``text``, cut to ``k`` characters with "..." when longer (a header cell)."""
+    return text if len(text) <= k else text[:k - 3] + "..."
+
+
+def _widths(columns: list[list[tuple[str, str]]], width: int, sep: int) -> list[int]:
+    """Column widths for (label, value) pairs that fill ``width``: labels as wide as the
+    longest, values share what is left (at least as wide as the longest)."""
+    labels = [max(len(a) for a, _ in col) for col in columns]
+    values = [max(len(b) for _, b in col) for col in columns]
+    spare = max(width - sum(labels) - sum(values) - sep * (2 * len(columns) - 1), 0)
+    values = [v + spare // len(columns) + (k == 0) * (spare % len(columns))
+              for k, v in enumerate(values)]
+    return [w for pair in zip(labels, values, strict=True) for w in pair]
+
+
+def _table(rows: list[list[str]], headers: list[str], stubs: list[str], stub_header: str,
+           width: int = WIDTH) -> SimpleTable:
+    """A table of ``rows`` as wide as the header table (``width``): data columns as wide
+    as their longest entry (at least 8) plus a space; the stub column, left-aligned,
+    takes the rest."""
+    cols = [max(8, *(len(c) for c in column)) + 1 for column in zip(headers, *rows,
+                                                               strict=True)]
+    stub = max(len(stub_header), *(len(t) for t in stubs), width - sum(cols) - len(cols))
+    table = SimpleTable(rows, headers=headers, stubs=stubs,
+                        txt_fmt={"data_fmts": ["%s"], "header_align": "r",
+                                 "colwidths": [stub, *cols]})
+    table[0][0].data, table[0][0].datatype = stub_header, "stub"   # the header row's stub
+    return table
+
+
+def path_summary(path: Any) -> NegDROSummary:
+    """:meth:`PathResult.summary`: the path as a table, with the support of each gamma and
+    a note on why the estimates may coincide."""
+    frame = path.to_frame()
+    names = path.support.columns
+    rows = [[f"{row['selected']:d}", _num(row["max risk"]), _num(row["mean risk"]),
+             _num(row["Phi_mu"]), "n/a" if np.isnan(row["equal-risk p"])
+             else f"{row['equal-risk p']:.3g}", row["refit"]]
+            for _, row in frame.iterrows()]
+    table = _table(rows, ["selected", "max risk", "mean risk", "Phi_mu", "risk p",
+                          "refit"], [f"{g:g}" for g in path.gammas], "gamma")
+    supports = {tuple(names[m]) for m in path.support.to_numpy()}
+    smry = NegDROSummary()
+    smry.tables = [table]
+    notes = ["risk p = p-value of the equal-risk test at the estimate; coefficients: "
+             ".params, supports: .support."]
+    if len(supports) == 1 and (path.refit != "negdro").all():
+        notes.append("Every gamma selected the same support "
+                     f"({', '.join(map(str, next(iter(supports)))) or 'none'}); with the "
+                     "default refit the coefficients on it do not depend on gamma.  "
+                     "refit='negdro' shows Phi_mu's own path (the paper's Figures 5 and 7).")
+    smry.add_extra_txt([_wrap(f"[{k}] {t}")
+                        for k, t in enumerate(notes, start=1)])
+    return smry
