@@ -47,7 +47,9 @@ from . import DataError, LinearSEM, NegDRO, __version__, exceptions, simulate
 from ._json import jsonable
 from ._resampling import DEFAULT_N_RESAMPLE
 from ._validation import did_you_mean
+from .data import MISSING
 from .data.readers import FIRST_COLUMN, resolve_columns
+from .estimation import REFITS
 from .identification.conditions import CONDITIONS
 
 __all__ = ["main"]
@@ -508,7 +510,7 @@ def _add_data_options(parser: argparse.ArgumentParser) -> None:
                        help="field separator of a CSV file (default ','; '\\t' for tabs)")
     group.add_argument("--decimal", default=".", choices=[".", ","],
                        help="decimal mark of a CSV file (default '.')")
-    group.add_argument("--missing", choices=["raise", "drop"], default="raise",
+    group.add_argument("--missing", choices=MISSING, default="raise",
                        help="rows with NaN or infinite values: stop with an error, or drop "
                             "them (default: raise)")
     parser.add_argument("--seed", type=_count, default=None, metavar="S",
@@ -543,7 +545,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_data_options(fit)
     fit.add_argument("--gamma", type=_gamma, default=20.0,
                      help="invariance strength of eq. (9) (default: 20, the paper's)")
-    fit.add_argument("--refit", choices=["auto", "negdro", "invariant"], default="auto",
+    fit.add_argument("--refit", choices=REFITS, default="auto",
                      help="support and refit: invariance selection (auto), the paper's "
                           "algorithm verbatim (negdro), or (31) on its support (invariant)")
     fit.add_argument("--alpha", type=float, default=0.05,

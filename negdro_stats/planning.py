@@ -62,6 +62,7 @@ import pandas as pd
 from scipy import stats
 
 from ._resampling import replicate
+from ._stats import norm_ppf
 from ._typing import FloatArray, IntArray
 from ._validation import check_int, check_option, check_rng, check_scalar, progress, warn_user
 from .data.container import MultiEnvData
@@ -538,7 +539,7 @@ def _bootstrap_bound(mom: Moments, n: int, draws: int, alpha: float,
     boot = np.asarray([m for m, bad in zip(boot, failed, strict=True) if not bad])
     if len(boot) < 2:
         return np.nan
-    return float(np.mean(boot) + stats.norm.ppf(alpha) * np.std(boot, ddof=1))
+    return float(np.mean(boot) + norm_ppf(alpha) * np.std(boot, ddof=1))
 
 
 def _check_grid(n: object, p: int, owner: str) -> IntArray:

@@ -11,7 +11,7 @@ from numpy.testing import assert_allclose
 
 from negdro_stats import DataError, DataWarning, Moments, NegDRO, SelectionWarning, simulate
 from negdro_stats.data.container import MultiEnvData
-from negdro_stats.estimation.algorithms import SolverOptions
+from negdro_stats.estimation.options import SolverOptions
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from negdro_stats import (
     simulate,
 )
 from negdro_stats import testing as nt
-from negdro_stats.estimation.algorithms import SolverOptions
+from negdro_stats.estimation.options import SolverOptions
 from negdro_stats.estimation.route import solve
 
 

@@ -7,7 +7,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 from negdro_stats import DataError, LinearSEM, simulate
-from negdro_stats.estimation.gmm import gaussian_score_cov
+from negdro_stats.data.fourth import gaussian_score_cov
 from negdro_stats.exceptions import DataWarning
 from negdro_stats.planning import SamplePlan, cumulant_noise, plan_sample_size, sample_moments
 

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from negdro_stats import IdentificationWarning, NegDRO, simulate
-from negdro_stats.estimation.algorithms import SolverOptions
 from negdro_stats.estimation.gmm import Cumulant, InvarianceGMM
+from negdro_stats.estimation.options import SolverOptions
 from negdro_stats.estimation.route import instrument_budget, rank_test, solve
 
 

@@ -12,12 +12,9 @@ from scipy import optimize
 
 from negdro_stats import IdentificationWarning, NegDRO, simulate
 from negdro_stats import testing as nt
-from negdro_stats.estimation.gmm import (
-    Cumulant,
-    InvarianceGMM,
-    augment_support,
-    gaussian_score_cov,
-)
+from negdro_stats.data.fourth import gaussian_score_cov
+from negdro_stats.estimation.gmm import Cumulant, InvarianceGMM
+from negdro_stats.estimation.walk import augment_support
 
 from .helpers import cause_effects, descendants
 
@@ -400,7 +397,7 @@ def test_the_fast_distribution_functions_are_scipy_stats():
     with scipy.stats, NaN where the degrees of freedom are below 1."""
     from scipy import stats
 
-    from negdro_stats.estimation.gmm import chi2_isf, chi2_sf, norm_isf
+    from negdro_stats._stats import chi2_isf, chi2_sf, norm_isf
 
     for x, df in [(3.0, 2), (0.0, 3), (1e-3, 1), (500.0, 10), (np.inf, 4), (1e4, 300),
                   (-1.0, 2)]:

@@ -6,7 +6,7 @@ from numpy.testing import assert_allclose
 
 from negdro_stats import IdentificationWarning, Moments, NegDRO, check_condition_1b, simulate
 from negdro_stats import testing as nt
-from negdro_stats.estimation.algorithms import SolverOptions
+from negdro_stats.estimation.options import SolverOptions
 from negdro_stats.estimation.route import solve
 
 

@@ -10,21 +10,13 @@ Imports the foundations, :mod:`negdro_stats.data` and
 :mod:`negdro_stats.identification`.  Its ``__all__`` is what later stages may import.
 """
 
-from .algorithms import REFIT_LABELS, SolverOptions, SolverOutput
-from .gmm import (
-    N_POPULATION,
-    Cumulant,
-    InvarianceGMM,
-    SelectionReport,
-    inv_psd,
-    score_weights,
-    with_cumulant,
-)
+from .gmm import N_POPULATION, Cumulant, InvarianceGMM, inv_psd, score_weights, with_cumulant
 from .objective import env_risks, gradient, negative_weight, objective
+from .options import REFITS, SelectionReport, SolverOptions, SolverOutput
 from .route import centred_problem, instrument_budget, most_heterogeneous, solve, standardised_cov
 
 __all__ = [
-    "solve", "SolverOptions", "SolverOutput", "SelectionReport", "REFIT_LABELS",
+    "solve", "SolverOptions", "SolverOutput", "SelectionReport", "REFITS",
     "env_risks", "gradient", "negative_weight", "objective",
     "InvarianceGMM", "Cumulant", "N_POPULATION", "inv_psd", "score_weights", "with_cumulant",
     "centred_problem", "standardised_cov", "instrument_budget", "most_heterogeneous",

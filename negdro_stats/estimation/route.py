@@ -82,33 +82,27 @@ import numpy as np
 from scipy import linalg
 from threadpoolctl import ThreadpoolController
 
+from .._stats import chi2_isf, chi2_sf, norm_isf
 from .._typing import FloatArray
 from .._validation import listed
-from ..data.fourth import RESIDUAL
+from ..data.fourth import RESIDUAL, gaussian_score_cov
 from ..data.moments import EXACT_FIT, Moments
 from ..exceptions import SolverError
 from ..identification.conditions import DEFAULT_TOL, SDP_MAX_DIM, check_condition_1b
-from .algorithms import SolverOptions, SolverOutput, invariant_refit, run_method
-from .gmm import (
-    GATE_SE,
-    N_POPULATION,
-    Cumulant,
-    InvarianceGMM,
+from .algorithms import invariant_refit, run_method
+from .gmm import GATE_SE, N_POPULATION, Cumulant, InvarianceGMM
+from .objective import env_risks, gradient, objective
+from .options import SelectionReport, SolverOptions, SolverOutput
+from .walk import (
     Selection,
-    SelectionReport,
-    chi2_isf,
-    chi2_sf,
     critical_value,
     exogenous_support,
-    gaussian_score_cov,
     invariant_ls,
-    norm_isf,
     null_count,
     pooled_ols,
     pooled_t,
     select_support,
 )
-from .objective import env_risks, gradient, objective
 
 __all__ = ["solve", "select_by_invariance", "instrument_budget", "most_heterogeneous",
            "rank_test", "RankTest",

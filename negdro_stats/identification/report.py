@@ -23,10 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from .._json import jsonable
 from .._resampling import replicate
+from .._stats import chi2_sf
 from .._typing import FloatArray
 from .._validation import warn_user
 from ..data.moments import Moments
@@ -216,7 +216,7 @@ def risk_invariance_test(risks: FloatArray, variances: FloatArray,
     W = 1.0 / np.maximum(variances, 1e-300)
     RW = (W @ R) / W.sum()
     T = float(W @ (R - RW) ** 2)
-    return RiskInvarianceTest(statistic=T, df=E - 1, pvalue=float(stats.chi2.sf(T, E - 1)),
+    return RiskInvarianceTest(statistic=T, df=E - 1, pvalue=chi2_sf(T, E - 1),
                               risks=R, envs=envs)
 
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 from .._resampling import replicate
+from .._stats import norm_ppf
 from .._typing import FloatArray
 from .._validation import warn_user
 from ..data.moments import Moments
@@ -93,7 +93,7 @@ class BootstrapResult:
             return lo_q, hi_q
         if method == "basic":
             return 2 * estimate - hi_q, 2 * estimate - lo_q
-        z = stats.norm.ppf(1 - alpha / 2)
+        z = norm_ppf(1 - alpha / 2)
         se = self.standard_error()
         return estimate - z * se, estimate + z * se
 

@@ -70,8 +70,9 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy import linalg, optimize, stats
+from scipy import linalg, optimize
 
+from .._stats import chi2_ppf, chi2_sf
 from .._typing import ArrayLike, FloatArray
 from .._validation import check_option, check_scalar
 from ..data.fourth import RESIDUAL, gaussian_score_cov, isserlis_parts, score_cov_derivative
@@ -457,9 +458,9 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
               key=lambda f: f.J)                  # the centre of the search and its scale
     joint = _RiskAR(std, R, K)
     df = joint.df
-    critical = float(stats.chi2.ppf(1 - alpha, df))
+    critical = chi2_ppf(1 - alpha, df)
     df_sub = df - (p - 1)
-    profile = _Profile(std, R, K, float(stats.chi2.ppf(1 - alpha, df_sub)), (cue.b, b0))
+    profile = _Profile(std, R, K, chi2_ppf(1 - alpha, df_sub), (cue.b, b0))
     subvector = _Subvector(profile, joint, alpha, df_sub, test)
     best = min((joint.fit_cue(every, start=x) for x in (cue.b, b0)), key=lambda f: f.J)
     statistic = min(best.J, profile.limit)       # the least may lie at infinity
@@ -609,8 +610,8 @@ class _Subvector:
     def __init__(self, profile: _Profile, joint: _RiskAR, alpha: float, df_sub: int,
                  test: Literal["ar", "kj"]) -> None:
         self.profile, self.joint, self.test, self.df_sub = profile, joint, test, df_sub
-        self.c_K = float(stats.chi2.ppf(1 - KJ_SHARE * alpha, 1))
-        self.c_J = float(stats.chi2.ppf(1 - (1 - KJ_SHARE) * alpha, df_sub - 1))
+        self.c_K = chi2_ppf(1 - KJ_SHARE * alpha, 1)
+        self.c_J = chi2_ppf(1 - (1 - KJ_SHARE) * alpha, df_sub - 1)
         self.critical = profile.critical if test == "ar" else self.c_K
         self._K: dict[tuple[int, float], tuple[float, float]] = {}   # -> (AR_j, K_j)
         self._verified: set[tuple[int, float]] = set()
@@ -654,10 +655,10 @@ class _Subvector:
     def pvalue(self, j: int, beta0: float = 0.0) -> float:
         """The p-value of ``b_j = beta_0``: the least level at which the test rejects."""
         if self.test == "ar":
-            return float(stats.chi2.sf(self.profile(j, beta0, "all"), self.df_sub))
+            return chi2_sf(self.profile(j, beta0, "all"), self.df_sub)
         ar, k = self.parts(j, beta0, "all")
-        return min(1.0, float(stats.chi2.sf(k, 1)) / KJ_SHARE,
-                   float(stats.chi2.sf(ar - k, self.df_sub - 1)) / (1 - KJ_SHARE))
+        return min(1.0, chi2_sf(k, 1) / KJ_SHARE,
+                   chi2_sf(ar - k, self.df_sub - 1) / (1 - KJ_SHARE))
 
 
 def _inside(excess: Callable[[float], float], candidates: list[float], step: float,

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
+from .._stats import norm_ppf
 from .._typing import FloatArray
 from ..data.moments import Moments
 from ..exceptions import DataError
@@ -206,7 +207,7 @@ def _icp(mom: Moments, alpha: float = 0.05, max_size: int | None = None,
             if idx:   # OLS intervals on S with the R package's quantile z_{1-alpha/4}
                 sigma = np.sqrt(max(syy - my**2 - cxy[idx] @ b[idx], 0.0) * N
                                 / (N - len(idx) - 1))
-                q = stats.norm.ppf(1 - alpha / 4)
+                q = norm_ppf(1 - alpha / 4)
                 se = sigma * np.sqrt(np.diag(np.linalg.inv(cov[np.ix_(idx, idx)])) / N)
                 lo[idx] = np.minimum(lo[idx], b[idx] - q * se)
                 hi[idx] = np.maximum(hi[idx], b[idx] + q * se)

@@ -12,19 +12,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .._json import jsonable
 from .._saving import Saveable, load
+from .._stats import norm_sf
 from .._typing import ArrayLike, FloatArray
 from .._validation import check_option, check_scalar, generator_from_state
-from ..estimation import REFIT_LABELS, SolverOutput
+from ..estimation import SolverOutput
 from ..exceptions import DataError
 from ..identification.conditions import IdentificationResult
 from ..identification.report import RiskInvarianceTest
 from ..inference.bootstrap import CI_METHODS, BootstrapResult
 from ..inference.robust import ROBUST_TABLE_MAX_P, RobustSet, robust_set
 from ..inference.sandwich import refit_cov
+from .labels import REFIT_LABELS
 
 if TYPE_CHECKING:
     from .summary import NegDROSummary
@@ -295,7 +296,7 @@ class NegDROResults(Saveable):
     def pvalues(self) -> pd.Series:
         """Two-sided normal p-values of :attr:`tvalues`, conditional on the selected
         support (NaN off it); the unconditional ones are :attr:`robust_pvalues`."""
-        return pd.Series(2.0 * stats.norm.sf(np.abs(self.tvalues.to_numpy())),
+        return pd.Series(2.0 * norm_sf(np.abs(self.tvalues.to_numpy())),
                          index=self.params.index, name="P>|t|")
 
     @property

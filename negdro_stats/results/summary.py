@@ -19,25 +19,17 @@ from statsmodels.iolib.table import SimpleTable
 
 from .._resampling import DEFAULT_N_BOOT
 from .._validation import listed
-from ..estimation import REFIT_LABELS
 from ..exceptions import DataError
 from ..identification.conditions import identification_advice
 from ..inference.bootstrap import SHOWN_FREQ
 from ..inference.robust import ROBUST_TABLE_MAX_P, RobustSet
+from .labels import METHOD_LABELS, REFIT_LABELS, REFIT_SHORT
 
 __all__ = ["NegDROSummary", "build_summary", "path_summary"]
 
 Results = Any   # a NegDROResults (results imports this module, so it cannot be named here)
 
 WIDTH = 78                     # of the summary's tables and notes (as statsmodels)
-_METHOD_LABELS = {
-    ("algorithm3", "sqp"): "NegDRO Alg. 3 (SQP)",
-    ("algorithm3", "gdm"): "NegDRO Alg. 3 (GDM)",
-    ("algorithm1", "algorithm1"): "NegDRO Alg. 1",
-    ("algorithm2", "algorithm2"): "NegDRO Alg. 2",
-}
-_REFIT_SHORT = {"ols": "pooled OLS", "gmm": "GMM", "ils": "inv. LS", "negdro": "Phi_mu",
-                "invariant": "eq. (31)"}
 
 
 _LATEX = {"\\": r"\textbackslash{}", "%": r"\%", "&": r"\&", "_": r"\_", "#": r"\#",
@@ -117,11 +109,11 @@ def _method_label(res: Results) -> str:
     """What produced the coefficients: the support's choice + the refit on it."""
     sel, refit = res.selection, res.solver.refit
     if refit == "none":                               # Algorithms 1, 2, or an empty support
-        return _METHOD_LABELS[(res.solver.method, res.solver.inner)]
+        return METHOD_LABELS[(res.solver.method, res.solver.inner)]
     if sel is None:                                   # refit="negdro" / "invariant" asked
         return "NegDRO (paper)" if refit == "negdro" else REFIT_LABELS[refit]
     support = "J tests" if sel.route == "invariance" else "Alg. 3"
-    return f"{support} + {_REFIT_SHORT[refit]}"
+    return f"{support} + {REFIT_SHORT[refit]}"
 
 
 def _is_intercept(res: Results, j: int) -> bool:
@@ -288,7 +280,7 @@ def _header_table(res: Results) -> tuple[SimpleTable, int]:
         ("Dep. Variable:", f"{res.endog_name} (first column)" if res.outcome_first_column
          and len(res.endog_name) <= 4 else _short(res.endog_name, 19)),
         ("Method:", _method_label(res)),
-        ("Solver:", _METHOD_LABELS[(res.solver.method, res.solver.inner)]),
+        ("Solver:", METHOD_LABELS[(res.solver.method, res.solver.inner)]),
         ("gamma:", f"{res.gamma:g}" + (" (unused)" if res.selection is not None
                                        and res.selection.route == "invariance" else "")),
         ("No. Observations:", f"{res.nobs:g}"),

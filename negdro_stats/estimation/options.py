@@ -1,0 +1,378 @@
+"""The estimator's settings and output: :class:`SolverOptions` (validated once),
+:class:`SolverOutput` (what :func:`~negdro_stats.estimation.solve` returns) and
+:class:`SelectionReport` (how the default route chose its support and coefficients)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from .._typing import FloatArray
+from .._validation import check_int, check_option, check_scalar, did_you_mean, listed, warn_user
+from ..exceptions import DataError, SelectionWarning
+from .gmm import Cumulant
+
+__all__ = ["SolverOptions", "SolverOutput", "SelectionReport", "InnerResult", "METHODS",
+           "REFITS"]
+
+METHODS = ("algorithm3", "algorithm1", "algorithm2")
+
+REFITS = ("auto", "negdro", "invariant")
+# Defaults of Algorithm 3 (standardised scale); reasons in the SolverOptions docstring.
+DEFAULT_MU, DEFAULT_TAU, DEFAULT_THRESHOLD = 1e-3, 0.1, 0.15
+DEFAULT_ALPHA = 0.05     # level of the invariance (J), pruning and Hausman tests
+INNER_SOLVERS = ("sqp", "gdm")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SolverOptions:
+    r"""The settings of a NegDRO fit, validated once (``NegDRO.fit(**options)`` builds it).
+
+    All numerical settings refer to the standardised problem (covariates and outcome
+    rescaled to unit root mean square by :meth:`Moments.scales`).  The options that
+    :func:`solve` resolves from the data (``step_size``, ``max_iter``, ``tol``,
+    ``upsilon``) are filled in on :attr:`SolverOutput.options`.
+
+    Parameters
+    ----------
+    gamma : float, default 20
+        Invariance strength (eq. (9)); set on the model (``NegDRO(..., gamma=)``).
+    method : {"algorithm3", "algorithm1", "algorithm2"}
+        ``"algorithm3"`` (default): Appendix F.3 -- minimise the tau-adjusted objective
+        (124), keep covariates with standardised :math:`|b_j| d_j / s_y \ge` ``threshold``,
+        halve tau and repeat on them until the support is stable, then minimise
+        :math:`\Phi_\mu` (19) on the support.  ``"algorithm1"``: gradient
+        descent-maximisation on :math:`\Phi_\mu`, eqs. (22)-(24), as printed (no
+        thresholding).  ``"algorithm2"``: subgradient descent-maximisation on :math:`\Phi`
+        (50) with the proximal output rule (52).  Cost: Algorithms 1 and 2 take thousands
+        of iterations (Algorithm 2 about 1-2 s per fit at p = 10-100, and it rarely meets
+        ``tol``: ``benchmarks/results/core_speed.txt``), so with the bootstrap multiply by
+        ``n_boot``; use them to reproduce the paper, Algorithm 3 otherwise.
+    inner : {"sqp", "gdm"}
+        Inner solver of Algorithm 3: SQP on the max of quadratics (default; about 10
+        steps, each one p x p Cholesky) or Algorithm 1 as printed.
+    mu : float, default 1e-3
+        Ridge penalty on the weights in (19), in units of the outcome's mean square
+        (counted once, as in (19), not once per environment as in (22)).  Small values keep
+        the estimator close to (17); 1e-3 smooths risk differences of about a thousandth of
+        E[Y^2], well below sampling noise.  Must be > 0 for the gradient methods; at most 1e6.
+    tau : float, default 0.1
+        Initial adjustment tau0 of (124); halved at every stage; at most 1e6.
+    threshold : float, default 0.15
+        Hard threshold c0 on standardised coefficients :math:`|b_j| d_j / s_y`, with
+        :math:`d_j, s_y` the root mean squares of :math:`X_j` and :math:`Y` averaged over
+        environments.  0 gives the unthresholded NegDRO estimate.
+    step_size : float, optional
+        Step size alpha of Algorithms 1 and 2; default 1/L with
+        :math:`L = 2(1 + \tau + c|E|)\max_e\|\Sigma_e\|`.
+    max_iter : int, optional
+        Iteration cap T: default 200 SQP steps per stage, or 10,000 iterations for
+        Algorithms 1 and 2 (and ``inner="gdm"``).
+    tol : float, optional
+        Stop when the stationarity measure (gradient norm; the proximal measure for
+        Algorithm 2) is at most ``tol``; default 1e-8 for SQP (near beta* the curvature of
+        Phi_mu can be as small as 1/(1 + gamma|E|), so a 1e-6 gradient could leave an
+        error of 1e-4) and 1e-6 for Algorithms 1 and 2.
+    upsilon : float, optional
+        Proximal parameter of Algorithm 2's output rule (52); default ``1/(2m)`` with m
+        the weak-convexity constant of Phi.
+    refit : {"auto", "negdro", "invariant"}
+        How the support and the coefficients on it are chosen.  ``"auto"`` (default):
+        consistent selection by over-identified gradient invariance (Lemma 1), see
+        :mod:`negdro_stats.estimation.gmm` and the user guide: supports nested in the order of a
+        pilot GMM fit's ``|t|`` are scored by Hansen's J test; GMM-BIC chooses, grown
+        until the J test accepts at level ``test_level``; covariates are pruned while
+        their ``|t|`` is below ``max(z_{1-test_level/(2|S|)}, sqrt(log n))``; causes that only the
+        pooled regression sees are added unless the invariance fit disagrees (a child of
+        Y); pooled OLS is reported when a Hausman contrast with the invariance GMM
+        accepts, else the GMM.  Taken only when the environment differences identify the
+        support (worst standardised s.e. below 0.1); otherwise -- e.g. the limited and
+        weak regimes of Example 3 -- Algorithm 3's support and Phi_mu fit.
+        ``"negdro"``: the paper verbatim.  ``"invariant"``: Algorithm 3's support,
+        refitted on the gradient-invariance equations (31).
+    test_level : float, default 0.05
+        Level of the J test, the pruning (Bonferroni part) and the Hausman contrast of
+        ``refit="auto"``.  (``alpha`` is the intervals' level, as in statsmodels:
+        ``conf_int(alpha)``, ``summary(alpha)``.)
+    fixed : tuple of int
+        Covariates never thresholded, pruned or ordered (the intercept column; set by
+        the model).
+    """
+
+    gamma: float = 20.0
+    method: str = "algorithm3"
+    inner: str = "sqp"
+    mu: float = DEFAULT_MU
+    tau: float = DEFAULT_TAU
+    threshold: float = DEFAULT_THRESHOLD
+    step_size: float | None = None
+    max_iter: int | None = None
+    tol: float | None = None
+    upsilon: float | None = None
+    refit: str = "auto"
+    test_level: float = DEFAULT_ALPHA
+    fixed: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        owner = "NegDRO.fit"
+        gradient_method = self.method == "algorithm1" or self.inner == "gdm"
+        valid = {
+            "method": check_option(self.method, "method", owner, METHODS),
+            "inner": check_option(self.inner, "inner", owner, INNER_SOLVERS),
+            "refit": check_option(self.refit, "refit", owner, REFITS),
+            "mu": check_scalar(self.mu, "mu", owner, min_val=0, max_val=1e6,
+                               closed="right" if gradient_method else "both"),
+            "tau": check_scalar(self.tau, "tau", owner, min_val=0, max_val=1e6),
+            "test_level": check_scalar(self.test_level, "test_level", owner, min_val=0,
+                                       max_val=1, closed="neither"),
+            "fixed": tuple(int(j) for j in self.fixed),
+        }
+        for name in ("gamma", "threshold"):
+            valid[name] = check_scalar(getattr(self, name), name, owner, min_val=0)
+        for name in ("step_size", "tol", "upsilon"):
+            if getattr(self, name) is not None:
+                valid[name] = check_scalar(getattr(self, name), name, owner, min_val=0,
+                                           closed="neither")
+        if self.max_iter is not None:
+            valid["max_iter"] = check_int(self.max_iter, "max_iter", owner, min_val=1)
+        for name, value in valid.items():               # frozen: set the checked values
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def from_user(cls, owner: str, options: dict, **fixed_by_model) -> SolverOptions:
+        """Options from a user's keywords plus those the model sets (``gamma``, ``fixed``),
+        with a typed error naming an unknown or misplaced one."""
+        known = [f.name for f in fields(cls) if f.name not in fixed_by_model]
+        if "alpha" in options:
+            raise DataError(f"{owner} does not take 'alpha': the level of the selection's J "
+                            f"tests and pruning is test_level= (e.g. {owner}(test_level="
+                            f"{options['alpha']!r})); alpha is the intervals' level, given "
+                            "to conf_int(alpha) and summary(alpha).")
+        for name in options:
+            if name in fixed_by_model:
+                raise DataError(f"{owner} does not take {name!r}: it is set on the model "
+                                f"(gamma: NegDRO(..., gamma=...); fixed: fit_intercept).")
+            if name not in known:
+                raise DataError(f"{owner} got an unknown option {name!r}."
+                                f"{did_you_mean(name, known)} The "
+                                f"options are {known} (see SolverOptions).")
+        out = cls(**options, **fixed_by_model)
+        if out.threshold > 1:
+            warn_user(f"{owner}(threshold={out.threshold:g}): Algorithm 3 keeps only covariates "
+                      "whose standardised coefficient |b_j| d_j / s_y is at least that, which "
+                      "is rarely any (0.15 is the paper's); the default refit='auto' chooses "
+                      "the support by J tests where the environments identify it and uses "
+                      "the threshold only on Algorithm 3's route.", SelectionWarning)
+        return out
+
+    def as_dict(self) -> dict:
+        """The settings by name."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class InnerResult:
+    """One minimisation of Phi_{mu,tau} on a fixed support (standardised scale)."""
+
+    b: FloatArray
+    w: FloatArray
+    value: float
+    grad_norm: float
+    n_iter: int
+    converged: bool
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class SolverOutput:
+    """What a NegDRO solver reports (coefficients on the original scale).
+
+    Attributes
+    ----------
+    b : ndarray, shape (p,)
+        Coefficients; zero outside ``support``.
+    support : ndarray of bool, shape (p,)
+        Covariates kept by the hard threshold (all of them for Algorithms 1 and 2).
+    w : ndarray, shape (E,)
+        Maximising (worst-case) simplex weight at ``b``, eq. (20).
+    objective : float
+        ``Phi_mu(b)``, eq. (19), on the original scale of the outcome.
+    grad_norm : float
+        Stationarity: norm of the gradient of Phi_mu on the support, on the
+        standardised scale (every covariate and the outcome with unit root mean square).
+        For Algorithm 2 it is the proximal measure ``||prox(b) - b|| / upsilon``.
+    risks : ndarray, shape (E,)
+        Environment risks ``R_e(b)`` on the original scale.
+    n_iter : int
+        Iterations summed over all stages.
+    converged : bool
+        Whether every stage met its stopping rule.
+    method, inner : str
+        The method and inner solver used.
+    stages : tuple of dict
+        For Algorithm 3: per stage, ``tau``, support size before thresholding, iterations
+        and whether it converged (``grad_norm`` is then the first stalled stage's).
+    options : SolverOptions
+        The settings used, with the defaults resolved from the data filled in.
+    refit : str
+        How the coefficients on the support were computed: ``"negdro"`` (the final
+        Phi_mu stage), ``"invariant"`` (:func:`invariant_refit`), ``"ols"`` or
+        ``"gmm"`` (the invariance route of ``refit="auto"``, see ``selection``) or
+        ``"none"`` (Algorithms 1 and 2).  ``grad_norm`` always refers to the last
+        NegDRO stage.
+    selection : SelectionReport or None
+        For ``refit="auto"``: the invariance walk, the tests and the route taken.
+    """
+
+    b: FloatArray
+    support: np.ndarray
+    w: FloatArray
+    objective: float
+    risks: FloatArray
+    grad_norm: float
+    n_iter: int
+    converged: bool
+    method: str
+    inner: str
+    stages: tuple = ()
+    options: SolverOptions = SolverOptions()
+    refit: str = "none"
+    selection: SelectionReport | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class SelectionReport:
+    """How the default estimator (``refit="auto"``) chose its support and coefficients.
+
+    Attributes
+    ----------
+    route : {"invariance", "negdro", "not identified"}
+        ``"invariance"``: the environment differences determine every coefficient and
+        the support was chosen by J tests, so the coefficients come from
+        ``estimator``.  ``"negdro"``: Algorithm 3's support and its Phi_mu fit (the
+        paper), because ``reason`` (e.g. limited interventions, where Condition 4 on the
+        data holds).  ``"not identified"``: the environments do not determine the
+        coefficients of ``undetermined`` and Condition 4 fails on the data; Algorithm
+        3's fit is reported without a claim.
+    reason : str
+        Why the route was taken, in words.
+    estimator : {"ols", "ils", "gmm", "negdro"}
+        Pooled OLS on the support (when the exogeneity test does not reject, or where the
+        differences do not determine the coefficients and the invariance conditions
+        accept OLS), least squares constrained by the invariance conditions where they
+        determine the coefficients (:func:`invariant_ls`: OLS is not invariant there, as
+        with hidden confounding), the invariance GMM, or NegDRO's final stage.
+    walk : tuple of (size, J, df, pvalue)
+        The J test along the nested supports.
+    pruned : tuple of str
+        Covariates removed by the t-statistic pruning.
+    critical_t : float
+        The pruning critical value.
+    added : tuple of str
+        Covariates added afterwards by :func:`augment_support` (pooled t statistic,
+        guarded by the invariance fit).
+    removed : tuple of str
+        Covariates removed by :func:`exogenous_support` (pooled least squares and the
+        invariance fit disagree on them most: a child of Y).
+    J, df, pvalue : float, int, float
+        Hansen's J test (continuously updated) of invariance on the reported support.
+    rejected : bool
+        The J test rejects invariance on the reported support (then no nested support
+        from the BIC choice on passed it; reported with a warning).
+    identified : bool
+        False when the route is ``"not identified"``.
+    undetermined : tuple of str
+        Covariates whose coefficients the environment differences do not determine
+        (their share in the directions the rank test finds undetermined is at least
+        0.1), least determined first.
+    exogeneity : tuple of (H, df, pvalue)
+        Hausman contrast of pooled OLS against the invariance GMM on the support
+        (:func:`hausman`); OLS is reported when it does not reject.
+    worst_se : float
+        Standardised standard error along the least identified direction of the
+        selected support's invariance fit; the invariance route needs it at most
+        ``gate_se``.
+    gate_se : float
+    rank_test : tuple of (stat, df, pvalue)
+        The rank test of the invariance conditions on every covariate
+        (:func:`negdro_stats.estimation.route.rank_test`): the smallest normalised information; a
+        p-value above ``alpha`` means some direction is not determined.
+    instruments : tuple of str
+        The covariates whose residual moments are required to be invariant.
+    cumulant : Cumulant
+        The non-Gaussian part of the score covariances on the instruments, at the
+        chosen estimate (original scale; empty without rows).  The bootstrap reuses it.
+    misfit : ndarray (E, p) or None
+        ``g_e(b) - mean_f g_f(b)`` at the GMM estimate on the selected support (original
+        scale): the sample's departure from exact invariance.  The bootstrap subtracts it
+        from every replicate's moment conditions (recentring, Hall and Horowitz 1996), so
+        that the selected model holds exactly in the bootstrap world, as the true one
+        does in the real world; without it the J test rejects the true support in most
+        replicates.
+    fixed_test : tuple of (J, df, pvalue, level)
+        Where the environment differences do not determine the coefficients: the
+        invariance test at the reported pooled OLS fit itself (a fixed ``b``), which
+        accepted it at ``level`` among the supports tried, the one with the smallest
+        pooled risk (:func:`negdro_stats.estimation.route._invariant_ols`; then ``J``, ``df``,
+        ``pvalue`` are this test's).  NaN when that path was not taken.
+    stand_ins : tuple of (str, str)
+        Pairs ``(selected, stand-in)`` of near copies (pooled cosine at least 0.95)
+        where the J test accepts the support with the stand-in too: the data barely tell
+        which of the two is the cause (:func:`negdro_stats.estimation.route._substitutes`; the
+        reported one has the smaller pooled risk).
+    """
+
+    route: str
+    reason: str
+    estimator: str
+    walk: tuple
+    pruned: tuple
+    critical_t: float
+    added: tuple
+    removed: tuple
+    J: float
+    df: int
+    pvalue: float
+    exogeneity: tuple
+    worst_se: float
+    gate_se: float
+    instruments: tuple
+    cumulant: Cumulant
+    misfit: FloatArray | None = None
+    rejected: bool = False
+    rank_test: tuple = (np.nan, 0, np.nan)
+    identified: bool = True
+    undetermined: tuple = ()
+    fixed_test: tuple = (np.nan, 0, np.nan, np.nan)
+    stand_ins: tuple = ()
+
+    @property
+    def assumes_condition_4(self) -> bool:
+        """Identified only under an assumption the data cannot check: the environments
+        leave ``undetermined`` undetermined, and the reported fit is the invariant one of
+        least pooled risk, which is ``beta*`` when every child of the outcome is
+        intervened on (Condition 4, Theorem 6; Condition 6 with hidden confounding).  A
+        child of ``Y`` that no environment shifts makes other fits invariant too, and
+        data cannot tell it from a parent that no environment shifts."""
+        return self.identified and bool(self.undetermined)
+
+    @property
+    def exact(self) -> bool:
+        """The covariates give the outcome exactly
+        (:func:`negdro_stats.estimation.route.exact_fit`): pooled OLS reported, nothing
+        tested."""
+        return self.route == "invariance" and not self.walk
+
+    def __repr__(self) -> str:
+        """The route and its evidence in a few lines (the arrays stay attributes)."""
+        lines = [f"<SelectionReport: route={self.route!r}, estimator={self.estimator!r}",
+                 f"  reason: {self.reason}"]
+        lines.append(f"  J = {self.J:.4g}, df = {self.df}, p = {self.pvalue:.3g}; "
+                     f"worst standardised s.e. {self.worst_se:.3g} (gate {self.gate_se:g})")
+        if self.undetermined:
+            lines.append(f"  not determined: {listed(self.undetermined, 10)}")
+        if self.route == "invariance":
+            lines += [f"  {label}: {', '.join(map(str, names))}" for label, names in
+                      (("pruned", self.pruned), ("added", self.added),
+                       ("removed", self.removed)) if names]
+        lines.append(f"  walk: {len(self.walk)} supports tried; instruments: "
+                     f"{len(self.instruments)}>")
+        return "\n".join(lines)
