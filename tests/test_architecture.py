@@ -101,7 +101,23 @@ def _violations(modules: dict[str, Path]) -> list[str]:
         if lines > CONTRACT["max_lines"] and name.replace(".", "/") + ".py" not in long:
             broken.append(f"{name} has {lines} lines (> {CONTRACT['max_lines']}) and no "
                           "reason under [long]")
-    return broken + _circles(modules)
+    return broken + _long_functions(modules) + _circles(modules)
+
+
+def _long_functions(modules: dict[str, Path]) -> list[str]:
+    """Functions over ``max_function_lines`` lines of code without a stated reason, and
+    reasons for functions that are no longer long."""
+    reasons, limit, found = CONTRACT.get("long_functions", {}), CONTRACT["max_function_lines"], {}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                first = node.body[1 if ast.get_docstring(node) and len(node.body) > 1 else 0]
+                key = f"{name.replace('.', '/')}.py:{node.name}"
+                found[key] = node.end_lineno - first.lineno + 1
+    return ([f"{key} has {n} lines of code (> {limit}) and no reason under [long_functions]"
+             for key, n in found.items() if n > limit and key not in reasons]
+            + [f"[long_functions] names {key}, which has {found.get(key, 0)} lines: drop it"
+               for key in reasons if found.get(key, 0) <= limit])
 
 
 def _all_of(path: Path) -> set[str]:

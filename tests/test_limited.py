@@ -1,7 +1,7 @@
 """Limited interventions (Condition 4): the causes of Y need not be shifted; the default
 reports pooled OLS on the invariant support with the smallest pooled risk
-(negdro_stats.estimation.route._invariant_ols) where the environment differences do not determine
-the coefficients."""
+(negdro_stats.estimation.route.least_risk.invariant_ols) where the environment
+differences do not determine the coefficients."""
 
 import warnings
 

@@ -253,7 +253,7 @@ def test_a_replicate_runs_algorithm_3_only_where_its_route_uses_it(
     """A bootstrap replicate (the sample's ``route`` given) gets the same coefficients
     and support whether Algorithm 3 runs first (the sample's order) or on demand, and
     it runs only where the route uses Algorithm 3's support or fit."""
-    from negdro_stats.estimation import route as route_module
+    from negdro_stats.estimation.route import pipeline as route_module
 
     model = NegDRO(design.sample(2000, rng=3), env="env", outcome="Y")
     with warnings.catch_warnings():

@@ -311,13 +311,14 @@ class SelectionReport:
         Where the environment differences do not determine the coefficients: the
         invariance test at the reported pooled OLS fit itself (a fixed ``b``), which
         accepted it at ``level`` among the supports tried, the one with the smallest
-        pooled risk (:func:`negdro_stats.estimation.route._invariant_ols`; then ``J``, ``df``,
-        ``pvalue`` are this test's).  NaN when that path was not taken.
+        pooled risk (:func:`negdro_stats.estimation.route.least_risk.invariant_ols`; then
+        ``J``, ``df``, ``pvalue`` are this test's).  NaN when that path was not taken.
     stand_ins : tuple of (str, str)
         Pairs ``(selected, stand-in)`` of near copies (pooled cosine at least 0.95)
         where the J test accepts the support with the stand-in too: the data barely tell
-        which of the two is the cause (:func:`negdro_stats.estimation.route._substitutes`; the
-        reported one has the smaller pooled risk).
+        which of the two is the cause
+        (:func:`negdro_stats.estimation.route.search._substitutes`; the reported one has
+        the smaller pooled risk).
     """
 
     route: str
