@@ -48,7 +48,7 @@ from ._json import jsonable
 from ._resampling import DEFAULT_N_RESAMPLE
 from ._validation import did_you_mean
 from .data import MISSING
-from .data.readers import FIRST_COLUMN, resolve_columns
+from .data.readers import FIRST_COLUMN, path_kind, resolve_columns
 from .estimation import REFITS
 from .identification.conditions import CONDITIONS
 
@@ -233,7 +233,8 @@ def _select_columns(frame: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.D
 
 
 def _is_parquet(path: str) -> bool:
-    return path.endswith((".parquet", ".pq")) or glob.has_magic(path) or os.path.isdir(path)
+    """Parquet data by the package's one reader choice; any other path is read as CSV."""
+    return path_kind(path) == "parquet"
 
 
 def _model(args: argparse.Namespace, gamma: float = 20.0) -> NegDRO:

@@ -446,3 +446,19 @@ def test_a_new_source_is_a_stream_of_batches():
         MultiEnvData.from_batches([df.to_numpy()], "env")
     with pytest.raises(DataError, match="are empty"):
         MultiEnvData.from_batches(iter([]), "env")
+
+
+def test_one_reader_choice_for_paths(tmp_path):
+    """``path_kind`` decides which reader a path takes, for ``NegDRO(path)`` and the CLI
+    alike (they chose by suffix in two places)."""
+    from negdro_stats import cli
+    from negdro_stats.data.readers import path_kind
+
+    cases = {"x.csv": "csv", "x.csv.gz": "csv", "x.tsv": "csv", "x.txt": "csv",
+             "x.parquet": "parquet", "x.pq": "parquet", "cells/*.parquet": "parquet",
+             str(tmp_path): "parquet", "x.dat": None}
+    assert {path: path_kind(path) for path in cases} == cases
+    assert [cli._is_parquet(path) for path in cases] == [kind == "parquet"
+                                                         for kind in cases.values()]
+    with pytest.raises(DataError, match="a path must name Parquet files"):
+        NegDRO("x.dat", env="env")

@@ -13,7 +13,6 @@ use.  Everything here pickles.
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -33,6 +32,7 @@ from .readers import (
     Read,
     Rows,
     as_pandas,
+    path_kind,
     read_arrays,
     read_batches,
     read_csv,
@@ -250,12 +250,12 @@ class MultiEnvData:
         if isinstance(data, pd.DataFrame):
             return cls.from_frame(data, env, blocks=blocks, **options)
         if isinstance(data, (str, os.PathLike)):
-            if str(data).endswith((".csv", ".csv.gz", ".tsv", ".txt")):
+            kind = path_kind(data)
+            if kind == "csv":
                 return cls.from_csv(data, env, blocks=blocks or DEFAULT_BLOCKS,
                                     sep="\t" if str(data).endswith(".tsv") else ",",
                                     **options)
-            if not str(data).endswith((".parquet", ".pq")) and not os.path.isdir(data) \
-                    and not glob.has_magic(str(data)):
+            if kind is None:
                 raise DataError(f"data={str(data)!r}: a path must name Parquet files "
                                 "(.parquet, a directory or a glob of them) or a CSV file "
                                 "(.csv, .csv.gz, .tsv, .txt).")

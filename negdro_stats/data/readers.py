@@ -65,9 +65,25 @@ from .moments import (
     one_blas_thread,
 )
 
-__all__ = ["MISSING", "NanPolicy", "Read", "Rows", "Table", "as_pandas", "check_labels",
-           "check_real", "read_arrays", "read_batches", "read_csv", "read_dask",
+__all__ = ["MISSING", "path_kind", "NanPolicy", "Read", "Rows", "Table", "as_pandas",
+           "check_labels", "check_real", "read_arrays", "read_batches", "read_csv", "read_dask",
            "read_formula", "read_frame", "read_parquet", "read_rows", "resolve_columns"]
+
+CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".txt")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+
+def path_kind(path: str | os.PathLike) -> str | None:
+    """Which reader a path takes, the one place that decides (``NegDRO(path)`` and the
+    CLI): ``"csv"`` for a .csv, .csv.gz, .tsv or .txt file, else ``"parquet"`` for a
+    .parquet or .pq file, a directory or a glob, else None."""
+    text = str(path)
+    if text.endswith(CSV_SUFFIXES):
+        return "csv"
+    if text.endswith(PARQUET_SUFFIXES) or os.path.isdir(text) or glob.has_magic(text):
+        return "parquet"
+    return None
+
 
 MISSING = ("raise", "drop")
 NAN_HINT = "a CSV's empty, 'NA' or 'n/a' cells are read as NaN"
