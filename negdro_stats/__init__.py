@@ -7,8 +7,7 @@
 
 from . import datasets, planning, simulate, studies
 from ._version import __version__  # noqa: F401  (re-exported)
-from .data.container import MultiEnvData
-from .data.moments import MomentAccumulator, Moments
+from .data import MomentAccumulator, Moments, MultiEnvData
 from .design import DesignReport, Intervention, InterventionAdvice, LinearSEM
 from .estimation import SolverOptions
 from .exceptions import (
@@ -21,19 +20,19 @@ from .exceptions import (
     SolverError,
     SubsetCapError,
 )
-from .identification.conditions import (
+from .identification import (
+    IdentificationReport,
     IdentificationResult,
+    RiskInvarianceTest,
     check_condition_1b,
     check_condition_4,
     check_condition_6,
 )
-from .identification.report import IdentificationReport, RiskInvarianceTest
-from .inference.bootstrap import BootstrapResult
+from .inference import BootstrapResult
 from .model import NegDRO, diagnose
-from .peers.baselines import BaselineResult, fit_baseline
-from .peers.holdout import LOEOResult
+from .peers import BaselineResult, LOEOResult, fit_baseline
 from .planning import SamplePlan, plan_sample_size
-from .results.results import NegDROResults, PathResult, load
+from .results import NegDROResults, PathResult, load
 
 __all__ = [
     "NegDRO",

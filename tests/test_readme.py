@@ -21,10 +21,13 @@ def _blocks(language: str) -> list[str]:
 
 
 def test_the_readme_has_the_blocks_this_test_runs():
-    """Two set-up commands, the Python examples and one command-line block (a block added
-    in another language would escape this test)."""
+    """Two set-up commands, the Python examples, one command-line block and the layout
+    (``text``, nothing to run; a block added in another language would escape this
+    test)."""
     assert len(_blocks("bash")) == 3 and len(_blocks("python")) >= 3
-    assert set(re.findall(r"```(\w*)\n.*?```", README, flags=re.S)) == {"bash", "python"}
+    assert len(_blocks("text")) == 1
+    assert set(re.findall(r"```(\w*)\n.*?```", README, flags=re.S)) == {"bash", "python",
+                                                                          "text"}
     setup = [block.strip() for block in _blocks("bash")[:2]]
     assert setup[0] == "pip install -e . && python -m negdro_stats demo"
     assert setup[1].endswith('python -m pytest -m "not slow"')
