@@ -1,5 +1,5 @@
 """The package's one resampling loop and its default sizes: the bootstrap of the
-estimator (:mod:`negdro_stats.inference.bootstrap`), the identification report's
+estimator (:mod:`negdro_stats.inference.stratified`), the identification report's
 bootstrap and permutations (:mod:`negdro_stats.identification.report`) and the
 sample-size planner's replicates (:mod:`negdro_stats.planning`) all run through
 :func:`replicate`."""

@@ -1,6 +1,6 @@
 """Deprecated path (0.1's flat layout): its names are in :mod:`negdro_stats.data.fourth`
 now; this module forwards them with a DeprecationWarning until 0.3."""
 
-from ._moved import forward
+from . import _moved
 
-__getattr__ = forward(__name__)
+_moved.forward(__name__)

@@ -2,6 +2,6 @@
 :mod:`negdro_stats.inference.sandwich` now; this module forwards them with a
 DeprecationWarning until 0.3."""
 
-from ._moved import forward
+from . import _moved
 
-__getattr__ = forward(__name__)
+_moved.forward(__name__)

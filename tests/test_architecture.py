@@ -184,11 +184,13 @@ def test_the_docs_show_the_contract():
         assert f"``{part['name']}``" in page, part["name"]
 
 
-@pytest.mark.parametrize("old", next(p for p in CONTRACT["part"]
-                                     if p["name"] == "deprecated")["modules"])
+OLD_PATHS = next(p for p in CONTRACT["part"] if p["name"] == "deprecated")["modules"]
+
+
+@pytest.mark.parametrize("old", OLD_PATHS)
 def test_old_paths_forward_with_a_deprecation_warning(old):
     """0.1's module paths still give their public names, each with a DeprecationWarning
-    that names the new import."""
+    that names the new import, and ``from ... import *`` and ``dir()`` give them too."""
     import importlib
 
     from negdro_stats._moved import MOVED
@@ -196,9 +198,67 @@ def test_old_paths_forward_with_a_deprecation_warning(old):
     module = importlib.import_module(f"negdro_stats.{old}")
     new = importlib.import_module(f"negdro_stats.{MOVED[old][0]}")
     name = sorted(new.__all__)[0]
-    with pytest.warns(DeprecationWarning, match=f"negdro_stats.{old} is deprecated.*import "
-                                                f"{name} from negdro_stats"):
+    with pytest.warns(DeprecationWarning, match=f"negdro_stats.{old}.{name} is deprecated.*"
+                                                f"import {name} from negdro_stats"):
         assert getattr(module, name) is getattr(new, name)
+    namespace: dict = {}
+    with pytest.warns(DeprecationWarning):
+        exec(f"from negdro_stats.{old} import *", namespace)
+    assert set(new.__all__) <= set(namespace) and set(new.__all__) <= set(dir(module))
+
+
+def test_setting_through_an_old_path_sets_the_new_module(monkeypatch):
+    """A constant or a function set through an old path takes effect where the code
+    reads it (0.1's tests patched ``fourth.SAMPLE_ROWS`` and ``route.run_method``)."""
+    import warnings
+
+    import negdro_stats.fourth as old_fourth
+    import negdro_stats.route as old_route
+    from negdro_stats.data import fourth
+    from negdro_stats.estimation.route import pipeline
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        monkeypatch.setattr(old_fourth, "SAMPLE_ROWS", 500)
+        assert fourth.SAMPLE_ROWS == 500
+        marker = object()
+        monkeypatch.setattr(old_route, "run_method", marker)
+        assert pipeline.run_method is marker
+    monkeypatch.undo()
+    assert fourth.SAMPLE_ROWS != 500 and pipeline.run_method is not marker
+
+
+@pytest.mark.parametrize("package, name, home", [
+    ("data", "EXACT_FIT", "negdro_stats.data.moments"),
+    ("inference", "DEFAULT_N_BOOT", "negdro_stats._resampling"),
+    ("results", "MEAN_SHARE", "negdro_stats.results.results"),
+])
+def test_packages_at_old_paths_forward_the_modules_other_names(package, name, home):
+    """``negdro_stats.data``, ``.inference`` and ``.results`` were modules: their public
+    names need no warning; their other names come with one."""
+    import importlib
+    import warnings
+
+    module = importlib.import_module(f"negdro_stats.{package}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        for public in module.__all__:
+            getattr(module, public)
+    with pytest.warns(DeprecationWarning, match=f"negdro_stats.{package}.{name}"):
+        assert getattr(module, name) is getattr(importlib.import_module(home), name)
+
+
+def test_no_package_attribute_hides_a_submodule():
+    """``import negdro_stats.inference.bootstrap as m`` gave the function ``bootstrap``
+    where a submodule and a name of its package share a name."""
+    import importlib
+
+    for name in _modules():
+        if not name.endswith("__init__") and "." in name:
+            parent, _, leaf = name.rpartition(".")
+            package = importlib.import_module(f"negdro_stats.{parent}")
+            importlib.import_module(f"negdro_stats.{name}")
+            assert getattr(package, leaf).__name__ == f"negdro_stats.{name}", name
 
 
 def test_the_package_imports_its_heavy_dependencies_on_first_use():

@@ -221,9 +221,9 @@ def test_the_one_resampling_loop_spawns_and_counts_failures():
     replicate), numerical failures are None and flagged; diagnose()'s report leaves a
     failed margin out with a warning instead of stopping, and its bound and p-value are
     those of every margin solved (it solves only where the bounds cannot decide)."""
+    from negdro_stats._resampling import replicate
     from negdro_stats.identification.conditions import check_condition_1b
     from negdro_stats.identification.report import identification_report
-    from negdro_stats.inference.bootstrap import replicate
 
     def one(k, child):
         if k % 3 == 2:

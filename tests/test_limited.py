@@ -47,7 +47,7 @@ def test_population_moments_with_hidden_confounding_give_beta_star(p, n_envs, sh
     support, and Algorithm 3 stopped at a stationary point 0.26-1.2 from beta* in 5 of 9
     such designs where Condition 6 holds.  Where it holds (and 1b fails), the default
     returns beta* (1e-6), by least squares constrained to the moment-invariant set
-    (:func:`negdro_stats.estimation.gmm.invariant_ls`), and no child of Y."""
+    (:func:`negdro_stats.estimation.walk.invariant_ls`), and no child of Y."""
     sem = simulate.random_sem(p, n_envs=n_envs, n_parents=min(3, p // 2), n_children=3,
                               intervened=share, shift_downstream=True, confounding=True,
                               rng=seed)

@@ -450,13 +450,14 @@ def test_a_new_source_is_a_stream_of_batches():
 
 def test_one_reader_choice_for_paths(tmp_path):
     """``path_kind`` decides which reader a path takes, for ``NegDRO(path)`` and the CLI
-    alike (they chose by suffix in two places)."""
+    alike (they chose by suffix in two places; a glob of CSV files is taken for Parquet
+    by both, whose reader then says which file is not Parquet)."""
     from negdro_stats import cli
     from negdro_stats.data.readers import path_kind
 
     cases = {"x.csv": "csv", "x.csv.gz": "csv", "x.tsv": "csv", "x.txt": "csv",
              "x.parquet": "parquet", "x.pq": "parquet", "cells/*.parquet": "parquet",
-             str(tmp_path): "parquet", "x.dat": None}
+             "cells/*.csv": "parquet", str(tmp_path): "parquet", "x.dat": None}
     assert {path: path_kind(path) for path in cases} == cases
     assert [cli._is_parquet(path) for path in cases] == [kind == "parquet"
                                                          for kind in cases.values()]

@@ -75,13 +75,14 @@ PARQUET_SUFFIXES = (".parquet", ".pq")
 
 def path_kind(path: str | os.PathLike) -> str | None:
     """Which reader a path takes, the one place that decides (``NegDRO(path)`` and the
-    CLI): ``"csv"`` for a .csv, .csv.gz, .tsv or .txt file, else ``"parquet"`` for a
-    .parquet or .pq file, a directory or a glob, else None."""
+    CLI): ``"parquet"`` for a directory, a glob or a .parquet or .pq file (only Parquet
+    is read from many files), else ``"csv"`` for a .csv, .csv.gz, .tsv or .txt file,
+    else None."""
     text = str(path)
-    if text.endswith(CSV_SUFFIXES):
-        return "csv"
     if text.endswith(PARQUET_SUFFIXES) or os.path.isdir(text) or glob.has_magic(text):
         return "parquet"
+    if text.endswith(CSV_SUFFIXES):
+        return "csv"
     return None
 
 

@@ -11,13 +11,13 @@ Imports the foundations, :mod:`negdro_stats.data` and
 """
 
 from .gmm import N_POPULATION, Cumulant, InvarianceGMM, inv_psd, score_weights, with_cumulant
-from .objective import env_risks, gradient, negative_weight, objective
+from .objective import env_risks, gradient, negative_weight
 from .options import REFITS, SelectionReport, SolverOptions, SolverOutput
 from .route import centred_problem, instrument_budget, most_heterogeneous, solve, standardised_cov
 
 __all__ = [
     "solve", "SolverOptions", "SolverOutput", "SelectionReport", "REFITS",
-    "env_risks", "gradient", "negative_weight", "objective",
+    "env_risks", "gradient", "negative_weight",
     "InvarianceGMM", "Cumulant", "N_POPULATION", "inv_psd", "score_weights", "with_cumulant",
     "centred_problem", "standardised_cov", "instrument_budget", "most_heterogeneous",
 ]

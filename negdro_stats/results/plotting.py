@@ -14,7 +14,7 @@ import pandas as pd
 from .._typing import ArrayLike
 from .._validation import check_scalar
 from ..exceptions import DataError
-from ..inference.bootstrap import SHOWN_FREQ
+from ..inference.stratified import SHOWN_FREQ
 
 __all__ = ["plot_coefficients", "plot_selection", "plot_path", "plot_plan", "plot_risks"]
 

@@ -22,9 +22,9 @@ from ..estimation import SolverOutput
 from ..exceptions import DataError
 from ..identification.conditions import IdentificationResult
 from ..identification.report import RiskInvarianceTest
-from ..inference.bootstrap import CI_METHODS, BootstrapResult
 from ..inference.robust import ROBUST_TABLE_MAX_P, RobustSet, robust_set
 from ..inference.sandwich import refit_cov
+from ..inference.stratified import CI_METHODS, BootstrapResult
 from .labels import REFIT_LABELS
 
 if TYPE_CHECKING:
@@ -54,9 +54,8 @@ class NegDROResults(Saveable):
     endog_name : str
         The outcome's name.
     fit_intercept : bool
-        Whether the model has an intercept (``const``).
-    intercept : int or None
-        The intercept's position among the coefficients (None without one).
+        Whether the model has an intercept (``const``; its position is
+        :attr:`intercept`).
     can_resample : bool
         False for a model built from moments alone (no rows or blocks: no bootstrap, no
         ``diagnose()``).
@@ -102,7 +101,7 @@ class NegDROResults(Saveable):
     """
 
     def __init__(self, *, model: Any, moments: Any, solver: SolverOutput,
-                 intercept: int | None = None,
+                 fit_intercept: bool = False,
                  can_resample: bool = True,
                  identification: IdentificationResult | Callable[[], IdentificationResult]
                  | None = None,
@@ -114,8 +113,7 @@ class NegDROResults(Saveable):
         d, s_y = moments.scales()
         self.model = model
         self.endog_name = moments.outcome
-        self.intercept = intercept
-        self.fit_intercept = intercept is not None
+        self.fit_intercept = bool(fit_intercept)
         self.can_resample = bool(can_resample)
         self.population = moments.source == "population"
         self.solver = solver
@@ -135,11 +133,13 @@ class NegDROResults(Saveable):
         self.converged = solver.converged
         self.n_iter = solver.n_iter
 
-    def __setstate__(self, state: dict) -> None:
-        # results saved by 0.1 keep no intercept position: there it was the last coefficient
-        if "intercept" not in state:
-            state["intercept"] = len(state["params"]) - 1 if state["fit_intercept"] else None
-        self.__dict__.update(state)
+    @property
+    def intercept(self) -> int | None:
+        """The intercept's position among the coefficients (None without one): the
+        column the estimator profiled (``SolverOptions.fixed``, which the model sets from
+        its data)."""
+        fixed = self.solver.options.fixed if self.fit_intercept else ()
+        return fixed[0] if fixed else None
 
     @property
     def mean_left_out(self) -> bool:

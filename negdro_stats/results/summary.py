@@ -21,8 +21,8 @@ from .._resampling import DEFAULT_N_BOOT
 from .._validation import listed
 from ..exceptions import DataError
 from ..identification.conditions import identification_advice
-from ..inference.bootstrap import SHOWN_FREQ
 from ..inference.robust import ROBUST_TABLE_MAX_P, RobustSet
+from ..inference.stratified import SHOWN_FREQ
 from .labels import METHOD_LABELS, REFIT_LABELS, REFIT_SHORT
 
 __all__ = ["NegDROSummary", "build_summary", "path_summary"]

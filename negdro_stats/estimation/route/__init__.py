@@ -23,7 +23,7 @@ its ``|t|`` puts every cause ahead of every non-cause with probability tending t
 at a cost of ``O(|E| p^3)``, with no screening by association with ``Y`` (which favours
 descendants of ``Y``).  The nested supports in that order are then scored by J tests
 (GMM-BIC, grown until the J test accepts, pruned by t statistics at a ``sqrt(log n)``
-rate; :func:`~negdro_stats.estimation.gmm.select_support`), causes that only the pooled
+rate; :func:`~negdro_stats.estimation.walk.select_support`), causes that only the pooled
 regression sees are added, and pooled OLS or the invariance GMM is reported.
 
 The J tests use ``q`` instruments with ``(|E| - 1) q^2 <= 2 n`` and
@@ -68,7 +68,7 @@ out one environment of eq. (33), worst held-out risk 2.28, Algorithm 3's 2.17, a
 determined invariance fit's 3.33.)
 
 The stages, each a module: :mod:`.standardise` (the problem on standardised moments),
-:mod:`.search` (the pilot, the instruments, the walk), :mod:`.rank_test` (which
+:mod:`.search` (the pilot, the instruments, the walk), :mod:`.rank` (which
 directions the differences determine), :mod:`.least_risk` (Theorem 6's least-risk
 invariant fit), :mod:`.choose` (the verdict) and :mod:`.pipeline` (:func:`solve`).
 """
@@ -76,7 +76,7 @@ invariant fit), :mod:`.choose` (the verdict) and :mod:`.pipeline` (:func:`solve`
 from ..gmm import GATE_SE
 from .choose import select_by_invariance
 from .pipeline import solve
-from .rank_test import RankTest, rank_test
+from .rank import RankTest, rank_test
 from .search import instrument_budget, most_heterogeneous
 from .standardise import centred_problem, exact_fit, standardised_cov
 

@@ -17,7 +17,7 @@ from ..gmm import GATE_SE, Cumulant, GMMFit, InvarianceGMM
 from ..options import SelectionReport
 from ..walk import ExogenousSupport, critical_value, invariant_ls, pooled_ols, pooled_t
 from .least_risk import decisive_level, invariant_ols
-from .rank_test import RankTest, rank_test
+from .rank import RankTest, rank_test
 from .search import Walked, refine, walk
 
 __all__ = ["select_by_invariance"]
@@ -36,7 +36,7 @@ def _recentring(std: Moments, b_gmm: FloatArray, S: np.ndarray, b_ols: FloatArra
       true support in most replicates.
     - Exogeneity, when pooled OLS on ``S`` was reported: the pooled score
       ``gbar_j(b_ols)`` of every covariate ``j`` whose pooled ``|t|`` on ``S + {j}`` is
-      below the cut of :func:`~negdro_stats.estimation.gmm.augment_support` -- those that the
+      below the cut of :func:`~negdro_stats.estimation.walk.augment_support` -- those that the
       sample says are not causes -- so that replicates do not find, half the time, a
       non-cause whose ``t`` sat just under the cut in the sample.  Covariates above the
       cut that were not added (set aside as children of Y) keep their pooled association.

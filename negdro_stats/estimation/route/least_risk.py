@@ -23,7 +23,7 @@ __all__ = ["InvariantOLS", "invariant_ols", "decisive_level"]
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class InvariantOLS:
     """Pooled OLS on ``support`` (coefficients ``b``; ``estimator`` "ols"), or the
-    constrained least squares :func:`~negdro_stats.estimation.gmm.invariant_ls` ("ils") with
+    constrained least squares :func:`~negdro_stats.estimation.walk.invariant_ls` ("ils") with
     ``determined`` directions fitted to the invariance conditions, and those conditions
     tested at it (``test``: J, df, p-value; :meth:`InvarianceGMM.test_at`, ``df`` less
     ``determined``) at ``level``."""
@@ -69,7 +69,7 @@ def invariant_ols(test_at: Callable, pooled: Moments, starts: list, *, alpha: fl
        among the supports so reached that the test accepts, the smallest pooled BIC
        ``N log R(b) + |S| log N`` (``N`` the rows, ``R`` the pooled risk);
     2. covariates added by their pooled ``|t|`` (at least
-       :func:`~negdro_stats.estimation.gmm.critical_value`, largest first) while the test
+       :func:`~negdro_stats.estimation.walk.critical_value`, largest first) while the test
        accepts OLS with them;
     3. covariates whose ``|t|`` is below that value removed (smallest first) while it
        accepts: the pooled ``|t|``, or the fit's own where it is the constrained least
@@ -82,7 +82,7 @@ def invariant_ols(test_at: Callable, pooled: Moments, starts: list, *, alpha: fl
 
     ``constrained(S, b_ols)`` is the least squares constrained by the invariance
     conditions in the directions they determine
-    (:func:`~negdro_stats.estimation.gmm.invariant_ls`), tested with that many fewer degrees
+    (:func:`~negdro_stats.estimation.walk.invariant_ls`), tested with that many fewer degrees
     of freedom: with hidden confounding OLS is biased on every support that holds a
     confounded cause, and on exact moments the constrained fit is beta* wherever
     Condition 4 or 6 holds.  It replaces a rejected OLS fit in the additions of 2. when

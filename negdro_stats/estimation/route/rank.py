@@ -56,7 +56,7 @@ def rank_test(gmm: InvarianceGMM, b: FloatArray, *, alpha: float) -> RankTest:
     noise of ``Z X^T v`` to be the residual's, ``Var(Z r) v^T Sigma_bar v / sigma_r^2``,
     which misses ``Cov(Z, X^T v)``.  With ``k`` null directions the ``k`` smallest sum to
     about ``chi2(k (df - p + k))``, and the count is the largest ``k`` whose hypothesis
-    is not rejected at level ``alpha`` (:func:`~negdro_stats.estimation.gmm.null_count`).
+    is not rejected at level ``alpha`` (:func:`~negdro_stats.estimation.walk.null_count`).
     Where that form finds every direction determined, but not by ``RANK_SKIP`` times the
     critical value, its smallest value is calibrated: weight at the weakest direction
     ``v`` and solve again against ``Sigma_bar / (v^T Sigma_bar v)``, at most
