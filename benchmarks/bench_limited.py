@@ -28,14 +28,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _timing import write_result
 
 from negdro_stats import IdentificationWarning, NegDRO, simulate
 from negdro_stats.exceptions import DataError
@@ -227,13 +225,7 @@ def main():
         rows += half_rows(a.seeds, a.ns, confounding=True)
     if "tunnel" in a.only:
         rows += tunnel_rows(a.seeds, min(a.ns))
-    result = dict(date=time.strftime("%Y-%m-%d %H:%M"), command=" ".join(sys.argv),
-                  machine=platform.platform(), rows=rows, summary=summarise(rows))
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(result, indent=1))
-    text = table(result)
-    print(text)
-    Path(a.out).with_suffix(".txt").write_text(text)
+    write_result(a.out, table, rows=rows, summary=summarise(rows))
 
 
 if __name__ == "__main__":

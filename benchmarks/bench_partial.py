@@ -21,13 +21,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
+from _timing import write_result
 
 from negdro_stats import LinearSEM, NegDRO, simulate
 
@@ -101,13 +99,7 @@ def main():
     ap.add_argument("--out", default="benchmarks/results/partial.json")
     a = ap.parse_args()
     rows = [row for p in a.ps for row in rows_for(p, a.seeds, a.n)]
-    result = dict(date=time.strftime("%Y-%m-%d %H:%M"), command=" ".join(sys.argv),
-                  machine=platform.platform(), rows=rows)
-    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(result, indent=1))
-    text = table(result)
-    print(text)
-    Path(a.out).with_suffix(".txt").write_text(text)
+    write_result(a.out, table, rows=rows)
 
 
 if __name__ == "__main__":
