@@ -31,7 +31,6 @@ from _timing import write_result
 
 from negdro_stats import LinearSEM, NegDRO, simulate
 
-
 VARIANTS = ("base", "noisy", "confounded2", "child_once")
 SHIFTED_NOISE = {"noisy": 3}        # shifted noise covariates X6..; 1 in the others
 
