@@ -315,9 +315,9 @@ def _determined(w: Walked, fit: GMMFit, ols: ExogenousSupport, verdict: str, *,
         std, b_std if estimator == "ils" else w.at(fit), S,
         None if estimator == "gmm" else b_std, alpha, n_min)
     if doubted and estimator == "ols":
-        reason = (verdict + "pooled OLS on the support of the invariance fit that the J "
+        reason = (verdict + "pooled OLS on the walk's support, whose invariance fit the J "
                   f"test accepts (worst standardised s.e. {fit.worst_se:.3g} <= "
-                  f"{GATE_SE:g}), where the Hausman contrast finds no confounding: the "
+                  f"{GATE_SE:g}) and where the Hausman contrast finds no confounding: the "
                   "invariant fit with the smallest pooled risk on that support (Theorem 6)")
     elif doubted:
         reason = (verdict + "least squares on the support of the invariance fit that the "
