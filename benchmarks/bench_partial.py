@@ -1,8 +1,8 @@
 """Issue 40's design: an ordinary experiment that shifts some covariates and not others.
 
     python benchmarks/bench_partial.py [--ps 10 30] [--seeds 0 1 2] [--n 2000]
-        [--variants base noisy confounded2 child_once] [--robust] [--jobs 2]
-        [--out benchmarks/results/partial.json]
+        [--variants base noisy confounded2 child_once] [--robust] [--coverage B]
+        [--jobs 2] [--out benchmarks/results/partial.json]
 
 ``Y = X1 - 0.5 X2 + 0.3 X3 + H + e`` with ``H`` a hidden confounder of ``X1`` and ``Y``,
 ``X2`` a child of ``X1``, ``X4`` a child of ``Y``, ``X5`` a child of ``X4`` that no
@@ -13,7 +13,11 @@ X1, X3, X4).  Per fit (default ``fit()``, ``n_boot=0``): ``||b - beta*||_2``, th
 fit gives them about 0), the route and estimator, whether the robust interval of X1 is
 bounded (p <= 30), the fit time, and in the same run the fit time of eq. (33) at the
 same n and p (issue 40: the design at p = 50 within 3x of it) and OLS on the true
-parents (biased here by H: context, not an oracle).
+parents (biased here by H: context, not an oracle).  ``--coverage B`` adds, per fit,
+whether the intervals the result reports (``interval_kind``: Wald for Theorem 6's
+constrained fit, valid under Condition 4, which holds here except in ``child_once``)
+cover each parent's beta*, and the same for the bootstrap's percentile intervals (``B``
+refits; 0: Wald only), with X1's widths; a parent not selected counts as not covered.
 
 Prints a table and writes JSON (with the date and command) to ``--out``.
 """
@@ -72,7 +76,7 @@ def _fit(df):
 def one_fit(job: tuple) -> dict:
     """One fit of ``design(p, variant)`` on ``n`` rows per environment from ``seed``
     (``robust``: whether X1's robust interval is bounded, at p <= 30)."""
-    variant, p, seed, n, robust = job
+    variant, p, seed, n, robust, boot = job
     sem = design(p, variant)
     beta = sem.beta_star
     parents = np.flatnonzero(beta)
@@ -86,6 +90,9 @@ def one_fit(job: tuple) -> dict:
     if robust and p <= 30:
         lo, hi = res.conf_int(kind="robust").loc["X1"]
         bounded = bool(np.isfinite(lo) and np.isfinite(hi))
+    cover = {}
+    if boot is not None:
+        cover = _coverage(res, df, beta, parents, boot, seed)
     _, ref_seconds, _ = _fit(simulate.eq33(p=p).sample(n, rng=seed))
     unshifted = 6 + SHIFTED_NOISE.get(variant, 1) - 1       # X7.. (X9.. when noisy)
     row = dict(
@@ -95,9 +102,52 @@ def one_fit(job: tuple) -> dict:
         route=res.selection.route, estimator=res.selection.estimator,
         support=[str(s) for s in res.support[res.support].index],
         x1_robust_bounded=bounded, warnings=n_warn, seconds=seconds,
-        eq33_seconds=ref_seconds)
+        eq33_seconds=ref_seconds, **cover)
     print(json.dumps(row), flush=True)
     return row
+
+
+def _coverage(res, df, beta, parents, boot: int, seed: int) -> dict:
+    """Whether the reported (Wald) and the bootstrap intervals cover each parent's
+    beta*, and X1's widths (the bootstrap from a refit with ``boot`` replicates)."""
+    def covers(ci):
+        lo, hi = ci["lower"].to_numpy()[parents], ci["upper"].to_numpy()[parents]
+        return [bool(c) for c in (lo <= beta[parents]) & (beta[parents] <= hi)], float(
+            hi[0] - lo[0])
+    out = dict(kind=res.interval_kind)
+    out["wald_cover"], out["wald_width_x1"] = covers(res.conf_int(kind="wald"))
+    if boot:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t = time.perf_counter()
+            again = NegDRO(df, env="env", outcome="Y").fit(n_boot=boot, rng=seed, n_jobs=1)
+            ci = again.conf_int(kind="bootstrap")
+            out["boot_seconds"] = time.perf_counter() - t
+        out["boot_cover"], out["boot_width_x1"] = covers(ci)
+    return out
+
+
+def coverage_table(rows: list) -> list[str]:
+    """Per variant and p: the share of fits whose intervals cover each parent (Wald,
+    bootstrap), and the median width of X1's."""
+    lines = [f"{'variant':>11} {'p':>4} {'fits':>4}  {'Wald X1 X2 X3':>16} {'width':>6}  "
+             f"{'boot X1 X2 X3':>16} {'width':>6}"]
+    groups: dict[tuple, list] = {}
+    for r in rows:
+        if "wald_cover" in r:
+            groups.setdefault((r["variant"], r["p"]), []).append(r)
+    for (v, p), g in groups.items():
+        cells = []
+        for k in ("wald", "boot"):
+            have = [r for r in g if f"{k}_cover" in r]
+            if not have:
+                cells.append(f"{'-':>16} {'-':>6}")
+                continue
+            share = np.mean([r[f"{k}_cover"] for r in have], axis=0)
+            cells.append(" ".join(f"{c:>4.2f}" for c in share).rjust(16)
+                         + f" {np.median([r[f'{k}_width_x1'] for r in have]):>6.3f}")
+        lines.append(f"{v:>11} {p:>4} {len(g):>4}  {cells[0]}  {cells[1]}")
+    return ["coverage of the parents' beta* (nominal 0.95):", *lines] if groups else []
 
 
 def table(result: dict) -> str:
@@ -119,6 +169,7 @@ def table(result: dict) -> str:
         lines.append(f"{v:>11} {p:>4} {len(g):>4} {np.median(err):>7.3f} {err.max():>7.3f} "
                      f"{np.mean(err <= 0.1):>5.2f} {max(r['max_noise'] for r in g):>10.3f} "
                      f"{s:>6.2f} {s33:>6.2f} {s / s33:>5.1f}  {', '.join(routes)}")
+    lines += coverage_table(rows)
     bad = [r for r in rows if r["error"] > 0.1]
     if bad:
         lines.append("fits with error > 0.1:")
@@ -136,10 +187,14 @@ def main():
     ap.add_argument("--variants", nargs="+", default=["base"], choices=VARIANTS)
     ap.add_argument("--robust", action="store_true",
                     help="also whether X1's robust interval is bounded (p <= 30; slow)")
+    ap.add_argument("--coverage", type=int, default=None, metavar="B",
+                    help="also the coverage of the reported (Wald) intervals and, with "
+                         "B > 0, of B-replicate bootstrap intervals")
     ap.add_argument("--jobs", type=int, default=1, help="processes (one thread each)")
     ap.add_argument("--out", default="benchmarks/results/partial.json")
     a = ap.parse_args()
-    jobs = [(v, p, seed, a.n, a.robust) for v in a.variants for p in a.ps for seed in a.seeds]
+    jobs = [(v, p, seed, a.n, a.robust, a.coverage) for v in a.variants for p in a.ps
+            for seed in a.seeds]
     if a.jobs > 1:
         with multiprocessing.Pool(a.jobs) as pool:
             rows = pool.map(one_fit, jobs, chunksize=1)

@@ -43,11 +43,11 @@ def test_the_default_bootstrap_runs_on_first_use(model, monkeypatch, tmp_path):
     assert res.bootstrap_pending and "Boot reps: on first use" in text
     assert "runs on first use" in text and "robust p" in text
     res.save(tmp_path / "pending.pkl")
-    ci = res.conf_int()
+    ci = res.conf_int(kind="bootstrap")
     assert runs == [1] and not res.bootstrap_pending and res.bootstrap.n_boot == 8
     eager = model.fit(n_boot=8, rng=3, n_jobs=1)
     assert_allclose(res.bootstrap_draws, eager.bootstrap_draws, rtol=1e-12)
-    assert_allclose(ci, eager.conf_int(), rtol=1e-12)
+    assert_allclose(ci, eager.conf_int(kind="bootstrap"), rtol=1e-12)
     assert_allclose(res.boot_se, eager.boot_se, rtol=1e-12)
     assert "boot se" in str(res.summary()) and runs == [1, 1]
     loaded = load(tmp_path / "pending.pkl")
@@ -84,7 +84,7 @@ def test_widths_shrink_with_n():
     widths = []
     for n in (1000, 8000):
         res = NegDRO(sem.sample(n, rng=5), env="env", outcome="Y").fit(n_boot=100, rng=0)
-        ci = res.conf_int()
+        ci = res.conf_int(kind="bootstrap")
         widths.append((ci["upper"] - ci["lower"])[["X1", "X3"]].to_numpy())
     assert np.all(widths[1] < widths[0])
 
@@ -108,7 +108,7 @@ def test_one_replicate_is_refused_and_none_is_explicit(model):
         model.diagnose(n_boot=1, n_perm=0)
     none = model.fit(n_boot=0)
     assert none.bootstrap is None and none.boot_se.isna().all()
-    assert none.conf_int().isna().all().all()
+    assert none.conf_int(kind="bootstrap").isna().all().all()
     assert "No bootstrap" in str(none.summary())
 
 

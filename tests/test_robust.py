@@ -111,7 +111,7 @@ def test_levels_are_checked():
     with pytest.raises(ValueError, match="alpha"):
         res.robust_set(0.95)
     with pytest.raises(ValueError, match="kind"):
-        res.conf_int(kind="wald")
+        res.conf_int(kind="normal")
 
 
 @pytest.mark.parametrize("test", ["kj", "ar"])
@@ -199,9 +199,12 @@ def test_summary_says_no_invariant_model_fits_the_sachs_data():
     assert res.robust_pvalues.isna().all()
 
 
-def test_summary_shows_robust_intervals_where_identification_fails():
-    """Only X1 is shifted: the warning line, then robust intervals (+-inf for what the
-    environments leave open) instead of the bootstrap's, with the reason in a note."""
+def test_summary_shows_conditional_intervals_beside_robust_p_where_identification_fails():
+    """Only X1 is shifted and the child X3 is not (Condition 4 fails): the warning line
+    says the fit is identified only if every child of Y is intervened on; the table
+    shows that fit's bootstrap intervals, labelled as valid under that condition, beside
+    the robust p-values; the robust intervals (+-inf for what the environments leave
+    open) on request."""
     df = _manual(1500, 2, FOUR[:2]).rename(columns={"X2": "X2_long"})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -212,14 +215,21 @@ def test_summary_shows_robust_intervals_where_identification_fails():
     margin = res.identification.relative_margin
     assert flat.startswith(f"WARNING: Condition 1b fails (relative margin {margin:.3g} <= ")
     assert f"Cond. 1b rel. margin: {margin:.3g} fails" in flat
-    assert "robust p    [0.025" in text and "shown instead of the bootstrap's" in text
+    assert "identified only if every child of the outcome is intervened on" in flat
+    assert res.selection.least_risk and res.interval_kind == "bootstrap"
+    assert "boot se  robust p    [0.025" in text
+    assert "valid if every child of Y is intervened on (Condition 4" in flat
+    boot = res.conf_int()
+    row = next(line for line in text.splitlines() if line.startswith("X2_long")).split()
+    assert row[-3:-1] == [f"{boot.iloc[1, 0]:.4f}", f"{boot.iloc[1, 1]:.4f}"]
+    assert row[-4] == f"{res.robust_pvalues['X2_long']:.3g}"
+    assert max(len(line) for line in text.splitlines()) <= 78
     robust = res.conf_int(kind="robust")
+    text = str(res.summary(intervals="robust"))
     row = next(line for line in text.splitlines() if line.startswith("X2_long"))
     assert row.split()[-3:-1] == ["-inf", "inf"] == [f"{robust.iloc[1, 0]:.4f}",
                                                      f"{robust.iloc[1, 1]:.4f}"]
-    assert max(len(line) for line in text.splitlines()) <= 78
-    boot = " ".join(str(res.summary(intervals="bootstrap")).split())
-    assert "robust" not in boot and "percentile intervals" in boot
+    assert "(asked for)" in text
 
 
 def test_summary_keeps_the_bootstrap_where_identified_unless_asked():
@@ -235,7 +245,7 @@ def test_summary_keeps_the_bootstrap_where_identified_unless_asked():
     assert "(asked for)" in text
     assert "(Holm on robust p): X1, X2." in " ".join(text.split())   # X3 is not a cause
     with pytest.raises(ValueError, match="intervals"):
-        res.summary(intervals="wald")
+        res.summary(intervals="normal")
 
 
 def test_a_change_of_the_outcome_noise_scale_empties_the_set():

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
+from pandas.testing import assert_frame_equal
 
 from negdro_stats import IdentificationWarning, LinearSEM, NegDRO, simulate
 from negdro_stats.estimation.gmm import Cumulant, InvarianceGMM
@@ -86,18 +87,32 @@ def test_mean_shifts_only_are_not_identified(seed, n_envs):
     assert sel.route == "not identified" and not sel.identified and sel.undetermined
 
 
-def test_mean_shifts_only_on_rows_say_not_identified_with_unbounded_intervals():
+def test_mean_shifts_only_on_rows_say_not_identified_with_conditional_intervals():
+    """Mean shifts only: the environment differences leave coefficients undetermined
+    (route "not identified"), so the robust intervals, which assume nothing more, are
+    unbounded for them.  The report is Theorem 6's least-risk invariant fit, whose Wald
+    intervals -- the default kind, in every view -- hold if every child of Y is
+    intervened on, as the summary says; here both children (X1, X4) are shifted, so
+    they cover beta*."""
     sem = simulate.random_sem(8, n_envs=4, n_parents=2, n_children=2, shift="mean", rng=3)
     df = sem.sample(3000, rng=1)
     with pytest.warns(IdentificationWarning, match="Not identified"):
-        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=10, rng=0, verbose=False)
-    free = res.undetermined
+        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    free, sel = res.undetermined, res.support.to_numpy()
     assert free.any() and res.selection.route == "not identified"
+    assert res.selection.least_risk and res.interval_kind == "wald"
+    robust = res.conf_int(kind="robust")
+    assert np.isinf(robust.loc[free, "lower"]).all() and np.isinf(robust.loc[free, "upper"]).all()
     ci = res.conf_int()
-    assert np.isinf(ci.loc[free, "lower"]).all() and np.isinf(ci.loc[free, "upper"]).all()
-    assert np.isinf(res.bse[free]).all()
-    text = str(res.summary())
+    assert_frame_equal(ci, res.conf_int(kind="wald"))
+    assert np.isfinite(ci[sel].to_numpy()).all() and ci[~sel].isna().all().all()
+    assert ((ci["lower"] <= sem.beta_star) & (sem.beta_star <= ci["upper"]))[sel].all()
+    assert np.isfinite(res.bse[sel]).all()
+    assert res.to_dict()["conf_int"]["kind"] == "wald"
+    text = " ".join(str(res.summary()).split())
     assert "NOT IDENTIFIED" in text and "Selection:" in text and "not identified" in text
+    assert "valid if every child of Y is intervened on (Condition 4" in text
+    assert "P>|z|" in text and "robust p" in text
 
 
 def test_rank_test_counts_null_directions():

@@ -83,7 +83,7 @@ print(fits["invariance violated"].summary().as_text().splitlines()[0])
 # %% The figure: the profile of X1's test statistic, and the intervals side by side.
 fig, axes = plt.subplots(2, 3, figsize=(11, 6.2), constrained_layout=True)
 for k, (name, res) in enumerate(fits.items()):
-    rs, boot = res.robust_set(), res.conf_int()
+    rs, boot = res.robust_set(), res.conf_int(kind="bootstrap")
     top, bottom = axes[0, k], axes[1, k]
     grid = np.linspace(0.0, 2.0, 9 if QUICK else 41)
     stat = rs.profile("X1", grid)

@@ -313,6 +313,13 @@ class SelectionReport:
         accepted it at ``level`` among the supports tried, the one with the smallest
         pooled risk (:func:`negdro_stats.estimation.route.least_risk.invariant_ols`; then
         ``J``, ``df``, ``pvalue`` are this test's).  NaN when that path was not taken.
+    constrained : tuple of (ndarray, ndarray) or None
+        Where the estimator is ``"ils"``: ``(P, C_d)`` on the support (original scale; of
+        the slopes with an intercept), ``b = P b_gmm + (I - P) b_ols`` with ``P`` the
+        projector onto the directions the invariance conditions determine and ``C_d``
+        the GMM's covariance along them (:class:`~negdro_stats.estimation.walk.ConstrainedLS`);
+        :func:`~negdro_stats.inference.sandwich.refit_cov` adds pooled OLS's sandwich
+        along the others.  None otherwise.
     stand_ins : tuple of (str, str)
         Pairs ``(selected, stand-in)`` of near copies (pooled cosine at least 0.95)
         where the J test accepts the support with the stand-in too: the data barely tell
@@ -344,6 +351,7 @@ class SelectionReport:
     undetermined: tuple = ()
     fixed_test: tuple = (np.nan, 0, np.nan, np.nan)
     stand_ins: tuple = ()
+    constrained: tuple | None = None
 
     @property
     def assumes_condition_4(self) -> bool:
@@ -354,6 +362,17 @@ class SelectionReport:
         child of ``Y`` that no environment shifts makes other fits invariant too, and
         data cannot tell it from a parent that no environment shifts."""
         return self.identified and bool(self.undetermined)
+
+    @property
+    def least_risk(self) -> bool:
+        """The reported fit is Theorem 6's least-risk invariant fit (pooled OLS, or least
+        squares constrained by invariance) where the environments leave directions
+        undetermined (route ``"not identified"``, or :attr:`assumes_condition_4`): it is
+        ``beta*`` if every child of the outcome is intervened on (Condition 4; Condition
+        6 with hidden confounding), which the data cannot check, and its analytic
+        covariance is valid under that condition."""
+        return self.estimator in ("ols", "ils") and (not self.identified
+                                                     or self.assumes_condition_4)
 
     @property
     def exact(self) -> bool:

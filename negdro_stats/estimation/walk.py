@@ -35,7 +35,7 @@ from .gmm import GATE_SE, N_POPULATION, GMMFit, InvarianceGMM, inv_psd
 
 __all__ = ["Selection", "select_support", "augment_support", "exogenous_support",
            "ExogenousSupport", "hausman", "pooled_ols", "pooled_t", "critical_value",
-           "invariant_ls", "null_count"]
+           "invariant_ls", "ConstrainedLS", "null_count"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -221,16 +221,33 @@ def null_count(vals: FloatArray, df: int, alpha: float) -> int:
             return k
     return 0
 
-def invariant_ls(fit: GMMFit, mom, *, df: int, alpha: float) -> tuple[FloatArray, int]:
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class ConstrainedLS:
+    """:func:`invariant_ls`'s fit on a support: coefficients ``b``, the number of
+    ``determined`` directions, the standard errors ``se`` that the selection's t tests
+    use, and the parts of the reported covariance: ``b = P b_gmm + (I - P) b_ols`` with
+    the ``projector`` ``P = V_d V_d^T G / R`` onto the determined directions, and
+    ``cov_determined`` ``= V_d diag(1 / vals_d) V_d^T``, the GMM's covariance along
+    them (:func:`negdro_stats.inference.sandwich.refit_cov` adds ``(I - P) C_ols (I -
+    P)^T``, ``C_ols`` White's sandwich of pooled OLS)."""
+
+    b: FloatArray
+    determined: int
+    se: FloatArray
+    projector: FloatArray
+    cov_determined: FloatArray
+
+
+def invariant_ls(fit: GMMFit, mom, *, df: int, alpha: float) -> ConstrainedLS:
     """Pooled least squares constrained by the invariance conditions (M) where they
     determine the coefficients: ``b = argmin R_pool(b)`` subject to the GMM estimate
     ``fit`` in the directions it determines, on ``fit.support``.
 
     With ``G`` the pooled second moments of ``X_S`` and ``V`` the generalised
-    eigenvectors of ``fit.info`` against ``G / R_pool(b_ols)`` (``V^T G V / R = I``),
+    eigenvectors of ``fit.info`` against ``M = G / R_pool(b_ols)`` (``V^T M V = I``),
     the criterion and the constraints separate along ``V``:
 
-        b = b_ols + V_d V_d^T (G / R) (b_gmm - b_ols),
+        b = b_ols + V_d V_d^T M (b_gmm - b_ols) = P b_gmm + (I - P) b_ols,
 
     ``V_d`` the ``r`` determined directions (:func:`null_count` at level ``alpha`` with
     ``df`` equations): pooled OLS along the directions the environment differences do
@@ -239,14 +256,17 @@ def invariant_ls(fit: GMMFit, mom, *, df: int, alpha: float) -> tuple[FloatArray
     inside the risk-invariant set, on which ``beta*`` has the smallest pooled risk when
     Condition 4 (Theorem 6) or 6 (Theorem 12, hidden confounding) holds: the constrained
     least squares is then ``beta*`` exactly -- the global answer that Algorithm 3, a
-    descent on the non-convex objective (9), need not reach.  Returns ``(b_S, r, se)``:
-    ``se`` from ``Cov(b) = V_d diag(1 / vals_d) V_d^T + V_n V_n^T / N`` (GMM along the
-    determined directions, OLS along the others; ``N`` the rows).
+    descent on the non-convex objective (9), need not reach.  ``se`` from
+    ``V_d diag(1 / vals_d) V_d^T + V_n V_n^T / N`` (GMM along the determined
+    directions, homoskedastic OLS along the others; ``N`` the rows): the selection's t
+    statistics.  The reported covariance is :class:`ConstrainedLS`'s.
     """
     S = np.asarray(fit.support, dtype=int)
     b_ols, cov_ols = pooled_ols(mom, S)
+    none = np.zeros((len(S), len(S)))
     if not len(S):
-        return b_ols, 0, np.zeros(0)
+        return ConstrainedLS(b=b_ols, determined=0, se=np.zeros(0), projector=none,
+                             cov_determined=none)
     n = np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
     G = np.tensordot(n / n.sum(), mom.Sigma[:, S][:, :, S], axes=1)
     sxy, syy = (n / n.sum()) @ mom.sxy[:, S], float((n / n.sum()) @ mom.syy)
@@ -254,10 +274,15 @@ def invariant_ls(fit: GMMFit, mom, *, df: int, alpha: float) -> tuple[FloatArray
     vals, V = linalg.eigh((fit.info + fit.info.T) / 2.0, G / risk)
     k = null_count(vals, df, alpha)
     if k == len(S):
-        return b_ols, 0, np.sqrt(np.diag(cov_ols))
+        return ConstrainedLS(b=b_ols, determined=0, se=np.sqrt(np.diag(cov_ols)),
+                             projector=none, cov_determined=none)
     Vd, Vn = V[:, k:], V[:, :k]
-    var = (Vd**2) @ (1.0 / np.maximum(vals[k:], 1e-300)) + (Vn**2).sum(axis=1) / n.sum()
-    return b_ols + Vd @ (Vd.T @ (G / risk) @ (fit.b - b_ols)), len(S) - k, np.sqrt(var)
+    cov_d = (Vd / np.maximum(vals[k:], 1e-300)) @ Vd.T
+    P = Vd @ (Vd.T @ (G / risk))
+    se = np.sqrt(np.diag(cov_d) + (Vn**2).sum(axis=1) / n.sum())
+    b = b_ols + Vd @ (Vd.T @ (G / risk) @ (fit.b - b_ols))            # = P b_gmm + (I - P) b_ols
+    return ConstrainedLS(b=b, determined=len(S) - k, se=se,
+                         projector=P, cov_determined=cov_d)
 
 def pooled_t(mom, S: np.ndarray, js) -> FloatArray:
     """``|t|`` of pooled least squares for each ``j`` in ``js`` on ``S + {j}`` (classical

@@ -15,8 +15,20 @@ unconditional ones.  By the estimator that produced the coefficients on ``S``:
   conditions (M) with the weight at the estimate, on the selection's instruments and
   cumulant (efficient GMM; with an intercept, of the slopes on the pooled-centred
   moments, and the intercept's variance is not computed);
-* the other refits (least squares constrained by invariance, Algorithm 3's ``Phi_mu``
-  fit, the gradient-invariance refit): not available (NaN), and ``method`` says why.
+* least squares constrained by the invariance conditions where they determine the
+  coefficients (``"ils"``, :func:`~negdro_stats.estimation.walk.invariant_ls`,
+  ``b = P b_gmm + (I - P) b_ols``): ``(I - P) C_r (I - P)^T + C_d``, along the
+  directions the conditions leave open the sandwich ``C_r = A^{-1} B A^{-1}`` of the
+  pooled score at the estimate (``B = sum_e n_e Var_e(X_S r)``: the score's mean
+  ``E_e[X r]`` is invariant there, not 0) and along the others the GMM's inverse
+  information (:attr:`SelectionReport.constrained`).  The cross term
+  ``Cov(b_ols, b_gmm)`` is left out: the GMM uses the environments' differences of
+  ``E_e[X r]``, OLS their pooled mean, and these are uncorrelated where the scores'
+  variances are equal across environments (``Cov = (V_e - sum_f w_f V_f) / N``);
+  ``benchmarks/bench_partial.py --coverage`` measures what that costs.  With an
+  intercept, of the slopes; the intercept's variance is not computed;
+* the other refits (Algorithm 3's ``Phi_mu`` fit, the gradient-invariance refit): not
+  available (NaN), and ``method`` says why.
 
 Coefficients outside ``S`` are 0 by selection: their rows and columns are NaN.
 """
@@ -63,16 +75,32 @@ def refit_cov(mom: Moments, b: FloatArray, support: np.ndarray, refit: str, *,
         if len(T):
             cov[np.ix_(slopes[T], slopes[T])] = linalg.pinvh(gmm.information(T, b[slopes]))
         return cov, "invariance GMM, inverse information at the estimate"
+    if refit == "ils" and selection is not None and selection.constrained is not None:
+        slopes = np.arange(p) if const is None else np.setdiff1d(np.arange(p), [const])
+        T = slopes[np.flatnonzero(support[slopes])]
+        at = np.searchsorted(S, T)
+        cov_open = _ols_hc0(mom, b, S, score_cov, between=False)[np.ix_(at, at)]
+        P, cov_d = selection.constrained
+        free = np.eye(len(T)) - P
+        cov[np.ix_(T, T)] = free @ cov_open @ free.T + cov_d
+        return cov, ("least squares constrained by invariance: the pooled score's sandwich "
+                     "along the open directions, the GMM's inverse information along the "
+                     "determined ones")
     return cov, f"not available for the {refit!r} refit"
 
 
 def _ols_hc0(mom: Moments, b: FloatArray, S: np.ndarray,
-             score_cov: Callable[[FloatArray, np.ndarray], FloatArray] | None) -> FloatArray:
-    """White's HC0 sandwich of pooled least squares on ``S`` at its estimate ``b``."""
+             score_cov: Callable[[FloatArray, np.ndarray], FloatArray] | None, *,
+             between: bool = True) -> FloatArray:
+    """White's HC0 sandwich of pooled least squares on ``S`` at its estimate ``b``:
+    ``A^{-1} B A^{-1}``, ``B = sum_e n_e (Var_e(X_S r) + g_e g_e^T)``.  ``between=False``:
+    without ``g_e g_e^T``, the variance of the pooled score ``sum_e n_e g_e`` with the
+    environments' rows fixed by design, at a ``b`` where ``g_e`` need not vanish (the
+    constrained fit: ``E_e[X r]`` is invariant there, not 0, with hidden confounding)."""
     n = np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
     A = np.tensordot(n, mom.Sigma[:, S][:, :, S], axes=1)
     g = mom.sxy[:, S] - mom.Sigma[:, S, :] @ b                      # (E, |S|)
     V = score_cov(b, S) if score_cov is not None else gaussian_score_cov(mom, b, S)
-    B = np.tensordot(n, V + np.einsum("ei,ej->eij", g, g), axes=1)
+    B = np.tensordot(n, V + between * np.einsum("ei,ej->eij", g, g), axes=1)
     A_inv = linalg.pinvh(A)
     return A_inv @ B @ A_inv

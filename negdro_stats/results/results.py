@@ -15,17 +15,18 @@ import pandas as pd
 
 from .._json import jsonable
 from .._saving import Saveable, load
-from .._stats import norm_sf
+from .._stats import norm_isf, norm_sf
 from .._typing import ArrayLike, FloatArray
 from .._validation import check_option, check_scalar, generator_from_state
 from ..estimation import SolverOutput
 from ..exceptions import DataError
 from ..identification.conditions import IdentificationResult
 from ..identification.report import RiskInvarianceTest
-from ..inference.robust import ROBUST_TABLE_MAX_P, RobustSet, robust_set
+from ..inference.robust import RobustSet, robust_set
 from ..inference.sandwich import refit_cov
 from ..inference.stratified import CI_METHODS, BootstrapResult
 from .labels import REFIT_LABELS
+from .verdicts import interval_kind
 
 if TYPE_CHECKING:
     from .summary import NegDROSummary
@@ -154,12 +155,29 @@ class NegDROResults(Saveable):
     @property
     def undetermined(self) -> pd.Series:
         """Whether each coefficient is left undetermined by these environments (the
-        route ``"not identified"``; :attr:`selection`): its standard error is
-        infinite and its interval unbounded, whatever the bootstrap says."""
+        route ``"not identified"``; :attr:`selection`).  Unless the reported fit is
+        Theorem 6's least-risk invariant fit (:attr:`SelectionReport.least_risk`, whose
+        intervals are conditional on Condition 4: :attr:`interval_kind`), its standard
+        error is infinite and its interval unbounded, whatever the bootstrap says."""
         sel = self.selection
         names = set(() if sel is None or sel.identified else sel.undetermined)
         return pd.Series([name in names for name in self.params.index],
                          index=self.params.index, name="undetermined")
+
+    def _unbounded(self) -> np.ndarray:
+        """The coefficients whose standard errors are inf and intervals (-inf, inf):
+        :attr:`undetermined`, unless the intervals are conditional on Condition 4."""
+        sel = self.selection
+        conditional = sel is not None and sel.least_risk
+        return self.undetermined.to_numpy() & (not conditional)
+
+    @property
+    def interval_kind(self) -> str:
+        """The kind of interval this result reports, decided once
+        (:func:`~negdro_stats.results.verdicts.interval_kind`): ``"wald"``,
+        ``"bootstrap"`` or ``"robust"``.  :meth:`conf_int` (its default),
+        :meth:`summary` and :meth:`to_dict` (the CLI's JSON) read it."""
+        return interval_kind(self)
 
     @property
     def bootstrap(self) -> BootstrapResult | None:
@@ -198,7 +216,7 @@ class NegDROResults(Saveable):
         selected support (NaN off it); inf for a coefficient the environments do not
         determine (:attr:`undetermined`).  The bootstrap's are :attr:`boot_se`."""
         values = np.sqrt(np.diag(self._refit_cov[0]))
-        values = np.where(self.undetermined.to_numpy(), np.inf, values)
+        values = np.where(self._unbounded(), np.inf, values)
         return pd.Series(values, index=self.params.index, name="std err")
 
     @cached_property
@@ -207,7 +225,7 @@ class NegDROResults(Saveable):
         a bootstrap; inf for a coefficient the environments do not determine."""
         values = (np.full(len(self.params), np.nan) if self.bootstrap is None
                   else self.bootstrap.standard_error())
-        values = np.where(self.undetermined.to_numpy(), np.inf, values)
+        values = np.where(self._unbounded(), np.inf, values)
         return pd.Series(values, index=self.params.index, name="boot se")
 
     @cached_property
@@ -230,31 +248,43 @@ class NegDROResults(Saveable):
         return pd.DataFrame(draws, columns=self.params.index)
 
     def conf_int(self, alpha: float = 0.05, method: str = "percentile",
-                 kind: str = "bootstrap") -> pd.DataFrame:
-        """Confidence intervals with coverage ``1 - alpha``.
+                 kind: str | None = None) -> pd.DataFrame:
+        """Confidence intervals with coverage ``1 - alpha``, of the kind ``kind``
+        (default :attr:`interval_kind`, the summary's):
 
-        ``kind="bootstrap"`` (default): ``method`` is ``"percentile"`` (default),
-        ``"basic"`` or ``"normal"``; see
-        :meth:`negdro_stats.BootstrapResult.interval`.  NaN without a bootstrap.
-        A coefficient the environments do not determine (:attr:`undetermined`, route
-        ``"not identified"``) gets ``(-inf, inf)``: the data are consistent with any value
-        of it, so a bootstrap of the reported fit would only show that fit's noise.
+        - ``"wald"``: ``b +- z_{1 - alpha / 2} se`` from :meth:`cov_params`, conditional
+          on the selected support (NaN off it, and where the covariance is not
+          available); for Theorem 6's least-risk fit also on Condition 4 (or 6).
+        - ``"bootstrap"``: ``method`` is ``"percentile"`` (default), ``"basic"`` or
+          ``"normal"``; see :meth:`negdro_stats.BootstrapResult.interval` (runs a
+          pending bootstrap; NaN without one).
+        - ``"robust"``: the intervals of :meth:`robust_set` (test inversion, valid
+          however weak the identification; +-inf where unbounded, NaN where the set is
+          empty and for the intercept).
 
-        ``kind="robust"``: the intervals of :meth:`robust_set` (test inversion, valid
-        however weak the identification; +-inf where unbounded, NaN where the set is
-        empty and for the intercept).
+        Where the environments do not determine a coefficient (:attr:`undetermined`,
+        route ``"not identified"``) and the fit is not Theorem 6's least-risk invariant
+        fit, its Wald and bootstrap intervals are ``(-inf, inf)``: the data are
+        consistent with any value of it, so a bootstrap of the reported fit would only
+        show that fit's noise.
         """
-        kind = check_option(kind, "kind", "conf_int", ("bootstrap", "robust"))
+        kind = check_option(self.interval_kind if kind is None else kind, "kind",
+                            "conf_int", ("wald", "bootstrap", "robust"))
         alpha = _check_alpha(alpha, "conf_int")
         if kind == "robust":
             return self.robust_set(alpha).conf_int()
-        method = check_option(method, "method", "conf_int", CI_METHODS)
-        if self.bootstrap is None:
-            lo = hi = np.full(len(self.params), np.nan)
+        if kind == "wald":
+            b, half = self.params.to_numpy(), norm_isf(alpha / 2.0) * self.bse.to_numpy()
+            with np.errstate(invalid="ignore"):
+                lo, hi = b - half, b + half
         else:
-            lo, hi = self.bootstrap.interval(self.params.to_numpy(), alpha, method)
-        free = self.undetermined.to_numpy()
-        lo, hi = np.where(free, -np.inf, lo), np.where(free, np.inf, hi)
+            method = check_option(method, "method", "conf_int", CI_METHODS)
+            if self.bootstrap is None:
+                lo = hi = np.full(len(self.params), np.nan)
+            else:
+                lo, hi = self.bootstrap.interval(self.params.to_numpy(), alpha, method)
+            free = self._unbounded()
+            lo, hi = np.where(free, -np.inf, lo), np.where(free, np.inf, hi)
         return pd.DataFrame({"lower": lo, "upper": hi}, index=self.params.index)
 
     def _score_cov(self) -> Callable[[FloatArray, np.ndarray], FloatArray] | None:
@@ -297,7 +327,7 @@ class NegDROResults(Saveable):
         """Two-sided normal p-values of :attr:`tvalues`, conditional on the selected
         support (NaN off it); the unconditional ones are :attr:`robust_pvalues`."""
         return pd.Series(2.0 * norm_sf(np.abs(self.tvalues.to_numpy())),
-                         index=self.params.index, name="P>|t|")
+                         index=self.params.index, name="P>|z|")
 
     @property
     def fittedvalues(self) -> pd.Series:
@@ -413,15 +443,12 @@ class NegDROResults(Saveable):
         intervals, selection frequencies, environment weights, risks and rows, the
         refit that produced the coefficients (``route``), convergence, the
         identification check, the equal-risk test, the residuals' mean and the
-        settings.  A pending bootstrap is not run: the intervals are then the robust
-        ones (``kind``), for at most ``ROBUST_TABLE_MAX_P`` coefficients, as in the
-        summary."""
+        settings.  The intervals are those of :attr:`interval_kind` (``kind``), as in
+        the summary; a pending bootstrap is not run."""
         ran = self._bootstrap is not None
         none = pd.Series(np.nan, index=self.params.index)
-        kind = ("bootstrap" if ran else
-                "robust" if len(self.params) <= ROBUST_TABLE_MAX_P else None)
-        ci = (self.conf_int(alpha=alpha, kind=kind) if kind is not None else
-              pd.DataFrame({"lower": none, "upper": none}))
+        kind = self.interval_kind
+        ci = self.conf_int(alpha=alpha, kind=kind)
         return jsonable({
             "outcome": self.endog_name, "covariates": list(self.params.index),
             "params": self.params, "support": self.support, "bse": self.bse,
@@ -454,21 +481,20 @@ class NegDROResults(Saveable):
             frequency >= 0.1 (and a count of the rest).  Default: all when p <= 30.
         ci_method : {"percentile", "basic", "normal"}
             The bootstrap intervals' method.
-        intervals : {"auto", "bootstrap", "robust"}
-            Which intervals the table shows.  ``"auto"``: the robust ones
-            (:meth:`robust_set`, valid however weak the identification) beside the
-            analytic standard errors until a bootstrap has run, and whenever the
-            environments may not identify the model or the data reject invariance (the
-            warning line above the tables); else the bootstrap's.  ``"bootstrap"`` runs
-            a pending bootstrap; no other choice does.  When the robust set
-            is empty, the summary opens with "no invariant linear model is consistent
-            with these data".
+        intervals : {"auto", "wald", "bootstrap", "robust"}
+            Which intervals the table shows.  ``"auto"``: :attr:`interval_kind`, the
+            kind :meth:`conf_int` and :meth:`to_dict` report too (one note names it);
+            another kind by name (:meth:`conf_int`).  ``"bootstrap"`` runs a pending
+            bootstrap; no other choice does.  The robust p-values stand beside
+            Theorem 6's conditional intervals (:attr:`SelectionReport.least_risk`).
+            When the robust set is empty, the summary opens with "no invariant linear
+            model is consistent with these data".
         """
         show = check_option(show if show is not None else
                             ("all" if len(self.params) <= 30 else "selected"),
                             "show", "summary", ["all", "selected"])
         intervals = check_option(intervals, "intervals", "summary",
-                                 ["auto", "bootstrap", "robust"])
+                                 ["auto", "wald", "bootstrap", "robust"])
         if intervals == "bootstrap":
             self._run_deferred()                  # asked for: a pending one runs now
         alpha = _check_alpha(alpha, "summary")

@@ -24,6 +24,7 @@ from ..identification.conditions import identification_advice
 from ..inference.robust import ROBUST_TABLE_MAX_P, RobustSet
 from ..inference.stratified import SHOWN_FREQ
 from .labels import METHOD_LABELS, REFIT_LABELS, REFIT_SHORT
+from .verdicts import fit_problems
 
 __all__ = ["NegDROSummary", "build_summary", "path_summary"]
 
@@ -131,35 +132,6 @@ def _num(x: float) -> str:
     return f"{x:.4e}"
 
 
-def _problems(res: Results) -> list[str]:
-    """What the reader must not miss: identification fails or invariance is rejected."""
-    problems = []
-    ident = res.identification
-    if ident is not None and not ident.holds:
-        problems.append(ident.failure)
-    sel = res.selection
-    if sel is not None and not sel.identified:
-        problems.append(f"NOT IDENTIFIED: these environments do not determine "
-                        f"{listed(sel.undetermined, 5)}")
-    if sel is not None and sel.assumes_condition_4:
-        problems.append(f"identified only if every child of the outcome is intervened on "
-                        f"(Condition 4, not checkable): these environments do not determine "
-                        f"{listed(sel.undetermined, 5)}")
-    if sel is not None and sel.rejected:
-        problems.append("the J test rejects invariance on the reported support")
-    if sel is not None and sel.stand_ins:
-        problems.append("near copies could stand in for selected causes ("
-                        + "; ".join(f"{k} for {j}" for j, k in sel.stand_ins) + ")")
-    if res.mean_left_out:
-        problems.append(f"the residuals have mean {res.residual_mean:.3g} "
-                        f"({res.residual_mean_share:.0%} of their mean square) without an "
-                        "intercept: refit with fit_intercept=True")
-    if res.invariance is not None and res.invariance.rejects:
-        problems.append(f"the environment risks differ at the estimate "
-                        f"(p = {res.invariance.pvalue:.2g})")
-    return problems
-
-
 def _robust_disagrees(res: Results, robust: RobustSet | None) -> list[str]:
     """A selection whose rank test finds every coefficient determined, beside robust
     intervals that are unbounded for a selected coefficient: the rank test is a test at
@@ -193,29 +165,28 @@ def _verdict(problems: list[str], robust: RobustSet | None) -> str | None:
 
 
 
-def _robust_or_reason(res: Results, alpha: float, intervals: str,
+def _robust_or_reason(res: Results, alpha: float, kind: str, asked: bool,
                       problems: list[str]) -> tuple[RobustSet | None, bool, str | None]:
-    """The robust set the summary uses (``intervals``, see :meth:`summary`) or None,
-    whether its intervals fill the table, and the note that says why (or why not)."""
-    ran = res.computed_bootstrap is not None                     # (the summary never runs it)
-    if intervals == "bootstrap" or (intervals == "auto" and not problems and ran):
+    """The robust set the summary uses or None, whether its p-values (and, for ``kind``
+    ``"robust"``, its intervals) fill the table, and the note that says why (or why
+    not).  Computed for the robust kind, beside Theorem 6's least-risk fit (robust p
+    beside the conditional intervals), and beside Wald intervals where the fit warns
+    (an empty set leads the warning line)."""
+    sel = res.selection
+    least_risk = sel is not None and sel.least_risk
+    if not least_risk and (kind == "bootstrap" or kind == "wald" and not problems):
         return None, False, None
     try:
         rs = res.robust_set(alpha)
     except DataError as err:
         return None, False, f"Robust intervals not computed: {err}"
     p = int(rs.estimate.notna().sum())
-    if intervals == "auto" and not rs.empty and p > ROBUST_TABLE_MAX_P:
-        return rs, False, (f"The robust set is not empty (least AR = {rs.statistic:.4g} <= "
-                           f"{rs.critical:.4g}, chi2({rs.df})); its intervals cost about 15 "
-                           f"fits per coefficient, so with {p} they are not computed for "
-                           "the summary: res.conf_int(kind='robust'), or "
-                           "summary(intervals='robust').")
-    why = ("asked for" if intervals == "robust" else
-           "shown instead of the bootstrap's because of the warning above: where "
-           "identification is weak or invariance is rejected, a bootstrap of the fit "
-           "gives confidence the data do not support" if problems else
-           "the default until a bootstrap has run")
+    if kind != "robust" and (rs.empty or p > ROBUST_TABLE_MAX_P):
+        return rs, False, None if rs.empty else (
+            f"The robust set is not empty (least AR = {rs.statistic:.4g} <= "
+            f"{rs.critical:.4g}, chi2({rs.df})); its p-values and intervals cost about 15 "
+            f"fits per coefficient, so with {p} they are not computed for the summary: "
+            "res.conf_int(kind='robust'), or summary(intervals='robust').")
     causes = rs.causes()
     state = ("The set is empty (no b passes the test)." if rs.empty else
              "Bounded for " + (", ".join(rs.bounded.index[rs.bounded]) or "none")
@@ -225,11 +196,42 @@ def _robust_or_reason(res: Results, alpha: float, intervals: str,
     tested = ("every covariate's" if len(rs.instruments) == rs.estimate.notna().sum()
               else f"{len(rs.instruments)} covariates' (those whose second moments vary "
               "most across environments; too few rows for all)")
-    return rs, True, (f"Robust intervals ({why}): the b_j at which the invariance test of "
-                      f"{tested} residual moments and of the risks does not reject "
-                      f"({_SUBVECTOR_TESTS[rs.test].format(df=rs.df_sub)} at level "
-                      f"{rs.alpha:g}), valid however weak the identification; robust p = "
-                      f"its p-value of b_j = 0.  {state}")
+    test = (f"the invariance test of {tested} residual moments and of the risks "
+            f"({_SUBVECTOR_TESTS[rs.test].format(df=rs.df_sub)} at level {rs.alpha:g})")
+    if kind != "robust":
+        return rs, True, (f"robust p: the p-value of b_j = 0 by {test}, valid however weak "
+                          "the identification and without Condition 4; the robust "
+                          "intervals (res.conf_int(kind='robust')) are those b_j at which "
+                          f"it does not reject.  {state}")
+    why = ("asked for" if asked else
+           "shown instead of the bootstrap's because of the warning above: where "
+           "identification is weak or invariance is rejected, a bootstrap of the fit "
+           "gives confidence the data do not support" if problems else
+           "the default until a bootstrap has run")
+    why += "" if asked else "; res.interval_kind"
+    return rs, True, (f"Intervals: robust ({why}): the b_j at which "
+                      f"{test} does not reject, valid however weak the identification; "
+                      f"robust p = its p-value of b_j = 0.  {state}")
+
+
+def _if_condition_4(res: Results) -> str:
+    return (f"valid if every child of {res.endog_name} is intervened on (Condition 4; with "
+            "hidden confounding, Condition 6): the data cannot check this "
+            "(res.interval_kind)")
+
+
+def _wald_note(res: Results, alpha: float) -> str:
+    """What the Wald intervals are conditional on."""
+    sel = res.selection
+    what = (f"b +- z_{{{1 - alpha / 2:g}}} x std err ({res.cov_method}; cov_params()), "
+            "conditional on the selected support")
+    if sel is not None and sel.least_risk:
+        return (f"Intervals: Wald, {what}, and {_if_condition_4(res)}.  P>|z| is the "
+                "same conditional test of b_j = 0; robust p needs neither condition.  The "
+                "bootstrap's intervals include the selection's variability: "
+                "res.conf_int(kind='bootstrap').")
+    return (f"Intervals: Wald, {what} (res.interval_kind; the robust ones cost about 15 "
+            "fits per coefficient: summary(intervals='robust')).")
 
 
 _SUBVECTOR_TESTS = {"kj": "Kleibergen's KJ test: score chi2(1), J chi2({df} - 1)",
@@ -251,21 +253,27 @@ def build_summary(res: Results, *, alpha: float, show: str, ci_method: str,
         rows = rows[res.support.to_numpy()
                     | (res.computed_bootstrap is not None
                        and res.support_freq.fillna(0).to_numpy() >= SHOWN_FREQ)]
-    problems = _problems(res)
-    checked, in_table, robust_note = _robust_or_reason(res, alpha, intervals, problems)
+    problems = fit_problems(res)
+    kind = res.interval_kind if intervals == "auto" else intervals
+    checked, in_table, robust_note = _robust_or_reason(res, alpha, kind, intervals != "auto",
+                                                       problems)
     problems += _robust_disagrees(res, checked)
     robust = checked if in_table else None
+    if kind == "robust" and robust is None:             # not computable: the analytic ones
+        kind = "wald"
     env_rows = [[f"{n:g}", f"{w:.3f}", _num(r)]
                 for n, w, r in zip(res.nobs_env, res.weights, res.risks, strict=True)]
     smry = NegDROSummary()
-    smry.tables = [top, _coef_table(res, rows, alpha, ci_method, robust, width),
+    smry.tables = [top, _coef_table(res, rows, alpha, ci_method, kind, robust, width),
                    _table(env_rows, ["n_e", "weight w_e", "risk R_e(b)"],
                           [str(e) for e in res.weights.index], "environment", width)]
     verdict = _verdict(problems, checked)
     smry.verdict = None if verdict is None else "\n".join(
         _wrap(line, width, indent="") for line in verdict.split("\n"))
-    notes = [*_selection_notes(res), *([robust_note] if robust_note is not None else []),
-             _bootstrap_note(res, ci_method, robust is not None),
+    notes = [*_selection_notes(res, kind),
+             *[note for note in (_wald_note(res, alpha) if kind == "wald" else None,
+                                 robust_note) if note is not None],
+             _bootstrap_note(res, ci_method, kind),
              *_fit_notes(res, shown=len(rows), show=show)]
     smry.add_extra_txt([_wrap(f"[{k}] {t}", width)
                         for k, t in enumerate(notes, start=1)])
@@ -309,45 +317,51 @@ def _header_table(res: Results) -> tuple[SimpleTable, int]:
     return top, sum(widths) + 2 * 3
 
 
-def _coef_table(res: Results, rows: np.ndarray, alpha: float, ci_method: str,
+def _coef_table(res: Results, rows: np.ndarray, alpha: float, ci_method: str, kind: str,
                 robust: RobustSet | None, width: int) -> SimpleTable:
-    """The coefficients of ``rows``: the analytic standard errors with the robust
-    p-values and intervals where ``robust`` is given, else the bootstrap's standard
-    errors and intervals if it has run, else the analytic standard errors and p-values."""
+    """The coefficients of ``rows`` with the intervals of ``kind``: Wald (the analytic
+    standard errors and their p-values), the bootstrap's (its standard errors,
+    intervals and selection frequencies) or robust (the robust intervals beside the
+    analytic standard errors, or the bootstrap's selection frequencies); the robust
+    p-values wherever ``robust`` is given.  At most 7 columns (78 wide): ``std coef``
+    gives way to the robust p beside another kind's intervals."""
     has_boot = res.computed_bootstrap is not None                # (never runs a pending one)
-    lo_lab, hi_lab = f"[{alpha / 2:g}", f"{1 - alpha / 2:g}]"
-    headers = ["coef", "std coef", "selected"] + (     # (at most 7 columns: 78 wide)
-        ["robust p", lo_lab, hi_lab] if robust is not None and has_boot else
-        ["std err", "robust p", lo_lab, hi_lab] if robust is not None else
-        ["boot se", lo_lab, hi_lab] if has_boot else ["std err", "P>|t|"]) + (
-        ["sel. freq"] if has_boot else [])
-    ci = (robust.conf_int() if robust is not None else
-          res.conf_int(alpha, ci_method) if has_boot else None)
+    beside = robust is not None and kind != "robust"
+    headers = ["coef"] + ([] if beside else ["std coef"]) + ["selected"] + {
+        "wald": ["std err", "P>|z|"], "bootstrap": ["boot se"],
+        "robust": [] if has_boot else ["std err"]}[kind] + (
+        ["robust p"] if robust is not None else []) + [f"[{alpha / 2:g}", f"{1 - alpha / 2:g}]"]
+    headers += ["sel. freq"] if has_boot and kind != "wald" else []
+    ci = (robust.conf_int() if kind == "robust" else
+          res.conf_int(alpha, ci_method, kind=kind))
     coef_rows = []
     for j in rows:
-        row = [_num(res.params.iloc[j]), _num(res.std_params.iloc[j]),
-               "always" if _is_intercept(res, j) else "yes" if res.support.iloc[j] else "-"]
-        if has_boot and robust is None:
+        selected = bool(res.support.iloc[j])
+        row = [_num(res.params.iloc[j])] + ([] if beside else [_num(res.std_params.iloc[j])])
+        row.append("always" if _is_intercept(res, j) else "yes" if selected else "-")
+        if kind == "bootstrap":
             row.append(_num(res.boot_se.iloc[j]))
-        elif not has_boot:                               # (conditional on the support)
-            row.append(_num(res.bse.iloc[j]) if res.support.iloc[j] else "-")
+        elif kind == "wald" or not has_boot:             # (conditional on the support)
+            row.append(_num(res.bse.iloc[j]) if selected else "-")
+        if kind == "wald":
+            row.append(f"{res.pvalues.iloc[j]:.3g}" if selected else "-")
         if robust is not None:
             row.append("n/a" if np.isnan(robust.pvalues.iloc[j])
                        else f"{robust.pvalues.iloc[j]:.3g}")
-        elif not has_boot:
-            row.append(f"{res.pvalues.iloc[j]:.3g}" if res.support.iloc[j] else "-")
-        if robust is not None and robust.empty:
+        if kind == "robust" and robust.empty:
             row += ["empty", "empty"]
-        elif ci is not None:
+        elif selected or kind != "wald":
             row += [_num(ci["lower"].iloc[j]), _num(ci["upper"].iloc[j])]
-        if has_boot:
+        else:
+            row += ["-", "-"]
+        if has_boot and kind != "wald":
             row.append(f"{res.support_freq.iloc[j]:.2f}")
         coef_rows.append(row)
     return _table(coef_rows or [["-"] * len(headers)], headers,
                   [str(res.params.index[j]) for j in rows] or ["(none)"], "", width)
 
 
-def _selection_notes(res: Results) -> list[str]:
+def _selection_notes(res: Results, kind: str) -> list[str]:
     """How the support and the coefficients were chosen (the first notes)."""
     sel = res.selection
     if sel is not None and sel.exact:
@@ -410,15 +424,17 @@ def _selection_notes(res: Results) -> list[str]:
                      "approximate (a frame in memory, or fewer covariates, gives the exact "
                      "form).")
     if sel is not None and not sel.identified:
-        notes.insert(0, f"NOT IDENTIFIED: {sel.reason}.  The intervals of "
-                     f"{', '.join(sel.undetermined)} are (-inf, inf) and their standard "
-                     "errors inf: the data are consistent with other values of them "
-                     "(more environments, or interventions on these covariates, would "
-                     "determine them).")
+        open_ = ", ".join(sel.undetermined)
+        notes.insert(0, f"NOT IDENTIFIED: {sel.reason}.  " + (
+            f"The data are consistent with other values of {open_}; the intervals shown "
+            "hold if the condition above does" if sel.least_risk and kind != "robust" else
+            f"The intervals of {open_} are (-inf, inf) and their standard errors inf: "
+            "the data are consistent with other values of them") + " (more environments, "
+            "or interventions on these covariates, would determine them).")
     return notes
 
 
-def _bootstrap_note(res: Results, ci_method: str, robust: bool) -> str:
+def _bootstrap_note(res: Results, ci_method: str, kind: str) -> str:
     """What the bootstrap did (or that there is none), and how to read its columns."""
     if res.computed_bootstrap is not None:                       # (never runs a pending one)
         boot = res.computed_bootstrap
@@ -426,26 +442,34 @@ def _bootstrap_note(res: Results, ci_method: str, robust: bool) -> str:
         blocks = getattr(getattr(res.model, "data", None), "blocks", None)
         unit = ("" if blocks is None else f" (by blocks: each environment's "
                 f"{blocks.n_blocks} random blocks of rows drawn with replacement)")
-        what = (f"{ci_method} intervals; sel. freq = share of refits that selected the "
-                "covariate.  Intervals of a thresholded estimator are not normal: read them "
-                "with sel. freq." if not robust else "sel. freq = share of "
-                "refits that selected the covariate; boot se and the bootstrap's intervals: "
-                "summary(intervals='bootstrap').")
+        conditional = res.selection is not None and res.selection.least_risk
+        freq = "sel. freq = share of refits that selected the covariate"
+        what = {
+            "bootstrap": f"{ci_method} intervals"
+                         + (f", {_if_condition_4(res)}" if conditional else "")
+                         + f"; {freq}.  Intervals of a thresholded estimator are not "
+                         "normal: read them with sel. freq.",
+            "robust": f"{freq}; boot se and the bootstrap's intervals: "
+                      "summary(intervals='bootstrap').",
+            "wald": "its standard errors, intervals and selection frequencies: "
+                    "summary(intervals='bootstrap'), res.conf_int(kind='bootstrap').",
+        }[kind]
         return (f"Bootstrap: {boot.n_boot} stratified refits of the whole "
                 f"estimator{unit}; {what}"
                 + (f"  {int(boot.failed.sum())} refits failed (left out)."
                    if boot.failed.any() else "")
                 + (f"  {unconverged} refits stopped before tol (kept; 'Converged' "
                    "above is the fit's own)." if unconverged else ""))
-    analytic = ("std err: analytic, conditional on the selected support "
-                f"({res.cov_method}; cov_params()).")
+    analytic = ("" if kind == "wald" else "std err: analytic, conditional on the selected "
+                f"support ({res.cov_method}; cov_params()).  ")
     if res.bootstrap_pending:
-        return (f"{analytic}  The bootstrap ({DEFAULT_N_BOOT} stratified refits of "
-                "the whole estimator, selection included) runs on first use: "
-                "res.conf_int(), res.boot_se, res.support_freq, or fit(n_boot=B) at once.")
-    return (f"{analytic}  No bootstrap (n_boot=0, or a model built from moments): no "
+        return (f"{analytic}The bootstrap ({DEFAULT_N_BOOT} stratified refits of the whole "
+                "estimator, selection included) runs on first use: "
+                "res.conf_int(kind='bootstrap'), res.boot_se, res.support_freq, or "
+                "fit(n_boot=B) at once.")
+    return (f"{analytic}No bootstrap (n_boot=0, or a model built from moments): no "
             "bootstrap standard errors, intervals or selection frequencies"
-            + ("." if robust else "; robust intervals: summary(intervals='robust')."))
+            + ("; robust intervals: summary(intervals='robust')." if kind == "wald" else "."))
 
 
 def _margin_verdict(res: Results) -> str:

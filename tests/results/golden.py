@@ -89,6 +89,8 @@ def outputs() -> dict:
                 "J": None if sel is None else _floats([sel.J, sel.df, sel.pvalue]),
                 "walk": None if sel is None else [_floats(w) for w in sel.walk],
                 "ident_margin": float(res.ident_margin),
+                "interval_kind": res.interval_kind,
+                "wald": _floats(res.conf_int(kind="wald").to_numpy()),
             }
             try:
                 rec["robust"] = _floats(res.conf_int(kind="robust").to_numpy())

@@ -15,7 +15,14 @@ from ...data.moments import Moments
 from ...identification.determined import condition_4_on_data
 from ..gmm import GATE_SE, Cumulant, GMMFit, InvarianceGMM
 from ..options import SelectionReport
-from ..walk import ExogenousSupport, critical_value, invariant_ls, pooled_ols, pooled_t
+from ..walk import (
+    ConstrainedLS,
+    ExogenousSupport,
+    critical_value,
+    invariant_ls,
+    pooled_ols,
+    pooled_t,
+)
 from .least_risk import decisive_level, invariant_ols
 from .rank import RankTest, rank_test
 from .search import Walked, refine, walk
@@ -116,6 +123,7 @@ class Decision:
     removed: tuple = ()
     identified: bool = True
     fixed: tuple | None = None
+    constrained: ConstrainedLS | None = None
 
 
 def _report(w: Walked, rank: RankTest, d: Decision, undetermined: tuple,
@@ -138,7 +146,9 @@ def _report(w: Walked, rank: RankTest, d: Decision, undetermined: tuple,
         and not fit.pvalue >= w.alpha,
         identified=d.identified, undetermined=undetermined,
         fixed_test=(np.nan, 0, np.nan, np.nan) if d.fixed is None else d.fixed,
-        stand_ins=tuple((names[j], names[k]) for j, k in standing))
+        stand_ins=tuple((names[j], names[k]) for j, k in standing),
+        constrained=None if d.constrained is None else (d.constrained.projector,
+                                                        d.constrained.cov_determined))
 
 
 def _doubts(w: Walked, rank: RankTest, fit: GMMFit | None) -> tuple[list[str], tuple]:
@@ -208,7 +218,8 @@ def _undetermined(w: Walked, rank: RankTest, fit: GMMFit | None,
             f"df, p = {pv:.2g}, accepted at level alpha / p = {level:.2g}); it is beta* "
             "if every child of the outcome is intervened on (Condition 4) or, with "
             "hidden confounding, Condition 6 holds", fit=fit, misfit=misfit,
-            identified=holds, fixed=(J, df, pv, level)), (inv.support, b_std)), verdict
+            identified=holds, fixed=(J, df, pv, level), constrained=inv.ils),
+            (inv.support, b_std)), verdict
     if holds:
         return (Decision(route="negdro", estimator="negdro", fit=fit, reason=(
             verdict + "; pooled OLS is invariant on none of the supports chosen: reported "
@@ -263,7 +274,7 @@ def _least_risk(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, *,
         fit's many-moment bias towards OLS kept a child of Y: random half-shifted
         design p = 30, n = 2,000, seed 11, 56 equations)."""
         g = gmm_on(S, b_S)
-        return invariant_ls(g.fit_cue(S), pooled, df=g.df_base, alpha=alpha)  # (b, r, se)
+        return invariant_ls(g.fit_cue(S), pooled, df=g.df_base, alpha=alpha)
 
     # without Condition 4, only where the fixed-b test is reliable: the estimated
     # weights distort J by about m q / n (module docstring); at n = 500 with 60-75
@@ -302,13 +313,14 @@ def _determined(w: Walked, fit: GMMFit, ols: ExogenousSupport, verdict: str, *,
     look sharp (issue 40's design at p = 30, seed 0: an unshifted noise covariate got
     0.75, worst standardised s.e. 0.07, while the rank test left it undetermined)."""
     std, alpha, n_min = w.std, w.alpha, w.n_min
-    S = ols.support
+    S, ils = ols.support, None
     if ols.exogeneity[2] >= alpha:                  # no sign of confounding: OLS is efficient
         b_std, estimator = np.zeros(std.p), "ols"
         b_std[S] = pooled_ols(w.pooled, S)[0]
     elif doubted:       # Theorem 6 on the fit's support (the docstring)
         S, b_std, estimator = fit.support, np.zeros(std.p), "ils"
-        b_std[S] = invariant_ls(fit, w.pooled, df=w.gmm.df_base, alpha=alpha)[0]
+        ils = invariant_ls(fit, w.pooled, df=w.gmm.df_base, alpha=alpha)
+        b_std[S] = ils.b
     else:
         b_std, estimator = w.at(fit), "gmm"
     misfit = None if w.recentre is not None else _recentring(      # the sample only
@@ -336,4 +348,4 @@ def _determined(w: Walked, fit: GMMFit, ols: ExogenousSupport, verdict: str, *,
                     estimator=estimator, fit=fit, exogeneity=ols.exogeneity, misfit=misfit,
                     added=() if estimator == "ils" else ols.added,
                     removed=() if estimator == "ils" else ols.removed,
-                    identified=not doubted), (S, b_std)
+                    identified=not doubted, constrained=ils), (S, b_std)

@@ -15,7 +15,7 @@ from ..._typing import FloatArray
 from ...data.moments import Moments
 from ..gmm import N_POPULATION
 from ..objective import env_risks
-from ..walk import critical_value, pooled_ols, pooled_t
+from ..walk import ConstrainedLS, critical_value, pooled_ols, pooled_t
 
 __all__ = ["InvariantOLS", "invariant_ols", "decisive_level"]
 
@@ -23,18 +23,29 @@ __all__ = ["InvariantOLS", "invariant_ols", "decisive_level"]
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class InvariantOLS:
     """Pooled OLS on ``support`` (coefficients ``b``; ``estimator`` "ols"), or the
-    constrained least squares :func:`~negdro_stats.estimation.walk.invariant_ls` ("ils") with
-    ``determined`` directions fitted to the invariance conditions, and those conditions
-    tested at it (``test``: J, df, p-value; :meth:`InvarianceGMM.test_at`, ``df`` less
-    ``determined``) at ``level``."""
+    constrained least squares :func:`~negdro_stats.estimation.walk.invariant_ls` ("ils",
+    its fit ``ils``) with ``determined`` directions fitted to the invariance conditions,
+    and those conditions tested at it (``test``: J, df, p-value;
+    :meth:`InvarianceGMM.test_at`, ``df`` less ``determined``) at ``level``."""
 
     support: np.ndarray
     b: FloatArray
     test: tuple
     level: float
-    estimator: str = "ols"
-    determined: int = 0
-    t: FloatArray | None = None
+    ils: ConstrainedLS | None = None
+
+    @property
+    def estimator(self) -> str:
+        return "ols" if self.ils is None else "ils"
+
+    @property
+    def determined(self) -> int:
+        return 0 if self.ils is None else self.ils.determined
+
+    @property
+    def t(self) -> FloatArray | None:
+        """The constrained fit's ``|t|`` (None for OLS)."""
+        return None if self.ils is None else np.abs(self.b) / np.maximum(self.ils.se, 1e-300)
 
 def decisive_level(alpha: float, p: int, n_min: float) -> float:
     """``alpha / (p n)`` (``n`` the smallest environment, ``N_POPULATION`` for exact
@@ -127,13 +138,13 @@ def invariant_ols(test_at: Callable, pooled: Moments, starts: list, *, alpha: fl
         if not ils or ols.test[2] >= level or constrained is None or not len(S):
             return ols
         if fit is None:
-            b, r, se = constrained(S, ols.b)
-            J, df, _ = test_at(S, b) if r else (np.inf, 0, 0.0)
+            ils = constrained(S, ols.b)
+            r = ils.determined
+            J, df, _ = test_at(S, ils.b) if r else (np.inf, 0, 0.0)
             fit = ols
             if r and df > r and chi2_sf(J, df - r) >= level:
-                fit = InvariantOLS(support=S, b=b, test=(J, df - r,
-                    chi2_sf(J, df - r)), level=level, estimator="ils",
-                    determined=r, t=np.abs(b) / np.maximum(se, 1e-300))
+                fit = InvariantOLS(support=S, b=ils.b, test=(J, df - r, chi2_sf(J, df - r)),
+                                   level=level, ils=ils)
             seen[key][1] = fit
         return fit
 

@@ -104,6 +104,12 @@ def solve(
             if chosen is not None:
                 S, b_std = chosen
                 used_refit = report.estimator
+                if report.constrained is not None:    # (P, C_d): original scale, S sorted
+                    o = np.argsort(S)
+                    P, C = (M[np.ix_(o, o)] for M in report.constrained)
+                    u = s_y / d[np.asarray(S)[o]]
+                    report = replace(report, constrained=(P * np.divide.outer(u, u),
+                                                          C * np.multiply.outer(u, u)))
             elif not results:                  # Algorithm 3's fit after all (a replicate)
                 results, stages, S, resolved = algorithm()
                 if len(S):

@@ -1,0 +1,70 @@
+"""The verdicts a result is read by, each decided once: what the reader must not miss
+(the summary's warning line) and which kind of interval every view reports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._validation import listed
+from ..inference.robust import ROBUST_TABLE_MAX_P
+
+__all__ = ["fit_problems", "interval_kind"]
+
+Results = Any   # a NegDROResults (results imports this module)
+
+
+def fit_problems(res: Results) -> list[str]:
+    """What the reader must not miss: identification fails or invariance is rejected (the
+    summary's warning line; :func:`interval_kind` reads it)."""
+    problems = []
+    ident = res.identification
+    if ident is not None and not ident.holds:
+        problems.append(ident.failure)
+    sel = res.selection
+    if sel is not None and not sel.identified:
+        problems.append(f"NOT IDENTIFIED: these environments do not determine "
+                        f"{listed(sel.undetermined, 5)}")
+    if sel is not None and sel.assumes_condition_4:
+        problems.append(f"identified only if every child of the outcome is intervened on "
+                        f"(Condition 4, not checkable): these environments do not determine "
+                        f"{listed(sel.undetermined, 5)}")
+    if sel is not None and sel.rejected:
+        problems.append("the J test rejects invariance on the reported support")
+    if sel is not None and sel.stand_ins:
+        problems.append("near copies could stand in for selected causes ("
+                        + "; ".join(f"{k} for {j}" for j, k in sel.stand_ins) + ")")
+    if res.mean_left_out:
+        problems.append(f"the residuals have mean {res.residual_mean:.3g} "
+                        f"({res.residual_mean_share:.0%} of their mean square) without an "
+                        "intercept: refit with fit_intercept=True")
+    if res.invariance is not None and res.invariance.rejects:
+        problems.append(f"the environment risks differ at the estimate "
+                        f"(p = {res.invariance.pvalue:.2g})")
+    return problems
+
+
+def interval_kind(res: Results) -> str:
+    """The kind of interval a result reports -- decided here once, and read by
+    :meth:`~negdro_stats.NegDROResults.conf_int` (its default), ``summary()`` and
+    ``to_dict()`` (the CLI's JSON):
+
+    - where the fit is Theorem 6's least-risk invariant fit in directions the
+      environments leave undetermined (:attr:`SelectionReport.least_risk`), intervals
+      valid if every child of the outcome is intervened on (Condition 4; Condition
+      6 with hidden confounding), which the data cannot check: ``"bootstrap"`` once
+      a bootstrap has run (the selection's variability included), else ``"wald"``,
+      ``b +- z se`` from ``cov_params()`` (conditional on the selected support too);
+    - otherwise ``"bootstrap"`` once a bootstrap has run and nothing in the fit
+      warns;
+    - else ``"robust"`` (test inversion, valid however weak the identification),
+      for at most ``ROBUST_TABLE_MAX_P`` coefficients;
+    - ``"wald"`` beyond that (the robust intervals cost about 15 fits per
+      coefficient), conditional on the selected support.
+    """
+    sel = res.selection
+    ran = res.computed_bootstrap is not None
+    if sel is not None and sel.least_risk:
+        return "bootstrap" if ran else "wald"
+    if ran and not fit_problems(res):
+        return "bootstrap"
+    return "robust" if len(res.params) <= ROBUST_TABLE_MAX_P else "wald"
