@@ -21,6 +21,11 @@ parents):
   OLS, anchor regression, DRIG (NaN, left out of the median, where its objective is not
   convex) and OLS on the true causes.
 
+Per fit also the kind of interval the result reports; where it is the Wald interval of
+Theorem 6's fit (valid if Condition 4/6 holds), whether it covers beta* on every parent
+and selected covariate: the summary gives the share of fits with such a conditional
+claim and the share of claims that cover, over the designs where the condition holds.
+
 Prints a table and writes JSON (with the date and command) to ``--out``.
 """
 
@@ -61,12 +66,25 @@ def _oracle(df: pd.DataFrame, beta: np.ndarray) -> np.ndarray:
     return out
 
 
+def _claim(res, beta: np.ndarray) -> bool | None:
+    """Whether the Wald intervals that the result reports (``interval_kind`` "wald":
+    Theorem 6's fit, conditional on Condition 4/6) cover ``beta*`` on every parent and
+    every selected covariate (a parent left out is not covered); None where the result
+    makes no such claim."""
+    if res.interval_kind != "wald":
+        return None
+    ci = res.conf_int(kind="wald").to_numpy()
+    judged = (beta != 0) | res.support.to_numpy()
+    return bool(np.all(((ci[:, 0] <= beta) & (beta <= ci[:, 1]))[judged]))
+
+
 def _row(family, label, n, seed, sem, df, holds=None):
     res, seconds = _fit(df)
     beta = sem.beta_star
     b = res.params.to_numpy()
     sel = res.support.to_numpy()
     return dict(family=family, design=label, n=n, seed=seed, holds=holds,
+                kind=res.interval_kind, covered=_claim(res, beta),
                 err=float(np.linalg.norm(b - beta)),
                 err_oracle=float(np.linalg.norm(_oracle(df, beta) - beta)),
                 exact=bool(np.array_equal(sel, beta != 0)),
@@ -157,6 +175,10 @@ def tunnel_rows(seeds, n):
     return rows
 
 
+def _share(flags: list) -> float:
+    return float(np.mean(flags)) if flags else float("nan")
+
+
 def summarise(rows):
     out = []
     keys = sorted({(r["family"], r.get("design", "-"), r["n"]) for r in rows},
@@ -176,7 +198,12 @@ def summarise(rows):
             err=mean("err"), err_oracle=mean("err_oracle"),
             ratio=mean("err") / mean("err_oracle") if held else float("nan"),
             exact=mean("exact"), child=mean("child"),
-            err_all=mean("err", group), seconds_median=float(np.median(
+            err_all=mean("err", group),
+            claims=float(np.mean([r.get("covered") is not None for r in held])) if held
+            else float("nan"),
+            claims_covering=_share([r.get("covered") for r in held
+                                    if r.get("covered") is not None]),
+            seconds_median=float(np.median(
                 [r["seconds"] for r in group])),
             routes={k: int(v) for k, v in pd.Series(
                 [r["route"] + "/" + r["estimator"] for r in held]).value_counts().items()}))
@@ -187,8 +214,9 @@ def table(result):
     lines = [f"# {result['command']}  ({result['date']})", "",
              "## errors ||b - beta*||_2 (means over the designs where the condition holds)",
              "| family | design | n/env | fits | condition holds | default | OLS on parents | "
-             "ratio | exact support | child | all designs | median fit s | routes |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "ratio | exact support | child | all designs | conditional claims | claims "
+             "covering | median fit s | routes |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     tunnel = []
     for s in result["summary"]:
         if s["family"] == "tunnel":
@@ -197,7 +225,9 @@ def table(result):
         lines.append(f"| {s['family']} | {s['design']} | {s['n']} | {s['fits']} | "
                      f"{s['condition_holds']} | {s['err']:.4f} | {s['err_oracle']:.4f} | "
                      f"{s['ratio']:.2f} | {s['exact']:.2f} | {s['child']:.2f} | "
-                     f"{s['err_all']:.4f} | {s['seconds_median']:.2f} | {s['routes']} |")
+                     f"{s['err_all']:.4f} | {s.get('claims', float('nan')):.2f} | "
+                     f"{s.get('claims_covering', float('nan')):.2f} | "
+                     f"{s['seconds_median']:.2f} | {s['routes']} |")
     if tunnel:
         lines += ["", "## light tunnel: median over seeds of the worst held-out R^2",
                   "| n/env | fits | NegDRO | pooled OLS | anchor | DRIG | OLS on true causes |",

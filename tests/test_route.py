@@ -115,6 +115,31 @@ def test_mean_shifts_only_on_rows_say_not_identified_with_conditional_intervals(
     assert "P>|z|" in text and "robust p" in text
 
 
+def test_a_narrowly_invariant_least_risk_fit_cannot_tell():
+    """Two environments, p = 30, hidden confounding: the least-risk fit the search finds
+    is pooled OLS on 21 covariates with three children of Y, accepted only at the
+    search's level alpha / p (p = 0.0018), error 1.8.  No interval conditional on
+    Condition 4 is given: the summary says it cannot tell, and every view reports the
+    robust kind, unbounded where the environments leave coefficients open."""
+    seed = 6
+    sem = simulate.random_sem(30, n_envs=2, n_parents=3, n_children=3, intervened=0.5,
+                              shift_downstream=True, confounding=True, rng=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = NegDRO(sem.sample(2000, rng=10000 + seed), env="env", outcome="Y").fit(
+            n_boot=0)
+    sel = res.selection
+    J, df, pvalue, level = sel.fixed_test
+    assert sel.estimator in ("ols", "ils") and level <= pvalue < sel.test_level
+    assert sel.narrow and not sel.least_risk and res.interval_kind == "robust"
+    free = res.undetermined & res.support
+    assert free.any() and np.isinf(res.bse[free]).all()
+    assert np.isinf(res.conf_int(kind="wald").loc[free].to_numpy()).all()
+    text = " ".join(str(res.summary()).split())
+    assert "cannot tell whether the least-risk fit is invariant" in text
+    assert res.to_dict()["conf_int"]["kind"] == "robust"
+
+
 def test_rank_test_counts_null_directions():
     """Population moments of Example 3's limited regime: one covariate is intervened on,
     so the invariance conditions leave three of the four directions undetermined."""

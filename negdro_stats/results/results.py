@@ -26,7 +26,7 @@ from ..inference.robust import RobustSet, robust_set
 from ..inference.sandwich import refit_cov
 from ..inference.stratified import CI_METHODS, BootstrapResult
 from .labels import REFIT_LABELS
-from .verdicts import interval_kind
+from .verdicts import conditional, interval_kind
 
 if TYPE_CHECKING:
     from .summary import NegDROSummary
@@ -156,7 +156,7 @@ class NegDROResults(Saveable):
     def undetermined(self) -> pd.Series:
         """Whether each coefficient is left undetermined by these environments (the
         route ``"not identified"``; :attr:`selection`).  Unless the reported fit is
-        Theorem 6's least-risk invariant fit (:attr:`SelectionReport.least_risk`, whose
+        Theorem 6's least-risk invariant fit (:func:`~.verdicts.conditional`, whose
         intervals are conditional on Condition 4: :attr:`interval_kind`), its standard
         error is infinite and its interval unbounded, whatever the bootstrap says."""
         sel = self.selection
@@ -167,9 +167,7 @@ class NegDROResults(Saveable):
     def _unbounded(self) -> np.ndarray:
         """The coefficients whose standard errors are inf and intervals (-inf, inf):
         :attr:`undetermined`, unless the intervals are conditional on Condition 4."""
-        sel = self.selection
-        conditional = sel is not None and sel.least_risk
-        return self.undetermined.to_numpy() & (not conditional)
+        return self.undetermined.to_numpy() & (not conditional(self))
 
     @property
     def interval_kind(self) -> str:
@@ -486,7 +484,7 @@ class NegDROResults(Saveable):
             kind :meth:`conf_int` and :meth:`to_dict` report too (one note names it);
             another kind by name (:meth:`conf_int`).  ``"bootstrap"`` runs a pending
             bootstrap; no other choice does.  The robust p-values stand beside
-            Theorem 6's conditional intervals (:attr:`SelectionReport.least_risk`).
+            Theorem 6's conditional intervals (:func:`~.verdicts.conditional`).
             When the robust set is empty, the summary opens with "no invariant linear
             model is consistent with these data".
         """

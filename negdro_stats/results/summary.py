@@ -24,7 +24,7 @@ from ..identification.conditions import identification_advice
 from ..inference.robust import ROBUST_TABLE_MAX_P, RobustSet
 from ..inference.stratified import SHOWN_FREQ
 from .labels import METHOD_LABELS, REFIT_LABELS, REFIT_SHORT
-from .verdicts import fit_problems
+from .verdicts import conditional, fit_problems
 
 __all__ = ["NegDROSummary", "build_summary", "path_summary"]
 
@@ -172,9 +172,7 @@ def _robust_or_reason(res: Results, alpha: float, kind: str, asked: bool,
     not).  Computed for the robust kind, beside Theorem 6's least-risk fit (robust p
     beside the conditional intervals), and beside Wald intervals where the fit warns
     (an empty set leads the warning line)."""
-    sel = res.selection
-    least_risk = sel is not None and sel.least_risk
-    if not least_risk and (kind == "bootstrap" or kind == "wald" and not problems):
+    if not conditional(res) and (kind == "bootstrap" or kind == "wald" and not problems):
         return None, False, None
     try:
         rs = res.robust_set(alpha)
@@ -222,10 +220,9 @@ def _if_condition_4(res: Results) -> str:
 
 def _wald_note(res: Results, alpha: float) -> str:
     """What the Wald intervals are conditional on."""
-    sel = res.selection
     what = (f"b +- z_{{{1 - alpha / 2:g}}} x std err ({res.cov_method}; cov_params()), "
             "conditional on the selected support")
-    if sel is not None and sel.least_risk:
+    if conditional(res):
         return (f"Intervals: Wald, {what}, and {_if_condition_4(res)}.  P>|z| is the "
                 "same conditional test of b_j = 0; robust p needs neither condition.  The "
                 "bootstrap's intervals include the selection's variability: "
@@ -427,7 +424,7 @@ def _selection_notes(res: Results, kind: str) -> list[str]:
         open_ = ", ".join(sel.undetermined)
         notes.insert(0, f"NOT IDENTIFIED: {sel.reason}.  " + (
             f"The data are consistent with other values of {open_}; the intervals shown "
-            "hold if the condition above does" if sel.least_risk and kind != "robust" else
+            "hold if the condition above does" if conditional(res) and kind != "robust" else
             f"The intervals of {open_} are (-inf, inf) and their standard errors inf: "
             "the data are consistent with other values of them") + " (more environments, "
             "or interventions on these covariates, would determine them).")
@@ -442,11 +439,10 @@ def _bootstrap_note(res: Results, ci_method: str, kind: str) -> str:
         blocks = getattr(getattr(res.model, "data", None), "blocks", None)
         unit = ("" if blocks is None else f" (by blocks: each environment's "
                 f"{blocks.n_blocks} random blocks of rows drawn with replacement)")
-        conditional = res.selection is not None and res.selection.least_risk
         freq = "sel. freq = share of refits that selected the covariate"
         what = {
             "bootstrap": f"{ci_method} intervals"
-                         + (f", {_if_condition_4(res)}" if conditional else "")
+                         + (f", {_if_condition_4(res)}" if conditional(res) else "")
                          + f"; {freq}.  Intervals of a thresholded estimator are not "
                          "normal: read them with sel. freq.",
             "robust": f"{freq}; boot se and the bootstrap's intervals: "

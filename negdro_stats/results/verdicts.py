@@ -8,7 +8,7 @@ from typing import Any
 from .._validation import listed
 from ..inference.robust import ROBUST_TABLE_MAX_P
 
-__all__ = ["fit_problems", "interval_kind"]
+__all__ = ["fit_problems", "interval_kind", "conditional"]
 
 Results = Any   # a NegDROResults (results imports this module)
 
@@ -28,6 +28,12 @@ def fit_problems(res: Results) -> list[str]:
         problems.append(f"identified only if every child of the outcome is intervened on "
                         f"(Condition 4, not checkable): these environments do not determine "
                         f"{listed(sel.undetermined, 5)}")
+    if sel is not None and sel.narrow:
+        J, df, pvalue, level = sel.fixed_test
+        problems.append(f"cannot tell whether the least-risk fit is invariant: its "
+                        f"invariance test gives p = {pvalue:.2g}, below alpha = "
+                        f"{sel.test_level:g} (accepted only at the search's level "
+                        f"{level:.2g}), so no interval conditional on Condition 4 is given")
     if sel is not None and sel.rejected:
         problems.append("the J test rejects invariance on the reported support")
     if sel is not None and sel.stand_ins:
@@ -43,13 +49,25 @@ def fit_problems(res: Results) -> list[str]:
     return problems
 
 
+def conditional(res: Results) -> bool:
+    """The intervals are conditional on Condition 4 (or 6): the fit is Theorem 6's
+    least-risk invariant fit where the environments leave directions open
+    (:attr:`SelectionReport.least_risk`: its invariance test accepted it at ``alpha``),
+    and the equal-risk test at the estimate does not reject (Theorem 6 orders the
+    risk-invariant fits; one whose risks differ is not ``beta*``, whatever the
+    children)."""
+    sel = res.selection
+    return (sel is not None and sel.least_risk
+            and not (res.invariance is not None and res.invariance.rejects))
+
+
 def interval_kind(res: Results) -> str:
     """The kind of interval a result reports -- decided here once, and read by
     :meth:`~negdro_stats.NegDROResults.conf_int` (its default), ``summary()`` and
     ``to_dict()`` (the CLI's JSON):
 
     - where the fit is Theorem 6's least-risk invariant fit in directions the
-      environments leave undetermined (:attr:`SelectionReport.least_risk`), intervals
+      environments leave undetermined (:func:`conditional`), intervals
       valid if every child of the outcome is intervened on (Condition 4; Condition
       6 with hidden confounding), which the data cannot check: ``"bootstrap"`` once
       a bootstrap has run (the selection's variability included), else ``"wald"``,
@@ -61,9 +79,8 @@ def interval_kind(res: Results) -> str:
     - ``"wald"`` beyond that (the robust intervals cost about 15 fits per
       coefficient), conditional on the selected support.
     """
-    sel = res.selection
     ran = res.computed_bootstrap is not None
-    if sel is not None and sel.least_risk:
+    if conditional(res):
         return "bootstrap" if ran else "wald"
     if ran and not fit_problems(res):
         return "bootstrap"

@@ -146,7 +146,7 @@ def _report(w: Walked, rank: RankTest, d: Decision, undetermined: tuple,
         and not fit.pvalue >= w.alpha,
         identified=d.identified, undetermined=undetermined,
         fixed_test=(np.nan, 0, np.nan, np.nan) if d.fixed is None else d.fixed,
-        stand_ins=tuple((names[j], names[k]) for j, k in standing),
+        stand_ins=tuple((names[j], names[k]) for j, k in standing), test_level=w.alpha,
         constrained=None if d.constrained is None else (d.constrained.projector,
                                                         d.constrained.cov_determined))
 
