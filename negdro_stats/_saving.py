@@ -28,24 +28,41 @@ class Saveable:
     def save(self, path: str | os.PathLike, *, overwrite: bool = False) -> None:
         """Save to ``path`` (a pickle with the package version); see :meth:`load`.  An
         existing file is replaced only with ``overwrite=True``; a symbolic link is never
-        followed."""
+        followed.  The file is written beside ``path``, loaded back, and only then renamed
+        to it, so a failed save leaves ``path`` as it was."""
+        if not isinstance(path, str | os.PathLike):
+            raise DataError(f"path must be a file name (str or os.PathLike); got "
+                            f"{type(path).__name__}.")
         if not isinstance(overwrite, bool | np.bool_):
             raise DataError(f"overwrite must be True or False; got {overwrite!r}.")
-        flags = (os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
-                 | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
         if os.path.islink(path):
             raise DataError(f"path={str(path)!r} is a symbolic link; save() does not follow "
                             "links: give the target's own path.")
+        if not overwrite and os.path.lexists(path):
+            raise DataError(f"path={str(path)!r} exists; pass overwrite=True to replace it.")
+        # written to a new file beside it, checked by loading, then renamed over the
+        # target: a save that fails never leaves a partial or unloadable file in its place
+        tmp = f"{os.fspath(path)}.{os.getpid()}.{id(self):x}.saving"
+        flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_BINARY", 0))
         try:
-            fd = os.open(path, flags, 0o644)
-        except FileExistsError as exc:
-            raise DataError(f"path={str(path)!r} exists; pass overwrite=True to replace "
-                            "it.") from exc
+            fd = os.open(tmp, flags, 0o644)
         except OSError as exc:
             raise DataError(f"Could not save to path={str(path)!r}: {exc}") from exc
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump({"negdro_stats": __version__, "results": self}, f,
-                        protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    pickle.dump({"negdro_stats": __version__, "results": self}, f,
+                                protocol=pickle.HIGHEST_PROTOCOL)
+                load(tmp, type(self))
+            except (DataError, pickle.PicklingError, TypeError, AttributeError) as exc:
+                raise DataError(f"Could not save to path={str(path)!r}: the file written "
+                                f"does not load back ({exc}); path was left as it "
+                                "was.") from exc
+            os.replace(tmp, path)
+        finally:
+            if os.path.lexists(tmp):
+                os.remove(tmp)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Any:

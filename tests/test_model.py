@@ -276,6 +276,61 @@ def test_env_series_is_aligned_by_index(df):
         NegDRO(data, env=env.iloc[:-5], outcome="Y")
 
 
+@pytest.mark.parametrize("design", ["eq33_p40", "not_identified", "population"])
+def test_every_result_round_trips_through_save(design, tmp_path):
+    """Issue 41: a fit with more than 30 covariates (identification deferred), a
+    least-risk fit on the "not identified" route, and a population fit save and load,
+    before and after their pending work ran, with the same numbers in every view."""
+    from negdro_stats import load
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if design == "population":
+            model = NegDRO.from_moments(simulate.example3("limited").moments())
+        elif design == "eq33_p40":
+            model = NegDRO(simulate.eq33(p=40).sample(400, rng=0), env="env", outcome="Y")
+        else:
+            sem = simulate.random_sem(8, n_envs=4, n_parents=2, n_children=2, shift="mean",
+                                      rng=3)
+            model = NegDRO(sem.sample(1000, rng=1), env="env", outcome="Y")
+        res = model.fit(rng=0)
+        for k, when in enumerate(("pending", "computed")):
+            if when == "computed":
+                res.identification, res.conf_int(kind="wald")
+            res.save(tmp_path / f"{k}.pkl")
+            back = load(tmp_path / f"{k}.pkl")
+            assert_allclose(back.params, res.params)
+            assert back.interval_kind == res.interval_kind
+            pd.testing.assert_frame_equal(back.conf_int(kind="wald"), res.conf_int(kind="wald"))
+            assert back.ident_margin == res.ident_margin or np.isnan(res.ident_margin)
+
+
+def test_a_failed_save_leaves_the_file_as_it_was(df, tmp_path, monkeypatch):
+    """save() writes beside the target and renames only a file that loads back: a save
+    that fails (here: the pickle cannot be written) leaves the good file, and no
+    temporary file."""
+    import pickle
+
+    from negdro_stats import load
+
+    res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    target = tmp_path / "fit.pkl"
+    res.save(target)
+    good = target.read_bytes()
+
+    def broken(*args, **kwargs):
+        raise pickle.PicklingError("cannot pickle a bound method")
+
+    monkeypatch.setattr(pickle, "dump", broken)
+    with pytest.raises(DataError, match="path was left as it was"):
+        res.save(target, overwrite=True)
+    monkeypatch.undo()
+    assert target.read_bytes() == good and sorted(os.listdir(tmp_path)) == ["fit.pkl"]
+    assert_allclose(load(target).params, res.params)
+    with pytest.raises(DataError, match="path must be a file name"):
+        res.save(None)
+
+
 def test_save_and_load(df, tmp_path):
     """Results and paths survive save/load (predict, summary, intervals); a foreign or
     wrong-kind file is a DataError, a file from another version a DataWarning."""

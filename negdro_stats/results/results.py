@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = ["NegDROResults", "PathResult", "load"]
 
+ON_FIRST_USE = "on first use"   # the identification check waits for its first use
+
 MEAN_SHARE = 0.05        # a residual mean above this share of its mean square: see below
 
 def _check_alpha(alpha: object, owner: str) -> float:
@@ -104,8 +106,7 @@ class NegDROResults(Saveable):
     def __init__(self, *, model: Any, moments: Any, solver: SolverOutput,
                  fit_intercept: bool = False,
                  can_resample: bool = True,
-                 identification: IdentificationResult | Callable[[], IdentificationResult]
-                 | None = None,
+                 identification: IdentificationResult | str | None = None,
                  invariance: RiskInvarianceTest | None = None,
                  bootstrap: BootstrapResult | None = None,
                  deferred_bootstrap: dict | None = None) -> None:
@@ -375,10 +376,12 @@ class NegDROResults(Saveable):
 
     @cached_property
     def identification(self) -> IdentificationResult | None:
-        """Condition 1b on the moments (computed on first use for p > 30; ``fit`` warns
-        when it fails for p <= 30, where it computes it)."""
+        """Condition 1b on the moments (computed on first use for p > 30, where the fit
+        passed ``ON_FIRST_USE``; ``fit`` warns when it fails for p <= 30, where it
+        computes it).  (A marker, not a bound method of the model: results must pickle
+        by value, issue 41.)"""
         src = self._identification
-        return src() if callable(src) else src
+        return self.model._condition_1b() if src == ON_FIRST_USE else src
 
     @property
     def ident_margin(self) -> float:
