@@ -213,7 +213,9 @@ class NegDROResults(Saveable):
     def bse(self) -> pd.Series:
         """Analytic standard errors ``sqrt(diag(cov_params()))``, conditional on the
         selected support (NaN off it); inf for a coefficient the environments do not
-        determine (:attr:`undetermined`).  The bootstrap's are :attr:`boot_se`."""
+        determine (:attr:`undetermined`) unless the fit is Theorem 6's least-risk fit,
+        whose standard errors hold under Condition 4 (:attr:`interval_kind`).  The
+        bootstrap's are :attr:`boot_se`."""
         values = np.sqrt(np.diag(self._refit_cov[0]))
         values = np.where(self._unbounded(), np.inf, values)
         return pd.Series(values, index=self.params.index, name="std err")
@@ -221,7 +223,8 @@ class NegDROResults(Saveable):
     @cached_property
     def boot_se(self) -> pd.Series:
         """Bootstrap standard errors (sd of the refits, selection included); NaN without
-        a bootstrap; inf for a coefficient the environments do not determine."""
+        a bootstrap; inf for a coefficient the environments do not determine (as
+        :attr:`bse`)."""
         values = (np.full(len(self.params), np.nan) if self.bootstrap is None
                   else self.bootstrap.standard_error())
         values = np.where(self._unbounded(), np.inf, values)
