@@ -244,9 +244,10 @@ def _least_risk(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, *,
                 holds: bool, alg3_support: np.ndarray | None):
     """Theorem 6's least-risk invariant fit (:func:`~.least_risk.invariant_ols`) from the
     supports the route has at hand (Algorithm 3's, the walk's, the augmented one, the
-    empty one; every covariate in the second round), invariance tested on the
-    instruments and the support's own residual moments at each fixed fit; None where
-    none passes, or where without Condition 4 (``holds``) the test is not reliable."""
+    empty one; every covariate in the second round, where ``(|E| - 1) p^2 <= n``),
+    invariance tested on the instruments and the support's own residual moments at each
+    fixed fit; None where none passes, or where without Condition 4 (``holds``) the
+    test is not reliable."""
     std, pooled, recentre, alpha, n_min = w.std, w.pooled, w.recentre, w.alpha, w.n_min
     p, E, every, instruments = std.p, std.n_envs, np.arange(std.p), w.instruments
     starts = [S for S in (alg3_support, None if fit is None else fit.support,
@@ -290,8 +291,12 @@ def _least_risk(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, *,
     for ils_starts in ((False, True) if reliable else ()):
         # the constrained fit on every covariate is beta* on exact moments (Condition
         # 4 or 6), where the other starts can miss the causes; its test is reliable
-        # where (|E| - 1) p^2 <= n, as above
-        wide_ok = ils_starts and (holds or (E - 1) * p * p <= n_min)
+        # where (|E| - 1) p^2 <= n, as above, and only there is it a start, with
+        # Condition 4 or without: past it, the descent from every covariate costs p
+        # constrained fits per step (issue 40's design at p = 50, n = 2,000: 87-127 s
+        # a fit where Condition 4 held on the data, 0.3-0.8 s without this start, and
+        # the same estimates on bench_partial's p = 30 / 50 and bench_limited's fits)
+        wide_ok = ils_starts and (E - 1) * p * p <= n_min
         if inv is None:
             inv = invariant_ols(test_at, pooled, starts + [every] * wide_ok,
                                 alpha=alpha, n_min=n_min, keep=keep,
