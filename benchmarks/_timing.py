@@ -1,9 +1,11 @@
-"""Shared helpers of the benchmark scripts: timing, and writing a run's result."""
+"""Shared helpers of the benchmark scripts: timing, writing a run's result, and the
+table of errors by verdict."""
 
 from __future__ import annotations
 
 import statistics
 import time
+import warnings
 
 
 def timed(fn, reps: int = 5):
@@ -32,3 +34,36 @@ def write_result(out: str, table, **payload) -> dict:
     print(text)
     Path(out).with_suffix(".txt").write_text(text)
     return result
+
+
+def fit_warned(fit):
+    """``fit()``'s result and whether it warned with an IdentificationWarning (the
+    alarm of issue 40 item 6), with its wall time (s)."""
+    from negdro_stats import IdentificationWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t = time.perf_counter()
+        res = fit()
+        seconds = time.perf_counter() - t
+    return res, any(issubclass(w.category, IdentificationWarning) for w in caught), seconds
+
+
+def verdict_lines(rows: list, error: str = "error") -> list[str]:
+    """Issue 40 item 6 (verdicts that discriminate): per verdict the fit reports
+    (``res.verdict``) and whether it warned, the number of fits and their errors
+    (median, mean, share <= 0.1)."""
+    import numpy as np
+
+    groups: dict[tuple, list] = {}
+    for r in rows:
+        if "verdict" in r:
+            groups.setdefault((r["verdict"], r["warned"]), []).append(r[error])
+    lines = ["errors by the verdict reported and whether the fit warned:",
+             f"{'verdict':>16} {'warned':>6} {'fits':>5} {'med err':>8} {'mean err':>8} "
+             f"{'<=0.1':>6}"]
+    for (verdict, warned), errs in sorted(groups.items()):
+        e = np.array(errs)
+        lines.append(f"{verdict:>16} {str(warned):>6} {len(e):>5} {np.median(e):>8.3f} "
+                     f"{e.mean():>8.3f} {np.mean(e <= 0.1):>6.2f}")
+    return lines if groups else []

@@ -33,14 +33,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
-import warnings
 
 import numpy as np
 import pandas as pd
-from _timing import write_result
+from _timing import fit_warned, verdict_lines, write_result
 
-from negdro_stats import IdentificationWarning, NegDRO, simulate
+from negdro_stats import NegDRO, simulate
 from negdro_stats.exceptions import DataError
 from negdro_stats.identification.conditions import check_condition_4, check_condition_6
 from negdro_stats.peers.baselines import fit_baseline
@@ -49,11 +47,8 @@ FAMILIES = ("example3", "half", "confounded", "tunnel")
 
 
 def _fit(df: pd.DataFrame):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", IdentificationWarning)
-        t = time.perf_counter()
-        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
-        return res, time.perf_counter() - t
+    res, warned, seconds = fit_warned(lambda: NegDRO(df, env="env", outcome="Y").fit(n_boot=0))
+    return res, seconds, warned
 
 
 def _oracle(df: pd.DataFrame, beta: np.ndarray) -> np.ndarray:
@@ -79,7 +74,7 @@ def _claim(res, beta: np.ndarray) -> bool | None:
 
 
 def _row(family, label, n, seed, sem, df, holds=None):
-    res, seconds = _fit(df)
+    res, seconds, warned = _fit(df)
     beta = sem.beta_star
     b = res.params.to_numpy()
     sel = res.support.to_numpy()
@@ -89,7 +84,8 @@ def _row(family, label, n, seed, sem, df, holds=None):
                 err_oracle=float(np.linalg.norm(_oracle(df, beta) - beta)),
                 exact=bool(np.array_equal(sel, beta != 0)),
                 child=bool(sel[sem.D].any()), route=res.selection.route,
-                estimator=res.selection.estimator, seconds=seconds)
+                estimator=res.selection.estimator, verdict=res.verdict, warned=warned,
+                seconds=seconds)
 
 
 def example3_rows(seeds, ns):
@@ -153,7 +149,7 @@ def tunnel_rows(seeds, n):
         train, beta = _tunnel(rng, n, train_exp)
         test, _ = _tunnel(rng, n, test_exp)
         names = [f"X{j}" for j in range(1, 10)]
-        res, seconds = _fit(train)
+        res, seconds, _ = _fit(train)
         mom = NegDRO(train, env="env", outcome="Y").moments
         fits = {"negdro": res.params.to_numpy(), "oracle": _oracle(train, beta)}
         for method in ("erm", "anchor", "drig"):
@@ -236,7 +232,8 @@ def table(result):
             lines.append(f"| {s['n']} | {s['fits']} | {s['worst_r2_negdro']:.3f} | "
                          f"{s['worst_r2_erm']:.3f} | {s['worst_r2_anchor']:.3f} | "
                          f"{s['worst_r2_drig']:.3f} | {s['worst_r2_oracle']:.3f} |")
-    return "\n".join(lines) + "\n"
+    verdicts = verdict_lines([r for r in result["rows"] if r["family"] != "tunnel"], "err")
+    return "\n".join(lines + ([""] + verdicts if verdicts else [])) + "\n"
 
 
 def main():

@@ -32,7 +32,7 @@ import time
 import warnings
 
 import numpy as np
-from _timing import write_result
+from _timing import fit_warned, verdict_lines, write_result
 
 from negdro_stats import LinearSEM, NegDRO, simulate
 
@@ -67,11 +67,8 @@ def design(p: int, variant: str = "base") -> LinearSEM:
 
 
 def _fit(df):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        t = time.perf_counter()
-        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
-        return res, time.perf_counter() - t, len(caught)
+    res, warned, seconds = fit_warned(lambda: NegDRO(df, env="env", outcome="Y").fit(n_boot=0))
+    return res, seconds, warned
 
 
 def one_fit(job: tuple) -> dict:
@@ -82,7 +79,7 @@ def one_fit(job: tuple) -> dict:
     beta = sem.beta_star
     parents = np.flatnonzero(beta)
     df = sem.sample(n, rng=seed)
-    res, seconds, n_warn = _fit(df)
+    res, seconds, warned = _fit(df)
     b = res.params.to_numpy()
     X = df[[f"X{j + 1}" for j in parents]].to_numpy()
     oracle = np.zeros(p)
@@ -102,7 +99,7 @@ def one_fit(job: tuple) -> dict:
         oracle_error=float(np.linalg.norm(oracle - beta)),
         route=res.selection.route, estimator=res.selection.estimator,
         support=[str(s) for s in res.support[res.support].index],
-        x1_robust_bounded=bounded, warnings=n_warn, seconds=seconds,
+        x1_robust_bounded=bounded, verdict=res.verdict, warned=warned, seconds=seconds,
         eq33_seconds=ref_seconds, **cover)
     print(json.dumps(row), flush=True)
     return row
@@ -173,7 +170,7 @@ def table(result: dict) -> str:
         lines.append(f"{v:>11} {p:>4} {len(g):>4} {np.median(err):>7.3f} {err.max():>7.3f} "
                      f"{np.mean(err <= 0.1):>5.2f} {max(r['max_noise'] for r in g):>10.3f} "
                      f"{s:>6.2f} {s33:>6.2f} {s / s33:>5.1f}  {', '.join(routes)}")
-    lines += coverage_table(rows)
+    lines += coverage_table(rows) + verdict_lines(rows)
     bad = [r for r in rows if r["error"] > 0.1]
     if bad:
         lines.append("fits with error > 0.1:")

@@ -39,12 +39,14 @@ def test_summary_prints_tiny_and_huge_coefficients_readably(df):
 
 
 def test_verdict_line_on_top_when_identification_fails():
-    sem = simulate.example3("limited")                     # Condition 1b fails, 4 holds
+    """Mean shifts only: Conditions 1b, 4 and 6 fail, and the summary opens with the
+    WARNING line (text and HTML); an identified fit's does not."""
+    sem = simulate.random_sem(8, n_envs=4, n_parents=2, n_children=2, shift="mean", rng=3)
     data = sem.sample(2000, rng=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdentificationWarning)
         res = NegDRO(data, env="env", outcome="Y").fit(n_boot=0)
-    assert not res.identification.holds
+    assert not res.identification.holds and res.verdict == "not identified"
     first = str(res.summary()).splitlines()[0]
     assert first.startswith("WARNING: Condition 1b fails")
     assert res.summary().as_html().startswith("<p><b>WARNING")
@@ -53,7 +55,7 @@ def test_verdict_line_on_top_when_identification_fails():
 
 
 def test_moment_models_are_not_sent_to_diagnose():
-    sem = simulate.example3("limited")
+    sem = simulate.random_sem(8, n_envs=4, n_parents=2, n_children=2, shift="mean", rng=3)
     with pytest.warns(IdentificationWarning, match="check_identification") as record:
         res = NegDRO.from_moments(sem.moments()).fit()
     assert not any("NegDRO.diagnose()" in str(w.message) for w in record)

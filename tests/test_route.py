@@ -87,16 +87,18 @@ def test_mean_shifts_only_are_not_identified(seed, n_envs):
     assert sel.route == "not identified" and not sel.identified and sel.undetermined
 
 
-def test_mean_shifts_only_on_rows_say_not_identified_with_conditional_intervals():
+def test_mean_shifts_only_on_rows_rest_on_condition_4_with_conditional_intervals():
     """Mean shifts only: the environment differences leave coefficients undetermined
     (route "not identified"), so the robust intervals, which assume nothing more, are
     unbounded for them.  The report is Theorem 6's least-risk invariant fit, whose Wald
     intervals -- the default kind, in every view -- hold if every child of Y is
     intervened on, as the summary says; here both children (X1, X4) are shifted, so
-    they cover beta*."""
+    they cover beta*.  The verdict is "if Condition 4", said once in the summary, with
+    no warning and no alarm line (issue 40 item 6)."""
     sem = simulate.random_sem(8, n_envs=4, n_parents=2, n_children=2, shift="mean", rng=3)
     df = sem.sample(3000, rng=1)
-    with pytest.warns(IdentificationWarning, match="Not identified"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentificationWarning)   # no alarm (issue 40 item 6)
         res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
     free, sel = res.undetermined, res.support.to_numpy()
     assert free.any() and res.selection.route == "not identified"
@@ -110,7 +112,10 @@ def test_mean_shifts_only_on_rows_say_not_identified_with_conditional_intervals(
     assert np.isfinite(res.bse[sel]).all()
     assert res.to_dict()["conf_int"]["kind"] == "wald"
     text = " ".join(str(res.summary()).split())
-    assert "NOT IDENTIFIED" in text and "Selection:" in text and "not identified" in text
+    assert res.verdict == "if Condition 4" and res.to_dict()["verdict"] == "if Condition 4"
+    assert "NOT IDENTIFIED" not in text and "WARNING" not in text
+    assert "Identified: if Cond. 4 / 6" in text
+    assert text.count("Identified if every child of Y is intervened on") == 1
     assert "valid if every child of Y is intervened on (Condition 4" in text
     assert "P>|z|" in text and "robust p" in text
 
@@ -124,11 +129,11 @@ def test_a_narrowly_invariant_least_risk_fit_cannot_tell():
     seed = 6
     sem = simulate.random_sem(30, n_envs=2, n_parents=3, n_children=3, intervened=0.5,
                               shift_downstream=True, confounding=True, rng=seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with pytest.warns(IdentificationWarning, match="Not identified"):
         res = NegDRO(sem.sample(2000, rng=10000 + seed), env="env", outcome="Y").fit(
             n_boot=0)
     sel = res.selection
+    assert res.verdict == "not identified"           # an alarm, unlike Condition 4's
     J, df, pvalue, level = sel.fixed_test
     assert sel.estimator in ("ols", "ils") and level <= pvalue < sel.test_level
     assert sel.narrow and not sel.least_risk and res.interval_kind == "robust"
@@ -137,6 +142,7 @@ def test_a_narrowly_invariant_least_risk_fit_cannot_tell():
     assert np.isinf(res.conf_int(kind="wald").loc[free].to_numpy()).all()
     text = " ".join(str(res.summary()).split())
     assert "cannot tell whether the least-risk fit is invariant" in text
+    assert "WARNING: " in text and "NOT IDENTIFIED" in text and "Identified: NO" in text
     assert res.to_dict()["conf_int"]["kind"] == "robust"
 
 
@@ -198,15 +204,21 @@ def _with_child(seed: int, noise: float):
 def test_an_unintervened_child_is_not_reported_as_identified_without_its_assumption():
     """Where the rank test finds the child's direction undetermined, the estimate is
     Theorem 6's (least pooled risk among invariant fits, here the child's fit), which is
-    beta* only under Condition 4: a warning, the summary's first line and the margin's
-    verdict say so, and the robust intervals are unbounded."""
-    with pytest.warns(IdentificationWarning, match="Identified only if every child"):
+    beta* only under Condition 4, which the data cannot check (the child is
+    observationally a parent that no environment shifts): the verdict, the header and
+    the first note say so once -- not an alarm (issue 40 item 6) -- the margin's
+    verdict is "unclear", and the robust intervals are unbounded."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentificationWarning)
         res = NegDRO(_with_child(100, 0.3), env="env", outcome="Y").fit()
     sel = res.selection
     assert sel.route == "negdro" and sel.assumes_condition_4
     assert {"X6", "X3"} <= set(sel.undetermined)
+    assert res.verdict == "if Condition 4"
     text = str(res.summary())
-    assert text.startswith("WARNING: identified only if every child of the outcome")
+    flat = " ".join(text.split())
+    assert not text.startswith("WARNING") and "Identified: if Cond. 4 / 6" in flat
+    assert flat.count("Identified if every child of Y is intervened on") == 1
     assert "unclear" in text and "Cond. 1b 'unclear'" in text
     assert np.isinf(res.robust_set().upper).all()
 

@@ -322,6 +322,12 @@ class SelectionReport:
         along the others.  None otherwise.
     test_level : float
         The level ``alpha`` of the selection's tests (NaN where nothing was tested).
+    covariance_shift : tuple of (stat, df, pvalue)
+        Where the environment differences leave directions undetermined (the sample):
+        the test that the within-environment variances differ along a direction they
+        determine (:func:`~negdro_stats.identification.determined.covariance_shift`);
+        where it does not reject, the differences are mean shifts, which cannot give
+        Condition 4 on more than ``|E| - 1`` covariates.  NaN otherwise.
     stand_ins : tuple of (str, str)
         Pairs ``(selected, stand-in)`` of near copies (pooled cosine at least 0.95)
         where the J test accepts the support with the stand-in too: the data barely tell
@@ -355,6 +361,7 @@ class SelectionReport:
     stand_ins: tuple = ()
     constrained: tuple | None = None
     test_level: float = np.nan
+    covariance_shift: tuple = (np.nan, 0, np.nan)
 
     @property
     def assumes_condition_4(self) -> bool:
@@ -365,6 +372,14 @@ class SelectionReport:
         child of ``Y`` that no environment shifts makes other fits invariant too, and
         data cannot tell it from a parent that no environment shifts."""
         return self.identified and bool(self.undetermined)
+
+    @property
+    def mean_shifts_only(self) -> bool:
+        """The within-environment variances are the same along every direction the
+        environment differences determine (:attr:`covariance_shift` does not reject at
+        ``test_level``): the differences are mean shifts, which cannot give Condition 4
+        or 6 on more than ``|E| - 1`` shifted covariates."""
+        return bool(self.covariance_shift[2] >= self.test_level)
 
     @property
     def least_risk(self) -> bool:

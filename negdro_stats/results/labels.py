@@ -1,7 +1,7 @@
 """The display labels of the estimator's methods and refits: the one place the summary,
 the gamma path and the CLI take them from."""
 
-__all__ = ["METHOD_LABELS", "REFIT_LABELS", "REFIT_SHORT"]
+__all__ = ["METHOD_LABELS", "REFIT_LABELS", "REFIT_SHORT", "VERDICT_LABELS"]
 
 METHOD_LABELS = {
     ("algorithm3", "sqp"): "NegDRO Alg. 3 (SQP)",
@@ -13,3 +13,5 @@ REFIT_LABELS = {"ols": "pooled OLS", "gmm": "invariance GMM", "negdro": "Phi_mu 
                 "invariant": "gradient inv., eq. (31)", "ils": "invariance-constrained LS"}
 REFIT_SHORT = {"ols": "pooled OLS", "gmm": "GMM", "ils": "inv. LS", "negdro": "Phi_mu",
                "invariant": "eq. (31)"}
+VERDICT_LABELS = {"identified": "yes", "if Condition 4": "if Cond. 4 / 6",
+                  "not identified": "NO"}          # the summary's "Identified:" (verdicts)

@@ -26,7 +26,7 @@ from ..inference.robust import RobustSet, robust_set
 from ..inference.sandwich import refit_cov
 from ..inference.stratified import CI_METHODS, BootstrapResult
 from .labels import REFIT_LABELS
-from .verdicts import conditional, interval_kind
+from .verdicts import conditional, interval_kind, verdict
 
 if TYPE_CHECKING:
     from .summary import NegDROSummary
@@ -169,6 +169,13 @@ class NegDROResults(Saveable):
         """The coefficients whose standard errors are inf and intervals (-inf, inf):
         :attr:`undetermined`, unless the intervals are conditional on Condition 4."""
         return self.undetermined.to_numpy() & (not conditional(self))
+
+    @property
+    def verdict(self) -> str:
+        """``"identified"``, ``"if Condition 4"`` or ``"not identified"``, decided once
+        (:func:`~negdro_stats.results.verdicts.verdict`) and read by the summary, the
+        fit's warnings and :meth:`to_dict`."""
+        return verdict(self)
 
     @property
     def interval_kind(self) -> str:
@@ -445,9 +452,9 @@ class NegDROResults(Saveable):
         """Plain JSON values of the fit (NaN and infinities as None; the CLI's ``fit
         --json``): coefficients, support, bootstrap standard errors and ``1 - alpha``
         intervals, selection frequencies, environment weights, risks and rows, the
-        refit that produced the coefficients (``route``), convergence, the
-        identification check, the equal-risk test, the residuals' mean and the
-        settings.  The intervals are those of :attr:`interval_kind` (``kind``), as in
+        refit that produced the coefficients (``route``), the :attr:`verdict`,
+        convergence, the identification check, the equal-risk test, the residuals' mean
+        and the settings.  The intervals are those of :attr:`interval_kind` (``kind``), as in
         the summary; a pending bootstrap is not run."""
         ran = self._bootstrap is not None
         none = pd.Series(np.nan, index=self.params.index)
@@ -462,7 +469,8 @@ class NegDROResults(Saveable):
             "support_freq": self.support_freq if ran else none,
             "weights": self.weights, "risks": self.risks,
             "nobs": {str(e): int(n) for e, n in self.nobs_env.items()},
-            "route": self.solver.refit, "converged": self.converged,
+            "route": self.solver.refit, "verdict": self.verdict,
+            "converged": self.converged,
             "identification": (None if self.identification is None
                                else self.identification.to_dict()),
             "invariance": None if self.invariance is None else self.invariance.to_dict(),

@@ -23,7 +23,7 @@ from ..exceptions import DataError
 from ..identification.conditions import identification_advice
 from ..inference.robust import ROBUST_TABLE_MAX_P, RobustSet
 from ..inference.stratified import SHOWN_FREQ
-from .labels import METHOD_LABELS, REFIT_LABELS, REFIT_SHORT
+from .labels import METHOD_LABELS, REFIT_LABELS, REFIT_SHORT, VERDICT_LABELS
 from .verdicts import conditional, fit_problems
 
 __all__ = ["NegDROSummary", "build_summary", "path_summary"]
@@ -280,7 +280,6 @@ def build_summary(res: Results, *, alpha: float, show: str, ci_method: str,
 def _header_table(res: Results) -> tuple[SimpleTable, int]:
     """The two-column header and the width of every table (WIDTH, unless a value is too
     long for it)."""
-    s = res.settings
     left = [
         ("Dep. Variable:", f"{res.endog_name} (first column)" if res.outcome_first_column
          and len(res.endog_name) <= 4 else _short(res.endog_name, 19)),
@@ -298,10 +297,7 @@ def _header_table(res: Results) -> tuple[SimpleTable, int]:
         ("Cond. 1b rel. margin:", "n/a" if ident is None else
          f"{ident.relative_margin:.3g} {_margin_verdict(res)}"),
         ("Selected:", f"{int(res.support.sum())} of {len(res.params)}"),
-        ("Selection:", "not identified" if res.selection is not None
-         and not res.selection.identified else "J test + BIC" if res.selection is not None
-         and res.selection.route == "invariance" else f"c0 = {s['threshold']:g}"
-         if s["method"] == "algorithm3" else "none"),
+        ("Identified:", VERDICT_LABELS[res.verdict]),
         ("Converged:", "yes" if res.converged else "NO"),
         ("Iterations:", f"{res.n_iter}"),
         ("Stationarity:", f"{res.grad_norm:.2e}"),
@@ -361,6 +357,7 @@ def _coef_table(res: Results, rows: np.ndarray, alpha: float, ci_method: str, ki
 def _selection_notes(res: Results, kind: str) -> list[str]:
     """How the support and the coefficients were chosen (the first notes)."""
     sel = res.selection
+    on_condition_4 = sel is not None and res.verdict == "if Condition 4"
     if sel is not None and sel.exact:
         return [f"std coef = coef x RMS(X_j) / RMS(Y).  Reported: pooled OLS, because "
                 f"{sel.reason}."]
@@ -379,9 +376,10 @@ def _selection_notes(res: Results, kind: str) -> list[str]:
             "std coef = coef x RMS(X_j) / RMS(Y).  The environment differences do not "
             "determine the coefficients, so the support is the one, among those whose "
             f"{fitted}.  Test at the reported fit: J = {J:.3g}, df = {df}, p = "
-            f"{pvalue:.3g}, accepted at level alpha / p = {level:.2g}.  This is beta* if "
-            "every child of the outcome is among the intervened covariates (Condition 4) "
-            "or, with hidden confounding, Condition 6 holds, which the data cannot check.",
+            f"{pvalue:.3g}, accepted at level alpha / p = {level:.2g}." + (
+                "" if on_condition_4 else "  This is beta* if every child of the outcome "
+                "is among the intervened covariates (Condition 4) or, with hidden "
+                "confounding, Condition 6 holds, which the data cannot check."),
         ]
     elif sel is not None and sel.estimator != "negdro":
         notes = [
@@ -420,14 +418,20 @@ def _selection_notes(res: Results, kind: str) -> list[str]:
                      "Gaussian rows; with heavier or lighter tails the tests are "
                      "approximate (a frame in memory, or fewer covariates, gives the exact "
                      "form).")
-    if sel is not None and not sel.identified:
-        open_ = ", ".join(sel.undetermined)
-        notes.insert(0, f"NOT IDENTIFIED: {sel.reason}.  " + (
-            f"The data are consistent with other values of {open_}; the intervals shown "
-            "hold if the condition above does" if conditional(res) and kind != "robust" else
-            f"The intervals of {open_} are (-inf, inf) and their standard errors inf: "
-            "the data are consistent with other values of them") + " (more environments, "
-            "or interventions on these covariates, would determine them).")
+    open_ = "" if sel is None else ", ".join(sel.undetermined)
+    more = (" (more environments, or interventions on these covariates, would determine "
+            "them).")
+    if on_condition_4:
+        notes.insert(0, f"Identified if every child of {res.endog_name} is intervened on "
+                     "(Condition 4; with hidden confounding, Condition 6), which the data "
+                     f"cannot check: {sel.reason}." + (
+                         f"  The robust intervals assume neither condition: those of "
+                         f"{open_} are (-inf, inf)" + more if kind == "robust" and open_
+                         else ""))
+    elif sel is not None and not sel.identified:
+        notes.insert(0, f"NOT IDENTIFIED: {sel.reason}.  The intervals of {open_} are "
+                     "(-inf, inf) and their standard errors inf: the data are consistent "
+                     "with other values of them" + more)
     return notes
 
 
@@ -497,7 +501,11 @@ def _fit_notes(res: Results, *, shown: int, show: str) -> list[str]:
         notes.append("The gradient-invariance refit is not identified on the support (the "
                      "environments' second moments differ too little there); the Phi_mu "
                      "fit is reported.")
-    if ident is not None and not ident.holds:
+    if ident is not None and not ident.holds and res.verdict == "if Condition 4":
+        notes.append(f"Condition 1b fails (relative margin {ident.relative_margin:.3g}), as "
+                     "where environments shift some covariates only: the estimate rests on "
+                     "Condition 4 or 6 (above).")
+    elif ident is not None and not ident.holds:
         notes.append(f"{ident.failure}; " + identification_advice(res.can_resample))
     elif ident is not None and _margin_verdict(res) == "unclear":
         notes.append(f"Cond. 1b 'unclear': the sample margin {ident.relative_margin:.3g} is "

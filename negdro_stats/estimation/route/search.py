@@ -41,15 +41,25 @@ def instrument_budget(n_envs: int, n_min: float, p: int) -> int:
     k = max(n_envs - 1, 1)
     return int(min(p, max(1.0, min(np.sqrt(2.0 * n / k), 3.0 * np.sqrt(n) / k))))
 
-def _instruments(std: Moments, order: np.ndarray, t_pilot: FloatArray, q: int,
-                 cut: float) -> np.ndarray:
-    """``q`` instruments: the covariates that the pilot finds significant (``|t| >= cut``,
-    in its order, at most half of ``q``), then those whose second moment varies most
+def _pilot_order(pilot: GMMFit) -> tuple[FloatArray, np.ndarray]:
+    """The pilot's ``|t|`` and the covariates by decreasing ``|t|``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_pilot = np.nan_to_num(np.abs(pilot.b) / pilot.se, nan=0.0)
+    return t_pilot, np.argsort(-t_pilot, kind="stable")
+
+def _instruments(std: Moments, pilot: GMMFit, q: int, alpha: float) -> np.ndarray:
+    """``q`` instruments (every covariate where ``q >= p``): the covariates that the
+    ``pilot`` finds significant (``|t| >= cut``, in its order, at most half of ``q``),
+    then those whose second moment varies most
     across environments (relative spread of ``E_e[X_j^2]``, which does not look at
     ``Y``).  Only significant ones: the pilot's next covariates are ranked by noise in
     the very residual moments that the J tests use, and choosing instruments for that
     noise inflates J (eq. (33) with p = 1,000 at n = 20,000: J = 492 on 343 degrees of
     freedom at beta* with the first half of the order, 327 on 358 with random ones)."""
+    if q >= std.p:
+        return np.arange(std.p)
+    t_pilot, order = _pilot_order(pilot)
+    cut = critical_value(alpha, std.p, float(std.n.min()))
     first = [int(j) for j in order[:(q + 1) // 2] if t_pilot[j] >= cut]
     others = [j for j in most_heterogeneous(std) if j not in set(first)]
     return np.sort(np.array(first + others[:q - len(first)], dtype=int))
@@ -161,6 +171,11 @@ class Walked:
         """A fit's coefficients on every covariate."""
         return embed(fit.b, fit.support, self.std.p)
 
+    def instruments_within(self, q: int) -> np.ndarray:
+        """``q`` instruments chosen by the walk's rule (:func:`_instruments`), for a
+        test that needs fewer than the walk's."""
+        return _instruments(self.std, self.pilot, q, self.alpha)
+
     def cumulant_at(self, b: FloatArray, cols: np.ndarray | None = None) -> Cumulant:
         """Rows minus Isserlis, on the instruments (or ``cols``)."""
         cols = self.instruments if cols is None else cols
@@ -190,12 +205,9 @@ def walk(std: Moments, alpha: float,
     wide = InvarianceGMM(std, instruments=every, cumulant=K, b_ref=np.zeros(p),
                          recentre=recentre)
     pilot = wide.fit(every)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t_pilot = np.nan_to_num(np.abs(pilot.b) / pilot.se, nan=0.0)
-    order = every[np.argsort(-t_pilot, kind="stable")]
+    t_pilot, order = _pilot_order(pilot)
     q = instrument_budget(E, n_min, p)
-    cut = critical_value(alpha, p, n_min)
-    instruments = every if q >= p else _instruments(std, order, t_pilot, q, cut)
+    instruments = _instruments(std, pilot, q, alpha)
     grow_to = int((t_pilot >= norm_isf(alpha / 2)).sum())   # (select_support, 3.)
 
     def gmm_at(K: Cumulant, b_ref: FloatArray, own_weight: bool) -> InvarianceGMM:
