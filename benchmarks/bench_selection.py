@@ -67,6 +67,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _timing import verdict_lines
 
 from negdro_stats import Intervention, LinearSEM, Moments, NegDRO, exceptions, simulate
 from negdro_stats.estimation.gmm import Cumulant, InvarianceGMM
@@ -357,7 +358,8 @@ def _fit_row(df, sem, facts, fit_intercept=False, **labels):
                identified=_plain(getattr(report, "identified", None)),
                undetermined=_plain(getattr(report, "undetermined", None)),
                rejected=bool(report.rejected), pvalue=float(report.pvalue),
-               warnings=warned, warnings_paper=warned_paper,
+               warnings=warned, warnings_paper=warned_paper, verdict=res.verdict,
+               warned="IdentificationWarning" in warned,
                seconds=seconds, seconds_paper=seconds_paper)
     if fit_intercept:
         assert res.params.index[-1] == "const"
@@ -627,6 +629,10 @@ def family_table(fam):
             f"{r['child_rate']:.2f} | {r['noncause_rate']:.2f} | {r['flagged_rate']:.2f} | "
             f"{unflagged} | {margin} | {r['routes']} | {r['invariance_rejected']} | "
             f"{r['median_seconds']:.2f} |")
+    for n in sorted({r["n"] for r in fam["rows"]}):
+        by_verdict = verdict_lines([r for r in fam["rows"] if r["n"] == n], "err_default")
+        lines += ["", f"### n = {n} per environment, every family: {by_verdict[0]}",
+                  *by_verdict[1:]] if by_verdict else []
     icpt = [r for r in fam["summary"] if r["family"] == "intercept"]
     if icpt:
         lines += ["", f"### intercept family (c = {INTERCEPT:g}, offsets N(0, {OFFSET_SD:g}^2); "

@@ -694,6 +694,13 @@ class DesignReport:
             lines.append("Verdict: beta* is identified by NegDRO's constrained problem "
                          f"(eq. (7) of the paper) via Condition {name} "
                          f"({CONDITIONS[name].theorem}).")
+            if "1b" not in self.routes:      # what a fit on such data will say
+                lines.append("  A fit on these environments leaves directions undetermined: "
+                             "its verdict is 'if Condition 4' (NegDROResults.verdict), the "
+                             "least-risk invariant fit with Wald intervals valid if every "
+                             "child of Y is intervened on"
+                             + (", as here." if set(self.D) <= set(self.S_L) else
+                                ", which is not so here."))
         else:
             lines.append("Verdict: no sufficient condition holds; see "
                          "suggest_interventions() for the smallest change that fixes it.")

@@ -55,6 +55,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -68,15 +69,17 @@ from ._validation import check_int, check_option, check_rng, check_scalar, progr
 from .data.container import MultiEnvData
 from .data.fourth import gaussian_score_cov
 from .data.moments import Moments
-from .design import LinearSEM
-from .estimation import SolverOptions, solve
+from .design import DesignReport, LinearSEM
+from .estimation import SolverOptions, SolverOutput, solve
 from .exceptions import DataError, DataWarning, SolverError
+from .identification import IdentificationResult, RiskInvarianceTest, risk_invariance_test
 from .identification.conditions import DEFAULT_TOL, check_condition_1b
 from .results.plotting import plot_plan
+from .results.verdicts import verdict
 
 __all__ = ["SamplePlan", "cumulant_noise", "plan_sample_size", "sample_moments"]
 
-CRITERIA = ("error", "support", "margin")
+CRITERIA = ("error", "support", "margin", "verdict")
 DRAWS = ("moments", "rows")
 AUX_ROWS = 200       # rows per environment behind the fourth-cumulant noise (moments path)
 FINE = 64            # interpolation points between two candidate n (required_n)
@@ -197,6 +200,14 @@ class SamplePlan:
         Replicates whose fit raised an error (counted as failures).
     seconds : float
         Wall time of the simulation.
+    verdicts : ndarray of str, shape (k, reps), or None
+        Every replicate fit's verdict, as :attr:`NegDROResults.verdict
+        <negdro_stats.NegDROResults.verdict>` decides it: "identified", "if Condition
+        4" or "not identified" (a failed fit: "not identified").
+    design : DesignReport or None
+        :meth:`LinearSEM.check_identification
+        <negdro_stats.design.LinearSEM.check_identification>` of the planned design
+        (population moments): which conditions identify ``beta*``.
     """
 
     n: IntArray
@@ -211,6 +222,8 @@ class SamplePlan:
     gaussian_approximation: bool = False
     failed: int = 0
     seconds: float = float("nan")
+    verdicts: np.ndarray | None = None
+    design: DesignReport | None = None
 
     @property
     def reps(self) -> int:
@@ -233,20 +246,30 @@ class SamplePlan:
             return (self.errors <= target_error).mean(axis=1)
         if criterion == "support":
             return self.support_ok.mean(axis=1)
-        if self.boot_lcb is None and not self.identified:
+        if criterion == "verdict":
+            if self.verdicts is None:
+                raise DataError("This plan holds no fits' verdicts (a SamplePlan built by "
+                                "hand); plan_sample_size records them.")
+            return (self.verdicts != "not identified").mean(axis=1)
+        if self.boot_lcb is None and not self.population_margin > self.tol:
             return np.zeros(len(self.n))     # the shift rule would only echo the noise
         return (self.margin_lcb > self.tol).mean(axis=1)
 
     @property
     def identified(self) -> bool:
-        """Whether Condition 1b holds on the design's population moments (relative
-        margin above ``tol``); if not, no sample size shows a margin."""
+        """Whether the design identifies ``beta*`` in the population: some condition of
+        the paper holds (:attr:`DesignReport.routes <negdro_stats.design.DesignReport>`:
+        Condition 1b, 4 without hidden confounding, or 6); for a plan without the
+        design's report, whether Condition 1b's relative margin exceeds ``tol``."""
+        if self.design is not None:
+            return self.design.identified
         return bool(self.population_margin > self.tol)
 
     def to_frame(self) -> pd.DataFrame:
         """Per candidate ``n``: median, mean, 80% quantile and RMS of the error, the
         probabilities of the right support and of showing the margin, the median
-        relative margin."""
+        relative margin, and the shares of fits whose verdict is "identified" and "if
+        Condition 4" (:attr:`verdicts`)."""
         err = self.errors
         return pd.DataFrame({
             "median_error": np.median(err, axis=1),
@@ -256,6 +279,9 @@ class SamplePlan:
             "p_support": self._probability("support", None),
             "p_margin": self._probability("margin", None),
             "median_margin": np.median(self.margins, axis=1),
+            **({} if self.verdicts is None else {
+                "p_identified": (self.verdicts == "identified").mean(axis=1),
+                "p_if_condition_4": (self.verdicts == "if Condition 4").mean(axis=1)}),
         }, index=pd.Index(self.n, name="n per env"))
 
     def required_n(self, target_error: float | None = None, *, power: float = 0.8,
@@ -269,9 +295,13 @@ class SamplePlan:
             For ``criterion="error"``: ``P(||b - beta*||_2 <= target_error) >= power``.
         power : float, default 0.8
             The probability to reach, in (0, 1).
-        criterion : {"error", "support", "margin"}
+        criterion : {"error", "support", "margin", "verdict"}
             ``"support"``: the exact support of ``beta*`` is selected; ``"margin"``: the
-            bootstrap lower bound of the relative margin exceeds ``tol``.
+            bootstrap lower bound of Condition 1b's relative margin exceeds ``tol``;
+            ``"verdict"``: the fit's verdict is not "not identified", so it reports
+            bounded intervals -- unconditional ("identified") or valid if every child
+            of Y is intervened on ("if Condition 4"; :meth:`summary` says whether the
+            planned design meets that).
 
         Returns
         -------
@@ -308,11 +338,14 @@ class SamplePlan:
         elif target_error is not None:
             raise DataError(f"target_error applies to criterion='error' only; got "
                             f"criterion={criterion!r}.")
-        if criterion == "margin" and not self.identified:
+        if criterion == "margin" and not self.population_margin > self.tol:
+            routes = () if self.design is None else self.design.routes
             warn_user(f"The design does not identify beta* by Condition 1b (population "
                       f"relative margin {self.population_margin:.3g} <= {self.tol:g}): no "
-                      "sample size shows a margin. Plan other interventions "
-                      "(LinearSEM.suggest_interventions).", DataWarning)
+                      "sample size shows a margin. " + (
+                          f"It is identified by Condition {' / '.join(routes)}: use "
+                          "criterion='verdict'." if routes else "Plan other interventions "
+                          "(LinearSEM.suggest_interventions)."), DataWarning)
             return float("inf")
         log_n, share = self._share_curve(criterion, target if criterion == "error" else None)
         n = self._crossing(log_n, np.maximum.accumulate(share), power, criterion)
@@ -364,15 +397,17 @@ class SamplePlan:
         """The plan in plain words, with the table of :meth:`to_frame`."""
         how = ("moments drawn without rows (Wishart scatter, normal means)"
                if self.draw == "moments" else "rows drawn and fitted")
+        shows = self.population_margin > self.tol
         lines = [f"Sample-size plan: {self.reps} replicates per n, {how}, "
                  f"{self.seconds:.1f} s",
                  f"Population relative margin (Condition 1b): {self.population_margin:.4g} "
-                 f"({'holds' if self.identified else 'fails: no n shows a margin'}); "
+                 f"({'holds' if shows else 'fails: no n shows a margin'}); "
                  f"p_margin: the {100 * (1 - self.margin_alpha):g}% bootstrap lower bound exceeds "
                  f"{self.tol:g} ("
                  + ("a parametric bootstrap in every replicate)." if self.boot_lcb is not None
                     else "shift approximation from the replicates' spread; optimistic "
                     "near the threshold, see margin_boot)."),
+                 *self._design_lines(),
                  self.to_frame().to_string(float_format=lambda x: f"{x:.4g}")]
         if self.gaussian_approximation:
             lines.append("Note: the design has non-Gaussian noise; its moments were drawn as "
@@ -381,6 +416,29 @@ class SamplePlan:
         if self.failed:
             lines.append(f"Note: {self.failed} fits failed and count as failures.")
         return "\n".join(lines)
+
+    def _design_lines(self) -> list[str]:
+        """What identifies the design, and which intervals the fits' verdicts refer to
+        (issue 40 item 7: the plan agrees with what the fit will say)."""
+        if self.design is None:
+            return []
+        d = self.design
+        if not d.identified:
+            return ["Design: no condition of the paper identifies beta* "
+                    "(LinearSEM.suggest_interventions()); fits should say 'not identified'."]
+        children = (f"here every child of Y is (D = {list(d.D)} within S_L)"
+                    if set(d.D) <= set(d.S_L) else "here not every child of Y is")
+        lines = [f"Design: beta* is identified by Condition {' / '.join(d.routes)} "
+                 "(population moments, LinearSEM.check_identification())"
+                 + ("" if "1b" in d.routes else "; not by Condition 1b, so no n shows "
+                    "its margin: read p_if_condition_4 (criterion='verdict')") + "."]
+        if self.verdicts is not None:
+            lines.append("Targets: error and support refer to the point estimate; the "
+                         "verdicts to the intervals a fit reports: p_identified, "
+                         "unconditional (bootstrap, Wald before it runs); "
+                         "p_if_condition_4, Wald intervals valid if every child of Y is "
+                         f"intervened on -- {children}.")
+        return lines
 
     def __str__(self) -> str:
         return self.summary()
@@ -489,27 +547,32 @@ def plan_sample_size(
     shape = (len(grid), reps)
     start = time.perf_counter()
 
-    def one(i: int, child: np.random.Generator) -> tuple[float, bool, float, float]:
-        """Replicate ``i`` (candidate ``i // reps``): error, support, margin, bound."""
+    def one(i: int, child: np.random.Generator) -> tuple[float, bool, float, float, str]:
+        """Replicate ``i`` (candidate ``i // reps``): error, support, margin, bound,
+        verdict."""
         n_rows = int(grid[i // reps])
         if draw == "moments":
             mom = sample_moments(population, n_rows, child)
             score_cov = cumulant_noise(population, n_rows, child)(mom)
+            risk_test = _gaussian_risk_test
         else:
             data = MultiEnvData.from_frame(sem.sample(n_rows, child, env_column="env"),
                                            "env", outcome=sem.names[0])
             mom, score_cov = data.moments, data.score_cov
-        margin = check_condition_1b(mom).relative_margin
+            risk_test = lambda mom, b: risk_invariance_test(  # noqa: E731
+                *data.risk_variances(b), mom.envs)
+        ident = check_condition_1b(mom)
         bound = (_bootstrap_bound(mom, n_rows, margin_boot, margin_alpha, child)
                  if margin_boot else np.nan)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")          # the replicates' fit warnings
                 out = solve(mom, solver_options, score_cov=score_cov)
-        except SolverError:
-            return np.inf, False, margin, bound          # a failed fit counts as a miss
+        except SolverError:                              # a failed fit counts as a miss
+            return np.inf, False, ident.relative_margin, bound, "not identified"
         return (float(np.linalg.norm(out.b - beta_star)),
-                bool(np.array_equal(out.support, truth)), margin, bound)
+                bool(np.array_equal(out.support, truth)), ident.relative_margin, bound,
+                _fit_verdict(out, ident, risk_test(mom, out.b)))
 
     results, crashed = replicate(one, shape[0] * reps, rng,
                                  progress=lambda steps: progress(steps, verbose, "plan",
@@ -517,15 +580,34 @@ def plan_sample_size(
     if crashed.any():
         raise SolverError(f"{int(crashed.sum())} of {crashed.size} replicates failed "
                           "numerically (drawing the moments or checking the margin).")
-    errors, support_ok, margins, boot_lcb = (np.array(col).reshape(shape)
-                                             for col in zip(*results, strict=True))
+    errors, support_ok, margins, boot_lcb, verdicts = (np.array(col).reshape(shape)
+                                                       for col in zip(*results, strict=True))
     failed = int(np.isinf(errors).sum())
     return SamplePlan(n=grid, errors=errors, support_ok=support_ok, margins=margins,
                       population_margin=check_condition_1b(population).relative_margin,
                       boot_lcb=boot_lcb if margin_boot else None,
                       margin_alpha=margin_alpha, tol=DEFAULT_TOL, draw=draw,
                       gaussian_approximation=draw == "moments" and not sem.is_gaussian,
-                      failed=failed, seconds=time.perf_counter() - start)
+                      failed=failed, seconds=time.perf_counter() - start,
+                      verdicts=verdicts, design=sem.check_identification())
+
+
+def _gaussian_risk_test(mom: Moments, b: FloatArray) -> RiskInvarianceTest:
+    """The equal-risk test at ``b`` for Gaussian rows (the moments path draws such):
+    ``r`` is normal with mean ``m_e`` and variance ``s_e^2`` in environment ``e``, so
+    ``Var(r^2) = 2 s^4 + 4 m^2 s^2``."""
+    R = mom.syy - 2.0 * (mom.sxy @ b) + np.einsum("i,eij,j->e", b, mom.Sigma, b)
+    m = mom.mean_y - mom.mean_x @ b
+    s2 = np.maximum(R - m**2, 0.0)
+    return risk_invariance_test(R, (2.0 * s2**2 + 4.0 * m**2 * s2) / mom.n, mom.envs)
+
+
+def _fit_verdict(out: SolverOutput, ident: IdentificationResult,
+                 invariance: RiskInvarianceTest) -> str:
+    """The verdict :attr:`NegDROResults.verdict <negdro_stats.NegDROResults.verdict>`
+    would give this fit (the one rule, :func:`negdro_stats.results.verdicts.verdict`)."""
+    return verdict(SimpleNamespace(selection=out.selection, identification=ident,
+                                   invariance=invariance))
 
 
 def _bootstrap_bound(mom: Moments, n: int, draws: int, alpha: float,

@@ -42,3 +42,18 @@ def descendants(sem: LinearSEM) -> set[str]:
     """Names of the covariates downstream of ``Y`` (``D`` of Condition 4)."""
     names = sem.moments().names
     return {names[j] for j in sem.D}
+
+
+def issue40_design(p: int) -> LinearSEM:
+    """Issue 40's design: ``Y = X1 - 0.5 X2 + 0.3 X3 + H + e``, ``H`` a hidden confounder
+    of X1 and Y, X2 a child of X1, X4 a child of Y (shifted), X5 a child of X4 (never
+    shifted), noise covariates X6.. of which only X6 is shifted; four environments
+    (``benchmarks/bench_partial.design``)."""
+    return LinearSEM.from_equations(
+        {"X2": {"X1": 0.8}, "Y": {"X1": 1.0, "X2": -0.5, "X3": 0.3}, "X4": {"Y": 0.7},
+         "X5": {"X4": 0.6}},
+        covariates=[f"X{j}" for j in range(1, p + 1)],
+        noise_var={"Y": 2.0, "X1": 2.0}, confounders={("X1", "Y"): 0.5},
+        interventions=[{}, {"X1": (1.0, 1.0), "X3": 1.5},
+                       {"X2": (0.5, 1.0), "X4": 1.0, "X6": 1.0},
+                       {"X1": 2.0, "X4": (1.0, 0.5), "X3": (0.5, 0.5)}])

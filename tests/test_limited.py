@@ -10,13 +10,15 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
-from negdro_stats import IdentificationWarning, LinearSEM, NegDRO, simulate
+from negdro_stats import IdentificationWarning, NegDRO, simulate
 from negdro_stats.estimation.route import solve
 from negdro_stats.identification.conditions import (
     check_condition_1b,
     check_condition_4,
     check_condition_6,
 )
+
+from .helpers import issue40_design
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -104,21 +106,6 @@ def test_the_summary_names_the_constrained_fit():
     assert "pooled OLS on it is reported" not in text
 
 
-def _issue40_design(p: int):
-    """Issue 40's design: ``Y = X1 - 0.5 X2 + 0.3 X3 + H + e``, ``H`` a hidden confounder
-    of X1 and Y, X2 a child of X1, X4 a child of Y (shifted), X5 a child of X4 (never
-    shifted), noise covariates X6.. of which only X6 is shifted; four environments
-    (``benchmarks/bench_partial.design``)."""
-    return LinearSEM.from_equations(
-        {"X2": {"X1": 0.8}, "Y": {"X1": 1.0, "X2": -0.5, "X3": 0.3}, "X4": {"Y": 0.7},
-         "X5": {"X4": 0.6}},
-        covariates=[f"X{j}" for j in range(1, p + 1)],
-        noise_var={"Y": 2.0, "X1": 2.0}, confounders={("X1", "Y"): 0.5},
-        interventions=[{}, {"X1": (1.0, 1.0), "X3": 1.5},
-                       {"X2": (0.5, 1.0), "X4": 1.0, "X6": 1.0},
-                       {"X1": 2.0, "X4": (1.0, 0.5), "X3": (0.5, 0.5)}])
-
-
 def test_the_least_risk_search_replaces_algorithm_3s_fallback():
     """p = 30, n = 2,000, four environments: 30 instruments make the fixed-fit test
     unreliable (3 q^2 > n), and where the walk's own fit could not be reported the
@@ -126,7 +113,7 @@ def test_the_least_risk_search_replaces_algorithm_3s_fallback():
     0.46 on this sample).  The search on sqrt(n / 3) = 25 instruments, a reliable test,
     gives Theorem 6's least-risk fit on the parents, and the verdict says what it
     rests on, without an alarm."""
-    sem = _issue40_design(30)
+    sem = issue40_design(30)
     with warnings.catch_warnings():
         warnings.simplefilter("error", IdentificationWarning)
         res = NegDRO(sem.sample(2000, rng=9), env="env", outcome="Y").fit(n_boot=0)

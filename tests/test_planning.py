@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from negdro_stats import DataError, LinearSEM, simulate
+from negdro_stats import DataError, LinearSEM, NegDRO, simulate
 from negdro_stats.data.fourth import gaussian_score_cov
 from negdro_stats.exceptions import DataWarning
 from negdro_stats.planning import SamplePlan, cumulant_noise, plan_sample_size, sample_moments
+
+from .helpers import issue40_design
 
 
 def _shifted_sem() -> LinearSEM:
@@ -241,3 +243,41 @@ def test_plot_target_and_integral_float_grid():
         plan.plot(target_error=-1)
     with pytest.raises(DataError, match="distinct integers"):
         plan_sample_size(_shifted_sem(), [40.5], reps=2)
+
+
+def test_a_plan_identified_by_condition_6_says_so_and_what_its_fits_report():
+    """Issue 40's design (Condition 1b fails; 4 and 6 hold, with hidden confounding): the
+    plan calls it identified, by Condition 6, not "Condition 1b fails: no n shows a
+    margin"; each replicate fit carries the verdict NegDROResults.verdict would give
+    (the one rule), here mostly "if Condition 4", as a fit on rows of the design says;
+    required_n(criterion="margin") points to criterion="verdict", which answers."""
+    sem = issue40_design(8)
+    plan = plan_sample_size(sem, [500, 2000], reps=6, rng=0, verbose=False)
+    assert plan.identified and plan.design.routes == ("6",)
+    assert set(np.unique(plan.verdicts)) <= {"identified", "if Condition 4", "not identified"}
+    frame = plan.to_frame()
+    assert frame.loc[2000, "p_if_condition_4"] >= 0.5
+    assert_allclose(frame["p_identified"] + frame["p_if_condition_4"],
+                    plan._probability("verdict", None))
+    text = " ".join(plan.summary().split())
+    assert "identified by Condition 6" in text and "not by Condition 1b" in text
+    assert "(fails: no n shows a margin)" in text
+    assert "here every child of Y is (D = ['X4'] within S_L)" in text
+    with pytest.warns(DataWarning, match="use criterion='verdict'"):
+        assert plan.required_n(criterion="margin") == np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        assert plan.required_n(criterion="verdict", power=0.5) <= 2000
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = NegDRO(sem.sample(2000, rng=0), env="env", outcome="Y").fit(n_boot=0)
+    assert res.verdict == "if Condition 4"
+    design = " ".join(sem.check_identification().summary().split())
+    assert "its verdict is 'if Condition 4'" in design and "as here." in design
+
+
+def test_a_hand_built_plan_has_no_verdict_criterion():
+    plan = _synthetic([100, 400], np.ones(10))
+    assert plan.verdicts is None and "p_identified" not in plan.to_frame()
+    with pytest.raises(DataError, match="no fits' verdicts"):
+        plan.required_n(criterion="verdict")
