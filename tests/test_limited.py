@@ -9,6 +9,7 @@ import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
+from pandas.testing import assert_frame_equal
 
 from negdro_stats import IdentificationWarning, NegDRO, simulate
 from negdro_stats.estimation.route import solve
@@ -124,3 +125,14 @@ def test_the_least_risk_search_replaces_algorithm_3s_fallback():
     assert res.verdict == "if Condition 4" and res.interval_kind == "wald"
     ci = res.conf_int()
     assert (ci.loc["X1", "lower"] <= 1.0 <= ci.loc["X1", "upper"])
+    # one kind in every view: conf_int()'s default, to_dict (the CLI's JSON), the summary
+    assert_frame_equal(ci, res.conf_int(kind="wald"))
+    assert res.to_dict()["conf_int"]["kind"] == "wald" and res.to_dict()["verdict"] == (
+        "if Condition 4")
+    text = " ".join(str(res.summary()).split())
+    assert "WARNING" not in text and "Identified: if Cond. 4 / 6" in text
+    assert text.count("Identified if every child of Y is intervened on") == 1
+    assert "valid if every child of Y is intervened on (Condition 4" in text
+    assert "P>|z|" in text and "robust p" in text
+    row = next(line for line in str(res.summary()).splitlines() if line.startswith("X1 "))
+    assert row.split()[-2:] == [f"{ci.loc['X1', 'lower']:.4f}", f"{ci.loc['X1', 'upper']:.4f}"]

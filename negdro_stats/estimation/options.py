@@ -324,8 +324,8 @@ class SelectionReport:
         The level ``alpha`` of the selection's tests (NaN where nothing was tested).
     covariance_shift : tuple of (stat, df, pvalue)
         Where the environment differences leave directions undetermined (the sample):
-        the test that the within-environment variances differ along a direction they
-        determine (:func:`~negdro_stats.identification.determined.covariance_shift`);
+        the test that the within-environment variance of some covariate differs across
+        environments (:func:`~negdro_stats.identification.determined.covariance_shift`);
         where it does not reject, the differences are mean shifts, which cannot give
         Condition 4 on more than ``|E| - 1`` covariates.  NaN otherwise.
     stand_ins : tuple of (str, str)
@@ -375,8 +375,8 @@ class SelectionReport:
 
     @property
     def mean_shifts_only(self) -> bool:
-        """The within-environment variances are the same along every direction the
-        environment differences determine (:attr:`covariance_shift` does not reject at
+        """The within-environment variances of the covariates are the same in every
+        environment (:attr:`covariance_shift` does not reject at
         ``test_level``): the differences are mean shifts, which cannot give Condition 4
         or 6 on more than ``|E| - 1`` shifted covariates."""
         return bool(self.covariance_shift[2] >= self.test_level)

@@ -35,8 +35,8 @@ def fit_problems(res: Results) -> list[str]:
                         f"{listed(sel.undetermined, 5)}")
     if sel is not None and sel.undetermined and sel.mean_shifts_only:
         stat, df, pvalue = sel.covariance_shift
-        problems.append(f"the environments shift means only (equal variances along every "
-                        f"determined direction: p = {pvalue:.2g}), which cannot give "
+        problems.append(f"the environments shift means only (every covariate's variance "
+                        f"is the same in each: p = {pvalue:.2g}), which cannot give "
                         "Condition 4 or 6 beyond |E| - 1 covariates")
     if sel is not None and sel.narrow:
         J, df, pvalue, level = sel.fixed_test
@@ -70,8 +70,8 @@ def verdict(res: Results) -> str:
       Algorithm 3's fit where Condition 1b holds on the directions the environments
       determine (:attr:`SelectionReport.assumes_condition_4`), and the equal-risk test
       at the estimate does not reject decisively (a fit whose risks differ is not
-      ``beta*``, whatever the children), and the within-environment variances differ
-      along a direction the environments determine
+      ``beta*``, whatever the children), and the within-environment variance of
+      some covariate differs across environments
       (:attr:`SelectionReport.covariance_shift`: mean shifts alone cannot give
       Condition 4 or 6 beyond ``|E| - 1`` covariates);
     - ``"not identified"``: the selection says so and no stated condition can hold

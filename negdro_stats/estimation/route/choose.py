@@ -149,7 +149,7 @@ def _report(w: Walked, rank: RankTest, d: Decision, undetermined: tuple,
         stand_ins=tuple((names[j], names[k]) for j, k in standing), test_level=w.alpha,
         constrained=None if d.constrained is None else (d.constrained.projector,
                                                         d.constrained.cov_determined),
-        covariance_shift=covariance_shift(w.std, rank.determined) if undetermined
+        covariance_shift=covariance_shift(w.std) if undetermined
         and w.recentre is None else (np.nan, 0, np.nan))
 
 
