@@ -345,3 +345,20 @@ def test_an_open_direction_is_set_by_pooled_least_squares_not_by_the_gmm():
     assert res.selection.estimator == "ils" and "Theorem 6" in res.selection.reason
     assert np.abs(b[6:]).max() < 0.1                      # X7.. are never shifted
     assert np.linalg.norm(b - sem.beta_star) < 0.1
+
+
+def test_the_summary_says_when_gamma_does_not_enter():
+    """Issue 40 item 4: where the reported fit is the invariance fit (or Theorem 6's
+    least-risk fit), gamma does not enter the coefficients -- gamma = 5 and 500 give the
+    same ones -- and the header and a note say so and why; with the paper's estimator
+    (refit="negdro") gamma moves the answer and nothing is said."""
+    df = simulate.eq33(p=5).sample(2000, rng=0)
+    low, high = (NegDRO(df, env="env", outcome="Y", gamma=g).fit(n_boot=0) for g in (5.0, 500.0))
+    assert_allclose(low.params, high.params, rtol=0, atol=0)
+    text = " ".join(str(low.summary()).split())
+    assert "gamma: 5 (not used)" in text and "gamma = 5 does not enter these coefficients" in text
+    low, high = (NegDRO(df, env="env", outcome="Y", gamma=g).fit(n_boot=0, refit="negdro")
+                 for g in (5.0, 500.0))
+    assert not np.allclose(low.params, high.params)
+    text = " ".join(str(low.summary()).split())
+    assert "(not used)" not in text and "does not enter" not in text

@@ -24,7 +24,7 @@ from ..identification.conditions import identification_advice
 from ..inference.robust import ROBUST_TABLE_MAX_P, RobustSet
 from ..inference.stratified import SHOWN_FREQ
 from .labels import METHOD_LABELS, REFIT_LABELS, REFIT_SHORT, VERDICT_LABELS
-from .verdicts import conditional, fit_problems
+from .verdicts import conditional, fit_problems, gamma_not_used
 
 __all__ = ["NegDROSummary", "build_summary", "path_summary"]
 
@@ -285,8 +285,7 @@ def _header_table(res: Results) -> tuple[SimpleTable, int]:
          and len(res.endog_name) <= 4 else _short(res.endog_name, 19)),
         ("Method:", _method_label(res)),
         ("Solver:", METHOD_LABELS[(res.solver.method, res.solver.inner)]),
-        ("gamma:", f"{res.gamma:g}" + (" (unused)" if res.selection is not None
-                                       and res.selection.route == "invariance" else "")),
+        ("gamma:", f"{res.gamma:g}" + (" (not used)" if gamma_not_used(res) else "")),
         ("No. Observations:", f"{res.nobs:g}"),
         ("No. Environments:", f"{res.n_envs}"),
         ("Boot reps:", "on first use" if res.bootstrap_pending else
@@ -513,6 +512,11 @@ def _fit_notes(res: Results, *, shown: int, show: str) -> list[str]:
                      "environments leave undetermined, along which A(w) v = 0 for every "
                      "weighting w: the data are consistent with a population margin of 0 ("
                      "NegDRO.diagnose() gives a confidence bound).")
+    why = gamma_not_used(res)
+    if why is not None:
+        notes.append(f"gamma = {res.gamma:g} does not enter these coefficients: {why}.  "
+                     "NegDRO's risk-heterogeneity trade-off along gamma: fit_path(), or "
+                     "fit(refit='negdro') for the paper's estimator.")
     if not res.converged:
         notes.append(f"The solver did not reach tol = {s['tol']:g}: treat the estimate "
                      "with care, or raise max_iter.")
