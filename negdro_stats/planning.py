@@ -203,7 +203,7 @@ class SamplePlan:
     verdicts : ndarray of str, shape (k, reps), or None
         Every replicate fit's verdict, as :attr:`NegDROResults.verdict
         <negdro_stats.NegDROResults.verdict>` decides it: "identified", "if Condition
-        4" or "not identified" (a failed fit: "not identified").
+        4", "not identified" or "rejected" (a failed fit: "not identified").
     design : DesignReport or None
         :meth:`LinearSEM.check_identification
         <negdro_stats.design.LinearSEM.check_identification>` of the planned design
@@ -250,7 +250,7 @@ class SamplePlan:
             if self.verdicts is None:
                 raise DataError("This plan holds no fits' verdicts (a SamplePlan built by "
                                 "hand); plan_sample_size records them.")
-            return (self.verdicts != "not identified").mean(axis=1)
+            return np.isin(self.verdicts, ("identified", "if Condition 4")).mean(axis=1)
         if self.boot_lcb is None and not self.population_margin > self.tol:
             return np.zeros(len(self.n))     # the shift rule would only echo the noise
         return (self.margin_lcb > self.tol).mean(axis=1)
@@ -298,10 +298,10 @@ class SamplePlan:
         criterion : {"error", "support", "margin", "verdict"}
             ``"support"``: the exact support of ``beta*`` is selected; ``"margin"``: the
             bootstrap lower bound of Condition 1b's relative margin exceeds ``tol``;
-            ``"verdict"``: the fit's verdict is not "not identified", so it reports
-            bounded intervals -- unconditional ("identified") or valid if every child
-            of Y is intervened on ("if Condition 4"; :meth:`summary` says whether the
-            planned design meets that).
+            ``"verdict"``: the fit's verdict is "identified" or "if Condition 4", so it
+            reports bounded intervals -- unconditional, or valid if every child of Y is
+            intervened on (:meth:`summary` says whether the planned design meets
+            that).
 
         Returns
         -------

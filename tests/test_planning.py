@@ -254,7 +254,8 @@ def test_a_plan_identified_by_condition_6_says_so_and_what_its_fits_report():
     sem = issue40_design(8)
     plan = plan_sample_size(sem, [500, 2000], reps=6, rng=0, verbose=False)
     assert plan.identified and plan.design.routes == ("6",)
-    assert set(np.unique(plan.verdicts)) <= {"identified", "if Condition 4", "not identified"}
+    assert set(np.unique(plan.verdicts)) <= {"identified", "if Condition 4", "not identified",
+                                             "rejected"}
     frame = plan.to_frame()
     assert frame.loc[2000, "p_if_condition_4"] >= 0.5
     assert_allclose(frame["p_identified"] + frame["p_if_condition_4"],

@@ -129,7 +129,7 @@ def test_a_narrowly_invariant_least_risk_fit_cannot_tell():
         res = NegDRO(sem.sample(2000, rng=10000 + seed), env="env", outcome="Y").fit(
             n_boot=0)
     sel = res.selection
-    assert res.verdict == "not identified"           # an alarm, unlike Condition 4's
+    assert res.verdict == "rejected"      # the risks differ decisively there: an alarm
     J, df, pvalue, level = sel.fixed_test
     assert sel.estimator in ("ols", "ils") and level <= pvalue < sel.test_level
     assert sel.narrow and not sel.least_risk and res.interval_kind == "robust"
@@ -138,7 +138,7 @@ def test_a_narrowly_invariant_least_risk_fit_cannot_tell():
     assert np.isinf(res.conf_int(kind="wald").loc[free].to_numpy()).all()
     text = " ".join(str(res.summary()).split())
     assert "cannot tell whether the least-risk fit is invariant" in text
-    assert "WARNING: " in text and "NOT IDENTIFIED" in text and "Identified: NO" in text
+    assert "WARNING: " in text and "NOT IDENTIFIED" in text and "Identified: NO: rejected" in text
     assert res.to_dict()["conf_int"]["kind"] == "robust"
 
 
@@ -383,7 +383,7 @@ def test_the_verdict_never_contradicts_a_view(seed, shift, intervened, n_envs):
     verdict = res.verdict
     text = " ".join(str(res.summary()).split())
     label = {"identified": "yes", "if Condition 4": "if Cond. 4 / 6",
-             "not identified": "NO"}[verdict]
+             "not identified": "NO", "rejected": "NO: rejected"}[verdict]
     assert f"Identified: {label} " in text and res.to_dict()["verdict"] == verdict
     alarms = [w for w in caught if issubclass(w.category, IdentificationWarning)
               and "ot identified" in str(w.message)]

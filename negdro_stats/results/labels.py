@@ -13,5 +13,6 @@ REFIT_LABELS = {"ols": "pooled OLS", "gmm": "invariance GMM", "negdro": "Phi_mu 
                 "invariant": "gradient inv., eq. (31)", "ils": "invariance-constrained LS"}
 REFIT_SHORT = {"ols": "pooled OLS", "gmm": "GMM", "ils": "inv. LS", "negdro": "Phi_mu",
                "invariant": "eq. (31)"}
+# the summary's "Identified:", by NegDROResults.verdict (results.verdicts.verdict)
 VERDICT_LABELS = {"identified": "yes", "if Condition 4": "if Cond. 4 / 6",
-                  "not identified": "NO"}          # the summary's "Identified:" (verdicts)
+                  "not identified": "NO", "rejected": "NO: rejected"}

@@ -11,7 +11,7 @@ from ..inference.robust import ROBUST_TABLE_MAX_P
 __all__ = ["fit_problems", "interval_kind", "conditional", "verdict", "VERDICTS",
            "gamma_not_used"]
 
-VERDICTS = ("identified", "if Condition 4", "not identified")
+VERDICTS = ("identified", "if Condition 4", "not identified", "rejected")
 
 Results = Any   # a NegDROResults (results imports this module)
 
@@ -79,17 +79,26 @@ def verdict(res: Results) -> str:
       (Algorithm 3's fall-back, a least-risk fit that the data cannot tell invariant:
       :attr:`SelectionReport.narrow`, risks that differ decisively, mean shifts only),
       or, without an invariance selection, Condition 1b fails on the data;
-    - ``"identified"``: the environment differences determine every coefficient.
+    - ``"identified"``: the environment differences determine every coefficient;
+    - ``"rejected"``, before all of these: the data reject the reported fit's
+      invariance -- the J test on every support tried (:attr:`SelectionReport.rejected`)
+      or the equal-risk test decisively (:attr:`RiskInvarianceTest.decisive`): the
+      invariance model fails (an intervention on the outcome, a missing cause) or the
+      fit is not an invariant one, so it is not ``beta*`` whatever identifies it (the
+      Sachs data: "identified" beside "no invariant linear model is consistent with
+      these data").
 
     Issue 40's design (p = 10, n = 2,000) was "NOT IDENTIFIED" with two warnings on
     fits within 0.02-0.07 of ``beta*``; a warning that fires on good and bad fits
     alike teaches users to ignore it."""
     sel = res.selection
+    if res.invariance is not None and res.invariance.decisive or sel is not None and (
+            sel.rejected):
+        return "rejected"
     if sel is None:                       # the paper's estimator: Condition 1b alone
         ident = res.identification
         return "identified" if ident is None or ident.holds else "not identified"
-    decisive = res.invariance is not None and res.invariance.decisive
-    if ((sel.least_risk or sel.assumes_condition_4) and not sel.narrow and not decisive
+    if ((sel.least_risk or sel.assumes_condition_4) and not sel.narrow
             and not sel.mean_shifts_only):
         return "if Condition 4"
     return "identified" if sel.identified else "not identified"
