@@ -172,8 +172,7 @@ class NegDROResults(Saveable):
 
     @property
     def verdict(self) -> str:
-        """``"identified"``, ``"if Condition 4"``, ``"not identified"`` or
-        ``"rejected"`` (invariance rejected at the reported fit), decided once
+        """"identified", "if Condition 4", "not identified" or "rejected", decided once
         (:func:`~negdro_stats.results.verdicts.verdict`) and read by the summary, the
         fit's warnings and :meth:`to_dict`."""
         return verdict(self)
