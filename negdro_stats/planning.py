@@ -70,7 +70,7 @@ from .data.container import MultiEnvData
 from .data.fourth import gaussian_score_cov
 from .data.moments import Moments
 from .design import DesignReport, LinearSEM
-from .estimation import SolverOptions, SolverOutput, solve
+from .estimation import SolverOptions, SolverOutput, env_risks, solve
 from .exceptions import DataError, DataWarning, SolverError
 from .identification import IdentificationResult, RiskInvarianceTest, risk_invariance_test
 from .identification.conditions import DEFAULT_TOL, check_condition_1b
@@ -596,7 +596,7 @@ def _gaussian_risk_test(mom: Moments, b: FloatArray) -> RiskInvarianceTest:
     """The equal-risk test at ``b`` for Gaussian rows (the moments path draws such):
     ``r`` is normal with mean ``m_e`` and variance ``s_e^2`` in environment ``e``, so
     ``Var(r^2) = 2 s^4 + 4 m^2 s^2``."""
-    R = mom.syy - 2.0 * (mom.sxy @ b) + np.einsum("i,eij,j->e", b, mom.Sigma, b)
+    R = env_risks(b, mom.Sigma, mom.sxy, mom.syy)
     m = mom.mean_y - mom.mean_x @ b
     s2 = np.maximum(R - m**2, 0.0)
     return risk_invariance_test(R, (2.0 * s2**2 + 4.0 * m**2 * s2) / mom.n, mom.envs)
