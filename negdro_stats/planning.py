@@ -70,9 +70,14 @@ from .data.container import MultiEnvData
 from .data.fourth import gaussian_score_cov
 from .data.moments import Moments
 from .design import DesignReport, LinearSEM
-from .estimation import SolverOptions, SolverOutput, env_risks, solve
+from .estimation import SolverOptions, SolverOutput, solve
 from .exceptions import DataError, DataWarning, SolverError
-from .identification import IdentificationResult, RiskInvarianceTest, risk_invariance_test
+from .identification import (
+    IdentificationResult,
+    RiskInvarianceTest,
+    risk_invariance_test,
+    risk_test_at,
+)
 from .identification.conditions import DEFAULT_TOL, check_condition_1b
 from .results.plotting import plot_plan
 from .results.verdicts import verdict
@@ -554,7 +559,7 @@ def plan_sample_size(
         if draw == "moments":
             mom = sample_moments(population, n_rows, child)
             score_cov = cumulant_noise(population, n_rows, child)(mom)
-            risk_test = _gaussian_risk_test
+            risk_test = risk_test_at        # Gaussian rows: no fourth moments
         else:
             data = MultiEnvData.from_frame(sem.sample(n_rows, child, env_column="env"),
                                            "env", outcome=sem.names[0])
@@ -590,16 +595,6 @@ def plan_sample_size(
                       gaussian_approximation=draw == "moments" and not sem.is_gaussian,
                       failed=failed, seconds=time.perf_counter() - start,
                       verdicts=verdicts, design=sem.check_identification())
-
-
-def _gaussian_risk_test(mom: Moments, b: FloatArray) -> RiskInvarianceTest:
-    """The equal-risk test at ``b`` for Gaussian rows (the moments path draws such):
-    ``r`` is normal with mean ``m_e`` and variance ``s_e^2`` in environment ``e``, so
-    ``Var(r^2) = 2 s^4 + 4 m^2 s^2``."""
-    R = env_risks(b, mom.Sigma, mom.sxy, mom.syy)
-    m = mom.mean_y - mom.mean_x @ b
-    s2 = np.maximum(R - m**2, 0.0)
-    return risk_invariance_test(R, (2.0 * s2**2 + 4.0 * m**2 * s2) / mom.n, mom.envs)
 
 
 def _fit_verdict(out: SolverOutput, ident: IdentificationResult,

@@ -6,6 +6,8 @@
   variant or the variant of the authors' public code (the errata in docs/design.rst).
 - :func:`appendix_f2`: Appendix F.2, a hidden confounder whose loading on ``X1``
   depends on the environment (simulated as written; not additive in the sense of (12)).
+- :func:`misspecified_sensors`: rows of a design that no linear SEM describes -- the
+  outcome's mechanism is not linear, and the environments move sibling sensors' gains.
 
 In eq. (33) the paper prints ``beta* = (1/2, 0, 1/2, 0, ...)`` after an equation that
 says ``Y = X1/2 - X3/2``; the equation (and the authors' code) give
@@ -17,13 +19,20 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
+import pandas as pd
 
 from ._validation import check_int, check_option, check_rng
 from .design import Intervention, LinearSEM
 from .exceptions import DataError
 
 __all__ = ["example2", "example3", "eq33", "appendix_f2", "random_sem",
-           "dense_second_moments"]
+           "dense_second_moments", "misspecified_sensors", "SENSOR_TRAIN", "SENSOR_HELD_OUT"]
+
+# the environments of misspecified_sensors: (sibling gain, sibling noise scale, shift of
+# the children of Y); the held-out ones move the gains strongly
+SENSOR_TRAIN = ((1.0, 1.0, 0.0), (1.3, 1.2, 0.5), (0.8, 1.1, -0.5), (1.2, 1.4, 1.0))
+SENSOR_HELD_OUT = ((2.5, 2.0, 2.0), (-0.5, 2.5, -2.0), (3.0, 3.0, 3.0))
+_LAWS = ("linear", "tanh", "cos2", "product")
 
 
 def example2(nu: tuple[float, float] = (1.0, 2.0)) -> LinearSEM:
@@ -310,3 +319,72 @@ def dense_second_moments(p: int, n_envs: int = 4, rng: int | np.random.Generator
         K = rng.normal(size=(p, p if last else 5)) / np.sqrt(p)
         out.append(shared + 2.0 * K @ K.T + (3.0 * np.eye(p) if last else 0.0))
     return np.stack(out)
+
+
+def _mechanism(law: str, u: np.ndarray, source: np.ndarray) -> np.ndarray:
+    """A parent of :func:`misspecified_sensors` from its source mix ``u``."""
+    if law == "tanh":
+        return 1.5 * np.tanh(u)
+    if law == "cos2":
+        return 2.0 * np.cos(0.8 * u) ** 2
+    return u * (1.0 + 0.3 * source) if law == "product" else u
+
+
+def misspecified_sensors(n: int = 2000, *, seed: int = 0,
+                         ) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """Sensor data that no linear SEM describes (issue 40, item 3): rows of the four
+    training environments :data:`SENSOR_TRAIN` and of the three held-out ones
+    :data:`SENSOR_HELD_OUT`, and the design's facts.
+
+    ``seed`` draws a design: two uniform sources ``L`` (unobserved); 2-4 parents, each
+    a mechanism of a linear combination ``u`` of the sources -- linear, saturating
+    (``1.5 tanh u``), a cos^2 law (``2 cos^2(0.8 u)``) or multiplicative (``u (1 + 0.3
+    L_1)``) -- plus noise, never intervened on; ``Y`` linear in them plus a product of
+    two; 2-4 siblings that read the sources (linearly, through ``tanh`` or squared)
+    with a gain and a noise scale set by the environment; 1-2 children of ``Y`` with
+    additive shifts; 1-3 unshifted noise covariates.  The parents' distribution and
+    ``Y``'s mechanism are the same everywhere, so OLS on the parents has invariant
+    risk; the linear model's misfit correlates with the siblings, whose moments move
+    with their gains.
+
+    Returns ``(train, held_out, facts)``: frames with ``Y``, ``X1..Xp`` (parents,
+    siblings, children, noise, in that order) and ``env``; ``facts`` has ``kinds`` (each
+    covariate's role), ``mechanisms`` and ``parents`` (their names)."""
+    n = check_int(n, "n", "misspecified_sensors", min_val=2)
+    rng = np.random.default_rng(check_int(seed, "seed", "misspecified_sensors"))
+    k, m, c, z = (int(rng.integers(lo, hi)) for lo, hi in ((2, 5), (2, 5), (1, 3), (1, 4)))
+    d = dict(beta=rng.choice([-1, 1], k) * rng.uniform(0.5, 1.2, k),
+             loads=rng.normal(0, 1, (2, k)), mechanisms=rng.choice(_LAWS, k).tolist(),
+             interaction=0.4 * rng.choice([-1, 1]), sibling_loads=rng.normal(0, 1, (2, m)),
+             sibling_laws=rng.choice(["linear", "tanh", "square"], m).tolist(),
+             child_gains=rng.choice([-1, 1], c) * rng.uniform(0.5, 1.0, c))
+    rows = np.random.default_rng(10_000 + seed)
+    kinds = ["parent"] * k + ["sibling"] * m + ["child"] * c + ["noise"] * z
+    names = [f"X{j + 1}" for j in range(len(kinds))]
+
+    def frame(exposures) -> pd.DataFrame:
+        parts = []
+        for e, (gain, noise, shift) in enumerate(exposures):
+            L = rows.uniform(-1.5, 1.5, (n, 2))
+            u = L @ d["loads"]
+            P = np.column_stack([_mechanism(law, u[:, j], L[:, 0])
+                                 for j, law in enumerate(d["mechanisms"])])
+            P += 0.5 * rows.standard_normal(P.shape)
+            y = (P @ d["beta"] + d["interaction"] * P[:, 0] * P[:, -1]
+                 + 0.5 * rows.standard_normal(n))
+            v = L @ d["sibling_loads"]
+            reads = {"linear": lambda s: s, "tanh": np.tanh, "square": np.square}
+            S = np.column_stack([reads[r](v[:, j]) for j, r in enumerate(d["sibling_laws"])])
+            S = gain * S + 0.4 * noise * rows.standard_normal(S.shape)
+            C = (np.outer(y, d["child_gains"]) + 0.5 * rows.standard_normal((n, c))
+                 + shift * (1.0 + rows.standard_normal((n, c))))
+            X = np.column_stack([P, S, C, rows.standard_normal((n, z))])
+            part = pd.DataFrame(X, columns=names)
+            part.insert(0, "Y", y)
+            part["env"] = e
+            parts.append(part)
+        return pd.concat(parts, ignore_index=True)
+
+    train, held_out = frame(SENSOR_TRAIN), frame(SENSOR_HELD_OUT)
+    return train, held_out, dict(kinds=dict(zip(names, kinds, strict=True)),
+                                 mechanisms=d["mechanisms"], parents=names[:k])

@@ -12,10 +12,10 @@ Imports only the foundations (``_typing``, ``_validation``, ``exceptions``).
 
 from .. import _moved
 from .container import MISSING, MultiEnvData, intercept_index, split_intercept
-from .moments import MomentAccumulator, Moments
+from .moments import N_POPULATION, MomentAccumulator, Moments
 
 __all__ = ["MultiEnvData", "MISSING", "intercept_index", "split_intercept", "Moments",
-           "MomentAccumulator"]
+           "MomentAccumulator", "N_POPULATION"]
 
 
 def __getattr__(name: str):  # noqa: N807  (a module's __getattr__)

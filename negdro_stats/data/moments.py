@@ -29,8 +29,9 @@ from threadpoolctl import ThreadpoolController
 from .._typing import ArrayLike, FloatArray
 from .fourth import FourthAccumulator, FourthMoments
 
-__all__ = ["Moments", "MomentAccumulator"]
+__all__ = ["Moments", "MomentAccumulator", "N_POPULATION"]
 
+N_POPULATION = 1e12      # rows assumed for population moments: noise far below rounding
 EXACT_FIT = 1e-10        # unexplained share of an outcome the covariates give exactly
 DEFAULT_CHUNK_ROWS = 65_536
 

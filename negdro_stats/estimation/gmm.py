@@ -46,11 +46,10 @@ from scipy import linalg, optimize
 from .._stats import chi2_sf
 from .._typing import FloatArray
 from ..data.fourth import gaussian_score_cov, isserlis_parts, score_cov_derivative
+from ..data.moments import N_POPULATION
 
 __all__ = ["InvarianceGMM", "GMMFit", "Cumulant", "gaussian_score_cov", "N_POPULATION", "GATE_SE",
            "inv_psd", "score_weights", "with_cumulant"]
-
-N_POPULATION = 1e12     # rows assumed for population moments: noise far below rounding
 
 GATE_SE = 0.1           # sharply determined: worst standardised s.e. below this (route, growth)
 

@@ -334,6 +334,14 @@ class SelectionReport:
         which of the two is the cause
         (:func:`negdro_stats.estimation.route.search._substitutes`; the reported one has
         the smaller pooled risk).
+    contested : tuple of (tuple of str, float), or ()
+        Where Theorem 6's least-risk fit differs between the two readings of invariance
+        (:class:`negdro_stats.estimation.route.least_risk.Readings`: the intervened
+        covariates' residual moments, or the support's own moments and the risks) and
+        the own reading's fit, reported, predicts held-out environments better: the
+        linear reading's support and its worst leave-one-environment-out risk over the
+        reported fit's (above 1).  Such a fit is not identified: the data cannot tell
+        whether the outcome's mechanism is linear.
     """
 
     route: str
@@ -362,6 +370,7 @@ class SelectionReport:
     constrained: tuple | None = None
     test_level: float = np.nan
     covariance_shift: tuple = (np.nan, 0, np.nan)
+    contested: tuple = ()
 
     @property
     def assumes_condition_4(self) -> bool:
@@ -390,7 +399,8 @@ class SelectionReport:
         6 with hidden confounding), which the data cannot check, and its analytic
         covariance is valid under that condition."""
         return self.estimator in ("ols", "ils") and (not self.identified or
-                                                     self.assumes_condition_4) and not self.narrow
+                                                     self.assumes_condition_4) and not (
+            self.narrow or self.contested)
 
     @property
     def narrow(self) -> bool:
@@ -401,6 +411,15 @@ class SelectionReport:
         accepted, mean error 0.67 against 0.39; one of them 1.81, OLS on 21
         covariates with three children of Y at p = 0.0018)."""
         return bool(self.fixed_test[2] < self.test_level)
+
+    @property
+    def fixed_test_requires(self) -> str:
+        """What the least-risk search's test at a fixed fit (:attr:`fixed_test`)
+        required: the reading of invariance reported (:attr:`contested`)."""
+        if self.contested:
+            return ("the support's own residual moments E_e[X_S (Y - b'X)] and the risks "
+                    "equal across environments, Theorem 6")
+        return "residual moments E_e[X (Y - b'X)] equal across environments, Lemma 1"
 
     @property
     def exact(self) -> bool:

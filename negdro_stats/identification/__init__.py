@@ -20,9 +20,12 @@ from .report import (
     RiskInvarianceTest,
     identification_report,
     risk_invariance_test,
+    risk_test_at,
+    risk_variances,
 )
 
 __all__ = ["CONDITIONS", "Certificate1a", "Condition", "IdentificationResult",
            "check_condition_1b", "check_condition_4", "check_condition_6", "max_min_eigenvalue",
            "IdentificationReport", "RiskInvarianceTest", "identification_report",
-           "risk_invariance_test"]
+           "risk_invariance_test", "risk_test_at",
+           "risk_variances"]

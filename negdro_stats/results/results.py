@@ -26,7 +26,7 @@ from ..inference.robust import RobustSet, robust_set
 from ..inference.sandwich import refit_cov
 from ..inference.stratified import CI_METHODS, BootstrapResult
 from .labels import REFIT_LABELS
-from .verdicts import conditional, interval_kind, verdict
+from .verdicts import conditional, fit_problems, interval_kind, verdict
 
 if TYPE_CHECKING:
     from .summary import NegDROSummary
@@ -452,14 +452,14 @@ class NegDROResults(Saveable):
         """Plain JSON values of the fit (NaN and infinities as None; the CLI's ``fit
         --json``): coefficients, support, bootstrap standard errors and ``1 - alpha``
         intervals, selection frequencies, environment weights, risks and rows, the
-        refit that produced the coefficients (``route``), the :attr:`verdict`,
-        convergence, the identification check, the equal-risk test, the residuals' mean
-        and the settings.  The intervals are those of :attr:`interval_kind` (``kind``), as in
-        the summary; a pending bootstrap is not run."""
+        refit that produced the coefficients (``route``), the :attr:`verdict` and the
+        summary's warning line (``problems``), convergence, the identification check,
+        the equal-risk test, the residuals' mean and the settings.  The intervals are
+        those of :attr:`interval_kind` (``kind``), as in the summary; a pending
+        bootstrap is not run."""
         ran = self._bootstrap is not None
         none = pd.Series(np.nan, index=self.params.index)
-        kind = self.interval_kind
-        ci = self.conf_int(alpha=alpha, kind=kind)
+        ci = self.conf_int(alpha=alpha, kind=(kind := self.interval_kind))
         return jsonable({
             "outcome": self.endog_name, "covariates": list(self.params.index),
             "params": self.params, "support": self.support, "bse": self.bse,
@@ -470,7 +470,7 @@ class NegDROResults(Saveable):
             "weights": self.weights, "risks": self.risks,
             "nobs": {str(e): int(n) for e, n in self.nobs_env.items()},
             "route": self.solver.refit, "verdict": self.verdict,
-            "converged": self.converged,
+            "problems": fit_problems(self), "converged": self.converged,
             "identification": (None if self.identification is None
                                else self.identification.to_dict()),
             "invariance": None if self.invariance is None else self.invariance.to_dict(),

@@ -362,23 +362,26 @@ def _selection_notes(res: Results, kind: str) -> list[str]:
                 f"{sel.reason}."]
     if sel is not None and np.isfinite(sel.fixed_test[3]):
         J, df, pvalue, level = sel.fixed_test
-        fitted = ("pooled OLS fit passes the invariance test at that fixed fit (residual "
-                  "moments E_e[X (Y - b'X)] equal across environments, Lemma 1; no "
-                  "estimation from the differences), with the smallest pooled risk (BIC); "
-                  "pooled OLS on it is reported" if sel.estimator == "ols" else
-                  "fit passes the invariance test at that fit (residual moments E_e[X (Y - "
-                  "b'X)] equal across environments, Lemma 1), with the smallest pooled risk "
-                  "(BIC); reported: least squares constrained by those conditions where the "
-                  "differences determine the coefficients (pooled OLS was not invariant: "
-                  "hidden confounding, or a child of the outcome)")
+        tested = sel.fixed_test_requires
+        fitted = (f"pooled OLS fit passes the invariance test at that fixed fit ({tested}; "
+                  "no estimation from the differences), with the smallest pooled risk "
+                  "(BIC); pooled OLS on it is reported" if sel.estimator == "ols" else
+                  f"fit passes the invariance test at that fit ({tested}), with the "
+                  "smallest pooled risk (BIC); reported: least squares constrained by the "
+                  "invariance conditions where the differences determine the coefficients "
+                  "(pooled OLS was not invariant: hidden confounding, or a child of the "
+                  "outcome)")
         notes = [
             "std coef = coef x RMS(X_j) / RMS(Y).  The environment differences do not "
             "determine the coefficients, so the support is the one, among those whose "
             f"{fitted}.  Test at the reported fit: J = {J:.3g}, df = {df}, p = "
             f"{pvalue:.3g}, accepted at level alpha / p = {level:.2g}." + (
-                "" if on_condition_4 else "  This is beta* if every child of the outcome "
-                "is among the intervened covariates (Condition 4) or, with hidden "
-                "confounding, Condition 6 holds, which the data cannot check."),
+                "" if on_condition_4 else "  The linear reading of invariance chooses "
+                f"{listed(sel.contested[0], 5) or 'the empty support'} (the warning above): "
+                "the data cannot tell which holds." if sel.contested else "  This is beta* "
+                "if every child of the outcome is among the intervened covariates (Condition "
+                "4) or, with hidden confounding, Condition 6 holds, which the data cannot "
+                "check."),
         ]
     elif sel is not None and sel.estimator != "negdro":
         notes = [

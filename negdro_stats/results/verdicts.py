@@ -40,6 +40,14 @@ def fit_problems(res: Results) -> list[str]:
         problems.append(f"the environments shift means only (every covariate's variance "
                         f"is the same in each: p = {pvalue:.2g}), which cannot give "
                         "Condition 4 or 6 beyond |E| - 1 covariates")
+    if sel is not None and sel.contested:
+        linear, ratio = sel.contested
+        problems.append(
+            "cannot tell whether the outcome's mechanism is linear: the least-risk fit on "
+            "the support's own moments and equal risks (Theorem 6) is reported; the "
+            f"intervened covariates' residual moments (Lemma 1) choose "
+            f"{listed(linear, 5) or 'the empty support'}, whose worst "
+            f"leave-one-environment-out risk is {ratio:.3g} times as large")
     if sel is not None and sel.narrow:
         J, df, pvalue, level = sel.fixed_test
         problems.append(f"cannot tell whether the least-risk fit is invariant: its "
@@ -78,7 +86,9 @@ def verdict(res: Results) -> str:
       Condition 4 or 6 beyond ``|E| - 1`` covariates);
     - ``"not identified"``: the selection says so and no stated condition can hold
       (Algorithm 3's fall-back, a least-risk fit that the data cannot tell invariant:
-      :attr:`SelectionReport.narrow`, risks that differ decisively, mean shifts only),
+      :attr:`SelectionReport.narrow`, risks that differ decisively, mean shifts only,
+      two readings of invariance that choose different fits:
+      :attr:`SelectionReport.contested`),
       or, without an invariance selection, Condition 1b fails on the data;
     - ``"identified"``: the environment differences determine every coefficient;
     - ``"rejected"``, before all of these: the data reject the reported fit's
@@ -102,7 +112,7 @@ def verdict(res: Results) -> str:
         ident = res.identification
         return "identified" if ident is None or ident.holds else "not identified"
     if ((sel.least_risk or sel.assumes_condition_4) and not sel.narrow
-            and not sel.mean_shifts_only):
+            and not sel.mean_shifts_only and not sel.contested):
         return "if Condition 4"
     return "identified" if sel.identified else "not identified"
 

@@ -12,6 +12,7 @@ import numpy as np
 from ..._typing import FloatArray
 from ..._validation import listed
 from ...data.moments import Moments
+from ...identification import risk_test_at
 from ...identification.determined import condition_4_on_data, covariance_shift
 from ..gmm import GATE_SE, Cumulant, GMMFit, InvarianceGMM
 from ..options import SelectionReport
@@ -23,7 +24,7 @@ from ..walk import (
     pooled_ols,
     pooled_t,
 )
-from .least_risk import decisive_level, invariant_ols
+from .least_risk import InvariantOLS, Readings, decisive_level, held_out_risks, invariant_ols
 from .rank import RankTest, rank_test
 from .search import Walked, refine, walk
 
@@ -124,6 +125,7 @@ class Decision:
     identified: bool = True
     fixed: tuple | None = None
     constrained: ConstrainedLS | None = None
+    contested: tuple = ()
 
 
 def _report(w: Walked, rank: RankTest, d: Decision, undetermined: tuple,
@@ -147,6 +149,7 @@ def _report(w: Walked, rank: RankTest, d: Decision, undetermined: tuple,
         identified=d.identified, undetermined=undetermined,
         fixed_test=(np.nan, 0, np.nan, np.nan) if d.fixed is None else d.fixed,
         stand_ins=tuple((names[j], names[k]) for j, k in standing), test_level=w.alpha,
+        contested=d.contested,
         constrained=None if d.constrained is None else (d.constrained.projector,
                                                         d.constrained.cov_determined),
         covariance_shift=covariance_shift(w.std) if undetermined
@@ -191,8 +194,8 @@ def _undetermined(w: Walked, rank: RankTest, fit: GMMFit | None,
     else:                                  # a replicate follows the sample's verdict
         holds, margin, bound = route == "negdro", np.nan, np.nan
     alg3 = None if alg3_support is None else alg3_support()
-    inv = _least_risk(w, fit, ols, holds=holds, alg3_support=alg3,
-                      instruments=w.instruments)
+    inv, readings = _least_risk(w, fit, ols, holds=holds, alg3_support=alg3,
+                                instruments=w.instruments)
     reportable = ols is not None and bool(len(ols.support)) and (
         fit.worst_se <= GATE_SE and fit.pvalue >= alpha)      # the walk's fit (_determined)
     few = len(w.instruments) if not np.isfinite(n_min) else max(
@@ -205,8 +208,8 @@ def _undetermined(w: Walked, rank: RankTest, fit: GMMFit | None,
         # Condition 4 holds.  Not in place of a reportable walk's fit: at n = 500 the
         # weaker test passed children of Y there (bench_selection's families: the
         # intercept family's mean error 0.03 -> 0.32)
-        inv = _least_risk(w, fit, ols, holds=holds, alg3_support=alg3,
-                          instruments=w.instruments_within(few))
+        inv, readings = _least_risk(w, fit, ols, holds=holds, alg3_support=alg3,
+                                    instruments=w.instruments_within(few))
     if holds:
         verdict = (weak + "; Condition 1b holds on the directions they determine "
                    f"(relative margin {margin:.3g}; Theorem 4's bound 1 / (margin (1 + "
@@ -217,6 +220,10 @@ def _undetermined(w: Walked, rank: RankTest, fit: GMMFit | None,
         verdict = (weak + "; nor does Condition 1b hold clearly on the directions they "
                    f"determine (relative margin {margin:.3g}, Theorem 4's bound "
                    f"{bound:.2g} > {BIAS_MAX:g}), so Algorithm 3's fit may be biased there")
+    contested, identified = (), holds
+    if readings is not None:                 # the data cannot tell which reading holds
+        (contested, said), identified = _contest(readings, names), False
+        verdict += said
     if inv is not None:
         b_std = np.zeros(std.p)
         b_std[inv.support] = inv.b
@@ -229,12 +236,13 @@ def _undetermined(w: Walked, rank: RankTest, fit: GMMFit | None,
                f"in the {inv.determined} direction(s) they determine (pooled OLS is "
                "not invariant there)")
         return (Decision(
-            route="negdro" if holds else "not identified", estimator=inv.estimator,
+            route="negdro" if identified else "not identified", estimator=inv.estimator,
             reason=verdict + f". Reported: {how}, the invariant fit with the smallest pooled "
             f"risk (the invariance conditions at that fixed fit: J = {J:.3g} on {df} "
             f"df, p = {pv:.2g}, accepted at level alpha / p = {level:.2g})", fit=fit,
             misfit=misfit,
-            identified=holds, fixed=(J, df, pv, level), constrained=inv.ils),
+            identified=identified, fixed=(J, df, pv, level), constrained=inv.ils,
+            contested=contested),
             (inv.support, b_std)), verdict
     if holds:
         return (Decision(route="negdro", estimator="negdro", fit=fit, reason=(
@@ -255,18 +263,47 @@ def _undetermined(w: Walked, rank: RankTest, fit: GMMFit | None,
     return None, verdict + ". Reported: "
 
 
+def _contest(readings: Readings, names: tuple) -> tuple[tuple, str]:
+    """:attr:`SelectionReport.contested` and the reason's words, where the own reading's
+    fit predicts held-out environments better (:class:`~.least_risk.Readings`)."""
+    linear = ", ".join(names[j] for j in readings.linear.support) or "the empty support"
+    own = ", ".join(names[j] for j in readings.own.support) or "the empty support"
+    lin_risk, own_risk = readings.worst
+    return (tuple(names[j] for j in readings.linear.support),
+            lin_risk / max(own_risk, 1e-300)), (
+        f"; and two readings of invariance choose different fits: the residual moments of "
+        f"the intervened covariates (Lemma 1, for a linear outcome mechanism) choose "
+        f"{linear}; the support's own moments and equal risks (Theorem 6) choose {own}, "
+        f"which predicts a held-out environment better (worst leave-one-environment-out "
+        f"risk {own_risk:.3g} against {lin_risk:.3g}, standardised).  The data cannot "
+        f"tell whether the outcome's mechanism is linear, so beta* is not identified")
+
+
 def _least_risk(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, *,
                 holds: bool, alg3_support: np.ndarray | None, instruments: np.ndarray):
     """Theorem 6's least-risk invariant fit (:func:`~.least_risk.invariant_ols`) from the
     supports the route has at hand (Algorithm 3's, the walk's, the augmented one, the
     empty one; every covariate in the second round, where ``(|E| - 1) p^2 <= n``),
-    invariance tested on the instruments and the support's own residual moments at each
-    fixed fit on ``instruments`` (and the support's own residual moments); None where
-    none passes, or where without Condition 4 (``holds``) the test is not reliable: the
+    invariance tested at each fixed fit on the residual moments of ``instruments`` and of
+    the support itself (the linear reading), and again with the support's own moments
+    and the equal-risk test (Theorem 6's reading, :class:`~.least_risk.Readings`).
+    Returns ``(fit, readings)``: the linear reading's fit, and the two fits where the
+    readings choose different supports (else None).  ``(None, None)`` where no fit
+    passes, or where without Condition 4 (``holds``) the test is not reliable: the
     estimated weights distort J by about ``m q / n`` (``m = |E| - 1`` equations on each
     of ``q`` instruments; module docstring); at n = 500 with 60-75 equations (``m q / n
     ~ 2``) it passed children of Y (identified families flagged at n = 500: error 0.10
-    -> 0.39)."""
+    -> 0.39).
+
+    The own reading (pooled OLS only, from the same starts and the linear reading's
+    support) contends only where the linear one found a fit and the environments
+    shift some covariate's variance (:func:`covariance_shift`): with mean shifts alone
+    a child of Y moves its own residual moment and the risks only at second order in
+    the shift, and the own reading's fit, a better predictor with children of Y in
+    it, replaced fits within 0.02 of ``beta*`` by ones 1.4-1.9 away (bench_selection's
+    mean_only family at n = 2,000, 2 of 20 fits).  Alone, Theorem 6's reading chose
+    worse on linear designs (bench_limited's confounded p = 12 seed 0: error 0.06 ->
+    1.46, an own-moments pass with a child of Y), hence the held-out arbiter."""
     std, pooled, recentre, alpha, n_min = w.std, w.pooled, w.recentre, w.alpha, w.n_min
     p, E, every = std.p, std.n_envs, np.arange(std.p)
     starts = [S for S in (alg3_support, None if fit is None else fit.support,
@@ -274,13 +311,15 @@ def _least_risk(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, *,
               if S is not None]
     built: dict[tuple, InvarianceGMM] = {}     # OLS is tested, then constrained, at
                                                # the same b: one pass over the rows
-    def gmm_on(S: np.ndarray, b_S: FloatArray) -> InvarianceGMM:
+    def gmm_on(S: np.ndarray, b_S: FloatArray, own: bool = False) -> InvarianceGMM:
         """The residual moments of the instruments and of ``S`` itself (a child of Y
-        in ``S`` shows there first), the weight and the cumulant at ``b``."""
-        key = (tuple(np.asarray(S).tolist()), np.asarray(b_S, dtype=float).tobytes())
+        in ``S`` shows there first; ``own``: of ``S`` alone), the weight and the
+        cumulant at ``b``."""
+        key = (tuple(np.asarray(S).tolist()), np.asarray(b_S, dtype=float).tobytes(), own)
         if key not in built:
-            b, R = np.zeros(p), np.union1d(instruments, S).astype(int)
+            b = np.zeros(p)
             b[S] = b_S
+            R = np.asarray(S, dtype=int) if own else np.union1d(instruments, S).astype(int)
             built[key] = InvarianceGMM(
                 std, instruments=R, cumulant=w.cumulant_at(b, R) if w.refresh else w.cumulant,
                 b_ref=b, own_weight=False, recentre=recentre)
@@ -288,6 +327,18 @@ def _least_risk(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, *,
 
     def test_at(S: np.ndarray, b_S: FloatArray) -> tuple:
         return gmm_on(S, b_S).test_at(S, b_S)
+
+    def own_test_at(S: np.ndarray, b_S: FloatArray) -> tuple:
+        """Theorem 6's constraint as it reads (:class:`~.least_risk.Readings`): the
+        support's own residual moments and the equal-risk test at ``b``, Bonferroni
+        (twice the smaller p-value); on the empty support the risks alone."""
+        b = np.zeros(p)
+        b[S] = b_S
+        risk = risk_test_at(pooled, b)
+        if not len(S):
+            return risk.statistic, risk.df, risk.pvalue
+        J, df, pvalue = gmm_on(S, b_S, own=True).test_at(S, b_S)
+        return J + risk.statistic, df + risk.df, min(1.0, 2.0 * min(pvalue, risk.pvalue))
 
     def constrained(S: np.ndarray, b_S: FloatArray) -> tuple:
         """:func:`invariant_ls` on the continuously updated GMM fit (the two-step
@@ -302,21 +353,37 @@ def _least_risk(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, *,
         if test_at(alg3_support, pooled_ols(pooled, alg3_support)[0])[2] >= (
                 decisive_level(alpha, p, n_min)):
             keep = tuple(int(j) for j in alg3_support)
-    inv = None       # pooled OLS where it is invariant (efficient), else constrained
-    for ils_starts in ((False, True) if reliable else ()):
-        # the constrained fit on every covariate is beta* on exact moments (Condition
-        # 4 or 6), where the other starts can miss the causes; its test is reliable
-        # where (|E| - 1) p^2 <= n, as above, and only there is it a start, with
-        # Condition 4 or without: past it, the descent from every covariate costs p
-        # constrained fits per step (issue 40's design at p = 50, n = 2,000: 87-127 s
-        # a fit where Condition 4 held on the data, 0.3-0.8 s without this start, and
-        # the same estimates on bench_partial's p = 30 / 50 and bench_limited's fits)
-        wide_ok = ils_starts and (E - 1) * p * p <= n_min
-        if inv is None:
-            inv = invariant_ols(test_at, pooled, starts + [every] * wide_ok,
-                                alpha=alpha, n_min=n_min, keep=keep,
-                                constrained=constrained, ils_starts=ils_starts)
-    return inv
+
+    def search(test: Callable) -> InvariantOLS | None:
+        """Pooled OLS where it is invariant (efficient), else constrained."""
+        inv = None
+        for ils_starts in ((False, True) if reliable else ()):
+            # the constrained fit on every covariate (beta* on exact moments under
+            # Condition 4 or 6) is a start only where its test is reliable, (|E| - 1)
+            # p^2 <= n: past it the descent costs p constrained fits a step (issue 40's
+            # design, p = 50: 87-127 s a fit, 0.3-0.8 s without, the same estimates)
+            wide_ok = ils_starts and (E - 1) * p * p <= n_min
+            if inv is None:
+                inv = invariant_ols(test, pooled, starts + [every] * wide_ok,
+                                    alpha=alpha, n_min=n_min, keep=keep,
+                                    constrained=constrained, ils_starts=ils_starts)
+        return inv
+
+    if (linear := search(test_at)) is None:
+        return None, None
+    if covariance_shift(std)[2] >= alpha:       # mean shifts only: no contest (docstring)
+        return linear, None
+    # Theorem 6's reading by pooled OLS alone, from the same starts and the linear
+    # reading's support: where the linear model fits its own moments and risks but not
+    # the instruments', OLS is the least-risk fit on a support (no constrained fits:
+    # they doubled the time of issue 40's design at p = 10 and never won)
+    own = invariant_ols(own_test_at, pooled, starts + [linear.support], alpha=alpha,
+                        n_min=n_min, keep=keep)
+    if own is None or np.array_equal(own.support, linear.support):
+        return linear, None
+    readings = Readings(linear=linear, own=own, alpha=alpha,
+                        held_out=tuple(held_out_risks(pooled, f.support) for f in (linear, own)))
+    return (own, readings) if readings.own_predicts_better else (linear, None)
 
 
 def _determined(w: Walked, fit: GMMFit, ols: ExogenousSupport, verdict: str, *,
