@@ -104,3 +104,30 @@ def test_the_sachs_fit_says_invariance_is_rejected():
     assert res.verdict == "rejected" and res.to_dict()["verdict"] == "rejected"
     text = " ".join(str(res.summary()).split())
     assert text.startswith("WARNING:") and "Identified: NO: rejected" in text
+
+
+def test_where_invariance_is_rejected_gamma_moves_the_answer():
+    """Issue 40 item 4: where no invariant linear model fits (the J test rejects every
+    support, p < 1e-4), the answer is NegDRO's own fit of objective (9) at the model's
+    gamma -- the paper's trade-off between the worst risk and the spread of the risks --
+    so gamma moves it (gamma = 20 / 100 / 1000 gave identical answers: the rejected
+    invariance fit), the header does not call gamma unused, and the bootstrap resamples
+    that estimator."""
+    cells = load_sachs(conditions=[1, 2, 3, 4, 5, 7, 8, 9], log=True).drop(
+        columns="condition")
+    fits = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for gamma in (1.0, 20.0):
+            model = NegDRO(cells, env="env", outcome="Erk", fit_intercept=True, gamma=gamma)
+            fits[gamma] = model.fit(n_boot=0)
+            paper = model.fit(n_boot=0, refit="negdro")
+            assert fits[gamma].selection.invariance_rejected
+            assert fits[gamma].verdict == "rejected"
+            assert_allclose(fits[gamma].params, paper.params, atol=1e-10)
+        boot = fits[20.0].model.fit(n_boot=5, rng=0)
+    assert np.abs(fits[1.0].params - fits[20.0].params).max() > 0.05
+    text = " ".join(str(fits[20.0].summary()).split())
+    assert "gamma: 20 " in text and "(not used)" not in text
+    assert "Algorithm 3's fit of NegDRO's objective (9) at gamma = 20" in text
+    assert boot.computed_bootstrap.draws.shape == (5, len(boot.params))

@@ -11,6 +11,7 @@ import numpy as np
 from .._typing import FloatArray
 from .._validation import check_int, check_option, check_scalar, did_you_mean, listed, warn_user
 from ..exceptions import DataError, SelectionWarning
+from ..identification import RISK_WARN_LEVEL
 from .gmm import Cumulant
 
 __all__ = ["SolverOptions", "SolverOutput", "SelectionReport", "InnerResult", "METHODS",
@@ -411,6 +412,16 @@ class SelectionReport:
         accepted, mean error 0.67 against 0.39; one of them 1.81, OLS on 21
         covariates with three children of Y at p = 0.0018)."""
         return bool(self.fixed_test[2] < self.test_level)
+
+    @property
+    def invariance_rejected(self) -> bool:
+        """The J test rejects invariance on every support tried decisively (p below
+        :data:`~negdro_stats.identification.report.RISK_WARN_LEVEL`, 1e-4): no invariant
+        linear model fits these data, so what is reported is Algorithm 3's fit of
+        NegDRO's objective (9) at the model's ``gamma`` (the trade-off between the worst
+        environment's risk and the spread of the risks, which needs no invariance), and
+        the verdict is "rejected"."""
+        return bool(self.rejected and self.pvalue < RISK_WARN_LEVEL)
 
     @property
     def fixed_test_requires(self) -> str:

@@ -16,6 +16,7 @@ from .conditions import (
     max_min_eigenvalue,
 )
 from .report import (
+    RISK_WARN_LEVEL,
     IdentificationReport,
     RiskInvarianceTest,
     identification_report,
@@ -27,5 +28,4 @@ from .report import (
 __all__ = ["CONDITIONS", "Certificate1a", "Condition", "IdentificationResult",
            "check_condition_1b", "check_condition_4", "check_condition_6", "max_min_eigenvalue",
            "IdentificationReport", "RiskInvarianceTest", "identification_report",
-           "risk_invariance_test", "risk_test_at",
-           "risk_variances"]
+           "risk_invariance_test", "risk_test_at", "risk_variances", "RISK_WARN_LEVEL"]

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from .._validation import listed
-from ..identification.report import RISK_WARN_LEVEL
 from ..inference.robust import ROBUST_TABLE_MAX_P
 
 __all__ = ["fit_problems", "interval_kind", "conditional", "verdict", "VERDICTS",
@@ -94,7 +93,8 @@ def verdict(res: Results) -> str:
     - ``"rejected"``, before all of these: the data reject the reported fit's
       invariance decisively (level ``RISK_WARN_LEVEL``, 1e-4) -- the equal-risk test
       (:attr:`RiskInvarianceTest.decisive`) or the J test on every support tried
-      (:attr:`SelectionReport.rejected`): the invariance model fails (an intervention
+      (:attr:`SelectionReport.invariance_rejected`: then the fit reported is NegDRO's
+      own at the model's gamma): the invariance model fails (an intervention
       on the outcome, a missing cause) or the fit is not an invariant one, so it is not
       ``beta*`` whatever identifies it (the Sachs data: "identified" beside "no
       invariant linear model is consistent with these data").  Not at 0.05: the J
@@ -105,8 +105,8 @@ def verdict(res: Results) -> str:
     fits within 0.02-0.07 of ``beta*``; a warning that fires on good and bad fits
     alike teaches users to ignore it."""
     sel = res.selection
-    if res.invariance is not None and res.invariance.decisive or sel is not None and (
-            sel.rejected and sel.pvalue < RISK_WARN_LEVEL):
+    if (res.invariance is not None and res.invariance.decisive
+            or sel is not None and sel.invariance_rejected):
         return "rejected"
     if sel is None:                       # the paper's estimator: Condition 1b alone
         ident = res.identification

@@ -16,7 +16,7 @@ from ...exceptions import SolverError
 from ..algorithms import invariant_refit, run_method
 from ..gmm import Cumulant
 from ..objective import env_risks, gradient, objective
-from ..options import SolverOptions, SolverOutput
+from ..options import SelectionReport, SolverOptions, SolverOutput
 from .choose import select_by_invariance
 from .standardise import centred_problem, exact_fit, standardised_cov
 
@@ -101,6 +101,8 @@ def solve(
             report = replace(report, cumulant=report.cumulant.scaled(unit),   # original scale
                              misfit=None if report.misfit is None
                              else report.misfit * (d * s_y))
+            if report.invariance_rejected and route is None:   # no invariant model: (9)
+                chosen, report = None, _objective_9(report, options.gamma)
             if chosen is not None:
                 S, b_std = chosen
                 used_refit = report.estimator
@@ -141,6 +143,16 @@ def solve(
         refit=used_refit,
         selection=report,
     )
+
+def _objective_9(report: SelectionReport, gamma: float) -> SelectionReport:
+    """The report where the J test rejects every support decisively
+    (:attr:`SelectionReport.invariance_rejected`): Algorithm 3's fit of (9) is reported,
+    the trade-off at ``gamma`` that needs no invariance (issue 40 item 4)."""
+    return replace(report, estimator="negdro", reason=(
+        f"{report.reason}.  No invariant linear model fits these data: reported Algorithm "
+        f"3's fit of NegDRO's objective (9) at gamma = {gamma:g}, the trade-off between the "
+        "worst environment's risk and the spread of the risks, which needs no invariance"))
+
 
 @cache
 def _blas() -> ThreadpoolController:
