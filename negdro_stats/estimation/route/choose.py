@@ -287,8 +287,10 @@ def _least_risk(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, *,
     invariance tested at each fixed fit on the residual moments of ``instruments`` and of
     the support itself (the linear reading), and again with the support's own moments
     and the equal-risk test (Theorem 6's reading, :class:`~.least_risk.Readings`).
-    Returns ``(fit, readings)``: the linear reading's fit, and the two fits where the
-    readings choose different supports (else None).  ``(None, None)`` where no fit
+    Returns ``(fit, readings)``: the own reading's fit and both readings where they
+    choose different supports and the own one predicts held-out environments better
+    (:attr:`~.least_risk.Readings.own_predicts_better`), else the linear reading's
+    fit and None.  ``(None, None)`` where no fit
     passes, or where without Condition 4 (``holds``) the test is not reliable: the
     estimated weights distort J by about ``m q / n`` (``m = |E| - 1`` equations on each
     of ``q`` instruments; module docstring); at n = 500 with 60-75 equations (``m q / n
