@@ -11,7 +11,6 @@ import numpy as np
 from .._typing import FloatArray
 from .._validation import check_int, check_option, check_scalar, did_you_mean, listed, warn_user
 from ..exceptions import DataError, SelectionWarning
-from ..identification import RISK_WARN_LEVEL
 from .gmm import Cumulant
 
 __all__ = ["SolverOptions", "SolverOutput", "SelectionReport", "InnerResult", "METHODS",
@@ -343,6 +342,11 @@ class SelectionReport:
         linear reading's support and its worst leave-one-environment-out risk over the
         reported fit's (above 1).  Such a fit is not identified: the data cannot tell
         whether the outcome's mechanism is linear.
+    no_invariant_fit : str
+        Why no invariant linear model fits (empty where one may): the J test rejects
+        every support tried, or the equal-risk test rejects at the route's fit, at
+        level :data:`~negdro_stats.identification.report.RISK_WARN_LEVEL` (1e-4).
+        Then Algorithm 3's fit is reported (:attr:`invariance_rejected`).
     """
 
     route: str
@@ -372,6 +376,14 @@ class SelectionReport:
     test_level: float = np.nan
     covariance_shift: tuple = (np.nan, 0, np.nan)
     contested: tuple = ()
+    no_invariant_fit: str = ""
+
+    def __setstate__(self, state: list) -> None:
+        """Unpickling (a frozen dataclass's list of field values): fields are only ever
+        appended, and those a file saved by an earlier version lacks take their defaults
+        (``covariance_shift``, ``contested``, ... were read from files that had none)."""
+        for i, f in enumerate(fields(self)):
+            object.__setattr__(self, f.name, state[i] if i < len(state) else f.default)
 
     @property
     def assumes_condition_4(self) -> bool:
@@ -415,13 +427,12 @@ class SelectionReport:
 
     @property
     def invariance_rejected(self) -> bool:
-        """The J test rejects invariance on every support tried decisively (p below
-        :data:`~negdro_stats.identification.report.RISK_WARN_LEVEL`, 1e-4): no invariant
-        linear model fits these data, so what is reported is Algorithm 3's fit of
-        NegDRO's objective (9) at the model's ``gamma`` (the trade-off between the worst
-        environment's risk and the spread of the risks, which needs no invariance), and
-        the verdict is "rejected"."""
-        return bool(self.rejected and self.pvalue < RISK_WARN_LEVEL)
+        """No invariant linear model fits these data (:attr:`no_invariant_fit` says
+        why): what is reported is Algorithm 3's fit of NegDRO's objective (9) at the
+        model's ``gamma`` (the trade-off between the worst environment's risk and the
+        spread of the risks, which needs no invariance), and the verdict is
+        "rejected"."""
+        return bool(self.no_invariant_fit)
 
     @property
     def fixed_test_requires(self) -> str:

@@ -47,7 +47,7 @@ def fit_problems(res: Results) -> list[str]:
             f"intervened covariates' residual moments (Lemma 1) choose "
             f"{listed(linear, 5) or 'the empty support'}, whose worst "
             f"leave-one-environment-out risk is {ratio:.3g} times as large")
-    if sel is not None and sel.narrow:
+    if sel is not None and sel.narrow and not sel.invariance_rejected:
         J, df, pvalue, level = sel.fixed_test
         problems.append(f"cannot tell whether the least-risk fit is invariant: its "
                         f"invariance test gives p = {pvalue:.2g}, below alpha = "
@@ -55,6 +55,8 @@ def fit_problems(res: Results) -> list[str]:
                         f"{level:.2g}), so no interval conditional on Condition 4 is given")
     if sel is not None and sel.rejected:
         problems.append("the J test rejects invariance on the reported support")
+    elif sel is not None and sel.no_invariant_fit:
+        problems.append(f"no invariant linear model fits: {sel.no_invariant_fit}")
     if sel is not None and sel.stand_ins:
         problems.append("near copies could stand in for selected causes ("
                         + "; ".join(f"{k} for {j}" for j, k in sel.stand_ins) + ")")
@@ -92,9 +94,10 @@ def verdict(res: Results) -> str:
     - ``"identified"``: the environment differences determine every coefficient;
     - ``"rejected"``, before all of these: the data reject the reported fit's
       invariance decisively (level ``RISK_WARN_LEVEL``, 1e-4) -- the equal-risk test
-      (:attr:`RiskInvarianceTest.decisive`) or the J test on every support tried
-      (:attr:`SelectionReport.invariance_rejected`: then the fit reported is NegDRO's
-      own at the model's gamma): the invariance model fails (an intervention
+      at the estimate (:attr:`RiskInvarianceTest.decisive`), or, in the route, the J
+      test on every support tried or the equal-risk test at the route's fit
+      (:attr:`SelectionReport.no_invariant_fit`: then the fit reported is NegDRO's own
+      at the model's gamma): the invariance model fails (an intervention
       on the outcome, a missing cause) or the fit is not an invariant one, so it is not
       ``beta*`` whatever identifies it (the Sachs data: "identified" beside "no
       invariant linear model is consistent with these data").  Not at 0.05: the J
