@@ -391,6 +391,9 @@ def test_the_verdict_never_contradicts_a_view(seed, shift, intervened, n_envs):
     assert f"Identified: {label} " in text and res.to_dict()["verdict"] == verdict
     alarms = [w for w in caught if issubclass(w.category, IdentificationWarning)
               and "ot identified" in str(w.message)]
+    if verdict == "rejected":                 # an alarm, whichever test rejected
+        assert text.startswith("WARNING:") and any(
+            issubclass(w.category, IdentificationWarning) for w in caught)
     if verdict == "if Condition 4":
         assert not alarms and "NOT IDENTIFIED" not in text
         assert text.count("Identified if every child of Y is intervened on") == 1
