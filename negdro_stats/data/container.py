@@ -26,7 +26,7 @@ from .._typing import ArrayLike, FloatArray
 from .._validation import check_bool, check_option, few, warn_user
 from ..exceptions import DataError, DataWarning
 from .fourth import RESIDUAL, gaussian_score_cov
-from .moments import DEFAULT_BLOCKS, EXACT_FIT, BlockMoments, Moments
+from .moments import DEFAULT_BLOCKS, EXACT_FIT, N_POPULATION, BlockMoments, Moments
 from .readers import (
     MISSING,
     Read,
@@ -43,9 +43,27 @@ from .readers import (
     read_rows,
 )
 
-__all__ = ["MultiEnvData", "MISSING", "intercept_index", "split_intercept"]
+__all__ = ["MultiEnvData", "MISSING", "intercept_index", "split_intercept", "risk_variances"]
 
 INTERCEPT_NAME = "const"
+
+
+def risk_variances(mom: Moments, b: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Per environment the risk ``R_e(b)`` (``r = Y - b^T X``) and the variance of its
+    estimate ``Var_e(r^2) / n_e`` from the moments alone: ``Var_e(r^2)`` from the fourth
+    moments they keep (``mom.fourth``), else as for Gaussian rows -- ``r`` normal with
+    mean ``m_e`` and variance ``s_e^2``, ``Var(r^2) = 2 s^4 + 4 m^2 s^2`` (population
+    moments count as ``N_POPULATION`` rows)."""
+    b = np.asarray(b, dtype=np.float64)
+    R = mom.syy - 2.0 * (mom.sxy @ b) + np.einsum("i,eij,j->e", b, mom.Sigma, b)
+    if mom.fourth is not None:
+        R_s, r4_s = mom.fourth.risk_moments(b)
+        var = r4_s - R_s**2
+    else:
+        m = mom.mean_y - mom.mean_x @ b
+        s2 = np.maximum(R - m**2, 0.0)
+        var = 2.0 * s2**2 + 4.0 * m**2 * s2
+    return R, var / np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
 
 
 def intercept_index(n_params: int, fit_intercept: bool) -> int | None:
@@ -390,10 +408,7 @@ class MultiEnvData:
         risks (ratio-estimator form, ``K / (K - 1)`` corrected)."""
         E, fourth = self.moments.n_envs, self.moments.fourth
         if fourth is not None:               # R from every row, Var(r^2) from the sample
-            R_s, r4_s = fourth.risk_moments(np.asarray(b, dtype=np.float64))
-            m = self.moments
-            R = m.syy - 2.0 * (m.sxy @ b) + np.einsum("i,eij,j->e", b, m.Sigma, b)
-            return R, (r4_s - R_s**2) / m.n
+            return risk_variances(self.moments, b)
         if self.blocks is not None and self._rows is None:
             cells = self._with_constant(self.blocks.cells())
             K = self.blocks.n_blocks

@@ -22,10 +22,9 @@ from .report import (
     identification_report,
     risk_invariance_test,
     risk_test_at,
-    risk_variances,
 )
 
 __all__ = ["CONDITIONS", "Certificate1a", "Condition", "IdentificationResult",
            "check_condition_1b", "check_condition_4", "check_condition_6", "max_min_eigenvalue",
            "IdentificationReport", "RiskInvarianceTest", "identification_report",
-           "risk_invariance_test", "risk_test_at", "risk_variances", "RISK_WARN_LEVEL"]
+           "risk_invariance_test", "risk_test_at", "RISK_WARN_LEVEL"]

@@ -29,7 +29,8 @@ from .._resampling import replicate
 from .._stats import chi2_sf
 from .._typing import FloatArray
 from .._validation import warn_user
-from ..data.moments import N_POPULATION, Moments
+from ..data import risk_variances
+from ..data.moments import Moments
 from ..exceptions import BootstrapFailureWarning
 from .conditions import (
     SDP_MAX_DIM,
@@ -39,7 +40,7 @@ from .conditions import (
 )
 
 __all__ = ["IdentificationReport", "RiskInvarianceTest", "identification_report",
-           "risk_invariance_test", "risk_test_at", "risk_variances"]
+           "risk_invariance_test", "risk_test_at"]
 
 
 RISK_TEST_LEVEL = 0.05   # the equal-risk test's verdict ("evidence against ...")
@@ -220,25 +221,9 @@ def risk_invariance_test(risks: FloatArray, variances: FloatArray,
                               risks=R, envs=envs)
 
 
-def risk_variances(mom: Moments, b: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """Per environment the risk ``R_e(b)`` and the variance of its estimate from the
-    moments alone: ``Var_e(r^2) / n_e`` with ``Var_e(r^2)`` from the fourth moments they
-    keep (:attr:`Moments.fourth`), else as for Gaussian rows -- ``r`` normal with mean
-    ``m_e`` and variance ``s_e^2`` in environment ``e``, so ``Var(r^2) = 2 s^4 + 4 m^2
-    s^2``."""
-    R = mom.syy - 2.0 * (mom.sxy @ b) + np.einsum("i,eij,j->e", b, mom.Sigma, b)
-    if mom.fourth is not None:
-        R_s, r4_s = mom.fourth.risk_moments(np.asarray(b, dtype=np.float64))
-        var = r4_s - R_s**2
-    else:
-        m = mom.mean_y - mom.mean_x @ b
-        s2 = np.maximum(R - m**2, 0.0)
-        var = 2.0 * s2**2 + 4.0 * m**2 * s2
-    return R, var / np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
-
-
 def risk_test_at(mom: Moments, b: FloatArray) -> RiskInvarianceTest:
-    """The equal-risk test at ``b`` from the moments alone (:func:`risk_variances`)."""
+    """The equal-risk test at ``b`` from the moments alone
+    (:func:`~negdro_stats.data.risk_variances`)."""
     return risk_invariance_test(*risk_variances(mom, b), mom.envs)
 
 

@@ -13,8 +13,8 @@ from scipy import linalg
 
 from ..._stats import chi2_sf, norm_isf
 from ..._typing import FloatArray
+from ...data import risk_variances
 from ...data.moments import Moments
-from ...identification import risk_variances
 from ..gmm import N_POPULATION
 from ..objective import env_risks
 from ..walk import ConstrainedLS, critical_value, pooled_ols, pooled_t
@@ -97,7 +97,7 @@ class Readings:
 def held_out_risks(mom: Moments, S: np.ndarray) -> tuple[FloatArray, FloatArray]:
     """Leave one environment out: for every environment ``e``, the risk ``R_e`` of pooled
     least squares on ``S`` fitted to the other environments' moments, and the variance
-    of its estimate (:func:`~negdro_stats.identification.risk_variances`: the fourth
+    of its estimate (:func:`~negdro_stats.data.risk_variances`: the fourth
     moments where the moments keep them); two arrays of shape (E,)."""
     S = np.asarray(S, dtype=int)
     n = np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
