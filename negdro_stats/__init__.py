@@ -12,6 +12,7 @@ from .design import DesignReport, Intervention, InterventionAdvice, LinearSEM
 from .estimation import SolverOptions
 from .exceptions import (
     BootstrapFailureWarning,
+    BootstrapPendingError,
     ConvergenceWarning,
     DataError,
     DataWarning,
@@ -63,6 +64,7 @@ __all__ = [
     "simulate",
     "studies",
     "BootstrapFailureWarning",
+    "BootstrapPendingError",
     "BootstrapResult",
     "LOEOResult",
     "DataError",

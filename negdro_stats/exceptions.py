@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "BootstrapFailureWarning",
+    "BootstrapPendingError",
     "DataError",
     "ConvergenceWarning",
     "DataWarning",
@@ -35,6 +36,12 @@ class SubsetCapError(DataError):
 
 class SolverError(RuntimeError):
     """A numerical solver failed in a way that no result can be reported."""
+
+
+class BootstrapPendingError(RuntimeError):
+    """A bootstrap quantity (``boot_se``, ``support_freq``, ``bootstrap_draws``) was read
+    while the default bootstrap has not run: ``fit()`` defers it, and no property starts
+    the refits.  The message says how long :meth:`NegDROResults.run_bootstrap` takes."""
 
 
 class ConvergenceWarning(UserWarning):

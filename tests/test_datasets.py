@@ -130,4 +130,4 @@ def test_where_invariance_is_rejected_gamma_moves_the_answer():
     text = " ".join(str(fits[20.0].summary()).split())
     assert "gamma: 20 " in text and "(not used)" not in text
     assert "Algorithm 3's fit of NegDRO's objective (9) at gamma = 20" in text
-    assert boot.computed_bootstrap.draws.shape == (5, len(boot.params))
+    assert boot.fit_bootstrap.draws.shape == (5, len(boot.params))

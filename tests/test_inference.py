@@ -4,6 +4,7 @@ import re
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
 
@@ -25,10 +26,13 @@ def test_same_seed_same_draws(model):
     assert not np.array_equal(d.bootstrap.draws, a.bootstrap.draws)
 
 
-def test_the_default_bootstrap_runs_on_first_use(model, monkeypatch, tmp_path):
-    """fit() runs no refit; the summary and to_dict do not start the bootstrap; the first
-    bootstrap quantity runs DEFAULT_N_BOOT replicates with the fit's rng, the same draws
-    as fit(n_boot=B, rng) gives at once, also after saving and loading the results."""
+def test_the_default_bootstrap_runs_on_request(model, monkeypatch, tmp_path):
+    """fit() runs no refit; no view and no property starts the bootstrap (a bootstrap
+    quantity says how to run it); run_bootstrap() or conf_int(kind="bootstrap") runs
+    DEFAULT_N_BOOT replicates with the fit's rng, the same draws as fit(n_boot=B, rng)
+    gives at once, also after saving and loading; the summary, to_dict and the default
+    conf_int are the same before and after (issue 41: one truth per result)."""
+    from negdro_stats import BootstrapPendingError
     from negdro_stats import model as model_module
     from negdro_stats.results.results import load
 
@@ -38,21 +42,29 @@ def test_the_default_bootstrap_runs_on_first_use(model, monkeypatch, tmp_path):
     monkeypatch.setattr(model_module.NegDRO, "run_bootstrap",
                         lambda self, *a, **k: runs.append(1) or bootstrap(self, *a, **k))
     res = model.fit(rng=3, n_jobs=1)
-    text = " ".join(str(res.summary()).split())
-    assert res.to_dict()["conf_int"]["kind"] == "robust" and not runs
-    assert res.bootstrap_pending and "Boot reps: on first use" in text
-    assert "runs on first use" in text and "robust p" in text
+    before = (str(res.summary()), res.to_dict(), res.conf_int())
+    text = " ".join(before[0].split())
+    assert before[1]["conf_int"]["kind"] == "robust" and not runs
+    assert res.bootstrap_pending and res.bootstrap is None and "Boot reps: on request" in text
+    assert "runs on request: res.run_bootstrap()" in text and "robust p" in text
+    for name in ("boot_se", "support_freq", "bootstrap_draws"):
+        with pytest.raises(BootstrapPendingError, match=r"res\.run_bootstrap\(\) \(about"):
+            getattr(res, name)
+    assert not runs
     res.save(tmp_path / "pending.pkl")
     ci = res.conf_int(kind="bootstrap")
     assert runs == [1] and not res.bootstrap_pending and res.bootstrap.n_boot == 8
+    assert res.fit_bootstrap is None and res.run_bootstrap() is res.bootstrap
     eager = model.fit(n_boot=8, rng=3, n_jobs=1)
     assert_allclose(res.bootstrap_draws, eager.bootstrap_draws, rtol=1e-12)
     assert_allclose(ci, eager.conf_int(kind="bootstrap"), rtol=1e-12)
     assert_allclose(res.boot_se, eager.boot_se, rtol=1e-12)
-    assert "boot se" in str(res.summary()) and runs == [1, 1]
+    assert str(res.summary()) == before[0] and res.to_dict() == before[1]
+    pd.testing.assert_frame_equal(res.conf_int(), before[2])
+    assert "boot se" in str(res.summary(intervals="bootstrap")) and runs == [1, 1]  # (eager)
     loaded = load(tmp_path / "pending.pkl")
     assert loaded.bootstrap_pending
-    assert_allclose(loaded.bootstrap_draws, eager.bootstrap_draws, rtol=1e-12)
+    assert_allclose(loaded.run_bootstrap().draws, eager.bootstrap_draws, rtol=1e-12)
 
 
 def test_intervals_match_their_definitions(model):

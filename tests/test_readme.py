@@ -47,7 +47,7 @@ def test_every_python_block_runs(tmp_path, monkeypatch):
             exec(compile(block, f"README.md, Python block {k + 1}", "exec"), namespace)
     res = namespace["res"]
     assert np.linalg.norm(res.params.to_numpy() - simulate.eq33(p=10).beta_star) < 0.05
-    assert (tmp_path / "fit.pkl").exists() and res.computed_bootstrap is not None
+    assert (tmp_path / "fit.pkl").exists() and res.bootstrap is not None
     assert len(namespace["cv"]["test_score"]) == 4              # one fold per environment
     assert not namespace["plan"].check_identification().identified
     matplotlib.pyplot.close("all")

@@ -46,14 +46,16 @@ def _beta_star(beta_star: ArrayLike, names: pd.Index) -> np.ndarray:
 
 def plot_coefficients(res: Any, *, alpha: float = 0.05, beta_star: ArrayLike | None = None,
                       show: str = "selected", ci_method: str = "percentile"):
-    """Forest plot: estimates with bootstrap intervals, beta* overlaid when known.
+    """Forest plot: estimates with the summary's intervals (``res.interval_kind``; the
+    bootstrap's ``ci_method``), beta* overlaid when known.
 
     ``show="selected"`` plots covariates selected by the estimate or in >= 10% of the
     bootstrap refits (all of them if there is no bootstrap); ``"all"`` plots every one.
     """
     plt = _pyplot()
     params = res.params
-    ci = res.conf_int(alpha, ci_method)
+    kind = res.interval_kind
+    ci = res.conf_int(alpha, ci_method, kind=kind)
     keep = np.ones(len(params), dtype=bool)
     if show == "selected" and res.bootstrap is not None:
         keep = res.support.to_numpy() | (res.support_freq.to_numpy() >= SHOWN_FREQ)
@@ -68,7 +70,9 @@ def plot_coefficients(res: Any, *, alpha: float = 0.05, beta_star: ArrayLike | N
     has_ci = np.isfinite(lo) & np.isfinite(hi)
     ax.errorbar(est[has_ci], y[has_ci], xerr=[est[has_ci] - lo[has_ci], hi[has_ci] - est[has_ci]],
                 fmt="o", color="C0", ecolor="C0", capsize=3,
-                label=f"NegDRO, {100 * (1 - alpha):g}% {ci_method} interval")
+                label=f"NegDRO, {100 * (1 - alpha):g}% " + {
+                    "wald": "Wald", "robust": "robust (test inversion)",
+                    "bootstrap": f"bootstrap {ci_method}"}[kind] + " interval")
     ax.plot(est[~has_ci], y[~has_ci], "o", color="C0")
     if beta_star is not None:
         ax.plot(beta_star[idx], y, "x", color="C3", markersize=9, mew=2, label="beta*")
@@ -85,7 +89,9 @@ def plot_selection(res: Any, *, top: int = 30):
     """Selection frequency across bootstrap refits, highest first (at most ``top`` bars)."""
     plt = _pyplot()
     if res.bootstrap is None:
-        raise ValueError("Selection frequencies need the bootstrap: fit with n_boot > 0.")
+        raise ValueError("Selection frequencies need the bootstrap: " + (
+            "res.run_bootstrap() runs it" if res.bootstrap_pending else "fit with n_boot > 0")
+            + ".")
     freq = res.support_freq.sort_values(ascending=False).iloc[:top]
     fig, ax = plt.subplots(figsize=(max(4.0, 0.35 * len(freq) + 1.5), 3.6))
     colors = ["C0" if s else "0.6" for s in res.support[freq.index]]

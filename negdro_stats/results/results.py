@@ -17,7 +17,7 @@ from .._json import jsonable
 from .._saving import Saveable, load
 from .._stats import norm_isf, norm_sf
 from .._typing import ArrayLike, FloatArray
-from .._validation import check_option, check_scalar, generator_from_state
+from .._validation import check_option, check_scalar
 from ..estimation import SolverOutput
 from ..exceptions import DataError
 from ..identification.conditions import IdentificationResult
@@ -26,7 +26,8 @@ from ..inference.robust import RobustSet, robust_set
 from ..inference.sandwich import refit_cov
 from ..inference.stratified import CI_METHODS, BootstrapResult
 from .labels import REFIT_LABELS
-from .verdicts import conditional, fit_problems, interval_kind, verdict
+from .resampled import BootstrapViews
+from .verdicts import condition_1b, conditional, fit_problems, interval_kind, verdict
 
 if TYPE_CHECKING:
     from .summary import NegDROSummary
@@ -46,7 +47,7 @@ def _check_alpha(alpha: object, owner: str) -> float:
     return check_scalar(alpha, "alpha", owner, min_val=0, max_val=0.5, closed="neither")
 
 
-class NegDROResults(Saveable):
+class NegDROResults(BootstrapViews, Saveable):
     """Results of :meth:`NegDRO.fit`; not constructed by users.
 
     Attributes
@@ -94,10 +95,13 @@ class NegDROResults(Saveable):
         Test of equal environment risks at the estimate (the model-rejection signal);
         None when the model was built from moments.
     bootstrap : BootstrapResult or None
-        The stratified bootstrap refits: run by ``fit(n_boot=B)``, or on first use of
-        ``bootstrap``, ``boot_se``, ``support_freq``, ``bootstrap_draws`` or the bootstrap
-        intervals after ``fit()`` (``DEFAULT_N_BOOT`` replicates, with the fit's ``rng``);
-        None with ``n_boot=0`` and for models built from moments.
+        The stratified bootstrap refits: run by ``fit(n_boot=B)`` (``fit_bootstrap``, the
+        one the summary and ``to_dict`` read), or after ``fit()`` on request by
+        :meth:`run_bootstrap` or ``conf_int(kind="bootstrap")`` (``DEFAULT_N_BOOT``
+        replicates, with the fit's ``rng``); None while pending, with ``n_boot=0`` and for
+        models built from moments (:mod:`~negdro_stats.results.resampled`).
+    fit_seconds : float
+        The fit's time in seconds (what :meth:`run_bootstrap`'s estimate scales).
     selection : SelectionReport or None
         How ``refit="auto"`` chose the support: the J tests along the walk, the pruning,
         the OLS-versus-GMM contrast, the route and why (``solver.selection``).
@@ -109,7 +113,8 @@ class NegDROResults(Saveable):
                  identification: IdentificationResult | str | None = None,
                  invariance: RiskInvarianceTest | None = None,
                  bootstrap: BootstrapResult | None = None,
-                 deferred_bootstrap: dict | None = None) -> None:
+                 deferred_bootstrap: dict | None = None,
+                 fit_seconds: float = float("nan")) -> None:
         names = pd.Index(moments.names, name="covariate")
         envs = pd.Index(moments.envs, name="environment")
         d, s_y = moments.scales()
@@ -122,6 +127,7 @@ class NegDROResults(Saveable):
         self._identification = identification
         self.invariance = invariance
         self._bootstrap, self._deferred = bootstrap, deferred_bootstrap
+        self.fit_seconds = float(fit_seconds)
         self.selection = solver.selection
         self.params = pd.Series(solver.b, index=names, name="coef")
         self.support = pd.Series(solver.support, index=names, name="selected")
@@ -186,35 +192,9 @@ class NegDROResults(Saveable):
         return interval_kind(self)
 
     @property
-    def bootstrap(self) -> BootstrapResult | None:
-        """The bootstrap refits (see the class's attributes); run now if ``fit()``
-        deferred them."""
-        self._run_deferred()
-        return self._bootstrap
-
-    def _run_deferred(self) -> None:
-        if self._deferred is not None:                   # (the fit's rng, as plain data)
-            rng = generator_from_state(self._deferred["rng"])
-            self._bootstrap = self.model.run_bootstrap(self.solver, **{**self._deferred,
-                                                                       "rng": rng})
-            self._deferred = None
-
-    @property
-    def computed_bootstrap(self) -> BootstrapResult | None:
-        """The bootstrap if it has run, else None (never starts a pending one: the
-        summary and :meth:`to_dict` read this)."""
-        return self._bootstrap
-
-    @property
     def outcome_first_column(self) -> bool:
         """The outcome was not named: the first column was taken (the summary says so)."""
         return getattr(getattr(self.model, "data", None), "outcome_first_column", False)
-
-    @property
-    def bootstrap_pending(self) -> bool:
-        """True while the default bootstrap waits for its first use (:attr:`bootstrap`);
-        the summary and :meth:`to_dict` never run it."""
-        return self._deferred is not None
 
     @property
     def bse(self) -> pd.Series:
@@ -226,35 +206,6 @@ class NegDROResults(Saveable):
         values = np.sqrt(np.diag(self._refit_cov[0]))
         values = np.where(self._unbounded(), np.inf, values)
         return pd.Series(values, index=self.params.index, name="std err")
-
-    @cached_property
-    def boot_se(self) -> pd.Series:
-        """Bootstrap standard errors (sd of the refits, selection included); NaN without
-        a bootstrap; inf for a coefficient the environments do not determine (as
-        :attr:`bse`)."""
-        values = (np.full(len(self.params), np.nan) if self.bootstrap is None
-                  else self.bootstrap.standard_error())
-        values = np.where(self._unbounded(), np.inf, values)
-        return pd.Series(values, index=self.params.index, name="boot se")
-
-    @cached_property
-    def support_freq(self) -> pd.Series:
-        """Selection frequency: the share of bootstrap refits that kept each covariate.
-
-        Read it as in stability selection: covariates kept in (nearly) every refit are
-        stable findings; frequencies well below 1 say the selection depends on the
-        sample.  NaN without a bootstrap.
-        """
-        values = (np.full(len(self.params), np.nan) if self.bootstrap is None
-                  else self.bootstrap.support_freq())
-        return pd.Series(values, index=self.params.index, name="sel. freq")
-
-    @property
-    def bootstrap_draws(self) -> pd.DataFrame:
-        """The bootstrap refits as a DataFrame (replicates x covariates)."""
-        draws = (np.empty((0, len(self.params))) if self.bootstrap is None
-                 else self.bootstrap.draws)
-        return pd.DataFrame(draws, columns=self.params.index)
 
     def conf_int(self, alpha: float = 0.05, method: str = "percentile",
                  kind: str | None = None) -> pd.DataFrame:
@@ -288,10 +239,11 @@ class NegDROResults(Saveable):
                 lo, hi = b - half, b + half
         else:
             method = check_option(method, "method", "conf_int", CI_METHODS)
-            if self.bootstrap is None:
+            boot = self.run_bootstrap() if self.bootstrap_pending else self.bootstrap
+            if boot is None:
                 lo = hi = np.full(len(self.params), np.nan)
             else:
-                lo, hi = self.bootstrap.interval(self.params.to_numpy(), alpha, method)
+                lo, hi = boot.interval(self.params.to_numpy(), alpha, method)
             free = self._unbounded()
             lo, hi = np.where(free, -np.inf, lo), np.where(free, np.inf, hi)
         return pd.DataFrame({"lower": lo, "upper": hi}, index=self.params.index)
@@ -456,8 +408,8 @@ class NegDROResults(Saveable):
         summary's warning line (``problems``), convergence, the identification check,
         the equal-risk test, the residuals' mean and the settings.  The intervals are
         those of :attr:`interval_kind` (``kind``), as in the summary; a pending
-        bootstrap is not run."""
-        ran = self._bootstrap is not None
+        bootstrap is not run, nor one run on request read (one truth: the summary's)."""
+        ran = self.fit_bootstrap is not None
         none = pd.Series(np.nan, index=self.params.index)
         ci = self.conf_int(alpha=alpha, kind=(kind := self.interval_kind))
         return jsonable({
@@ -471,12 +423,13 @@ class NegDROResults(Saveable):
             "nobs": {str(e): int(n) for e, n in self.nobs_env.items()},
             "route": self.solver.refit, "verdict": self.verdict,
             "problems": fit_problems(self), "converged": self.converged,
-            "identification": (None if self.identification is None
-                               else self.identification.to_dict()),
+            "identification": None if self.identification is None else {
+                **self.identification.to_dict(), "verdict": (said := condition_1b(self)),
+                "holds": None if said == "unclear" else said == "holds"},
             "invariance": None if self.invariance is None else self.invariance.to_dict(),
             "residual_mean": {"mean": self.residual_mean, "share": self.residual_mean_share,
                               "left_out": self.mean_left_out},
-            "n_boot": self._bootstrap.n_boot if ran else 0,
+            "n_boot": self.fit_bootstrap.n_boot if ran else 0,
             "settings": self.settings,
         })
 
@@ -507,8 +460,8 @@ class NegDROResults(Saveable):
                             "show", "summary", ["all", "selected"])
         intervals = check_option(intervals, "intervals", "summary",
                                  ["auto", "wald", "bootstrap", "robust"])
-        if intervals == "bootstrap":
-            self._run_deferred()                  # asked for: a pending one runs now
+        if intervals == "bootstrap" and self.bootstrap_pending:
+            self.run_bootstrap()                  # asked for: a pending one runs now
         alpha = _check_alpha(alpha, "summary")
         from .summary import build_summary  # (statsmodels' tables: on first use)
 

@@ -22,9 +22,9 @@ from .._validation import listed
 from ..exceptions import DataError
 from ..identification.conditions import identification_advice
 from ..inference.robust import ROBUST_TABLE_MAX_P, RobustSet
-from ..inference.stratified import SHOWN_FREQ
+from ..inference.stratified import SHOWN_FREQ, BootstrapResult
 from .labels import METHOD_LABELS, REFIT_LABELS, REFIT_SHORT, VERDICT_LABELS
-from .verdicts import conditional, fit_problems, gamma_not_used
+from .verdicts import condition_1b, conditional, fit_problems, gamma_not_used
 
 __all__ = ["NegDROSummary", "build_summary", "path_summary"]
 
@@ -244,14 +244,14 @@ def build_summary(res: Results, *, alpha: float, show: str, ci_method: str,
                    intervals: str) -> NegDROSummary:
     """The summary: the header, the coefficients, the environments, then the verdict
     line and the numbered notes (each part from one helper below)."""
-    top, width = _header_table(res)
+    kind = res.interval_kind if intervals == "auto" else intervals
+    top, width = _header_table(res, kind)
     rows = np.arange(len(res.params))
     if show == "selected":
         rows = rows[res.support.to_numpy()
-                    | (res.computed_bootstrap is not None
+                    | (_shown_bootstrap(res, kind) is not None
                        and res.support_freq.fillna(0).to_numpy() >= SHOWN_FREQ)]
     problems = fit_problems(res)
-    kind = res.interval_kind if intervals == "auto" else intervals
     checked, in_table, robust_note = _robust_or_reason(res, alpha, kind, intervals != "auto",
                                                        problems)
     problems += _robust_disagrees(res, checked)
@@ -277,9 +277,17 @@ def build_summary(res: Results, *, alpha: float, show: str, ci_method: str,
     return smry
 
 
-def _header_table(res: Results) -> tuple[SimpleTable, int]:
+def _shown_bootstrap(res: Results, kind: str) -> BootstrapResult | None:
+    """The bootstrap the summary reads: the fit's own (``fit(n_boot=B)``), so that the
+    summary does not depend on what was called before (issue 41), or, where its
+    intervals were asked for by name (``kind``), the one run on request."""
+    return res.bootstrap if kind == "bootstrap" else res.fit_bootstrap
+
+
+def _header_table(res: Results, kind: str) -> tuple[SimpleTable, int]:
     """The two-column header and the width of every table (WIDTH, unless a value is too
     long for it)."""
+    boot = _shown_bootstrap(res, kind)
     left = [
         ("Dep. Variable:", f"{res.endog_name} (first column)" if res.outcome_first_column
          and len(res.endog_name) <= 4 else _short(res.endog_name, 19)),
@@ -288,13 +296,13 @@ def _header_table(res: Results) -> tuple[SimpleTable, int]:
         ("gamma:", f"{res.gamma:g}" + (" (not used)" if gamma_not_used(res) else "")),
         ("No. Observations:", f"{res.nobs:g}"),
         ("No. Environments:", f"{res.n_envs}"),
-        ("Boot reps:", "on first use" if res.bootstrap_pending else
-         "0" if res.computed_bootstrap is None else f"{res.computed_bootstrap.n_boot}"),
+        ("Boot reps:", "on request" if res.bootstrap_deferred else
+         "0" if boot is None else f"{boot.n_boot}"),
     ]
     ident = res.identification
     right = [
         ("Cond. 1b rel. margin:", "n/a" if ident is None else
-         f"{ident.relative_margin:.3g} {_margin_verdict(res)}"),
+         f"{ident.relative_margin:.3g} {condition_1b(res)}"),
         ("Selected:", f"{int(res.support.sum())} of {len(res.params)}"),
         ("Identified:", VERDICT_LABELS[res.verdict]),
         ("Converged:", "yes" if res.converged else "NO"),
@@ -317,7 +325,7 @@ def _coef_table(res: Results, rows: np.ndarray, alpha: float, ci_method: str, ki
     analytic standard errors, or the bootstrap's selection frequencies); the robust
     p-values wherever ``robust`` is given.  At most 7 columns (78 wide): ``std coef``
     gives way to the robust p beside another kind's intervals."""
-    has_boot = res.computed_bootstrap is not None                # (never runs a pending one)
+    has_boot = _shown_bootstrap(res, kind) is not None           # (never runs a pending one)
     beside = robust is not None and kind != "robust"
     headers = ["coef"] + ([] if beside else ["std coef"]) + ["selected"] + {
         "wald": ["std err", "P>|z|"], "bootstrap": ["boot se"],
@@ -439,8 +447,7 @@ def _selection_notes(res: Results, kind: str) -> list[str]:
 
 def _bootstrap_note(res: Results, ci_method: str, kind: str) -> str:
     """What the bootstrap did (or that there is none), and how to read its columns."""
-    if res.computed_bootstrap is not None:                       # (never runs a pending one)
-        boot = res.computed_bootstrap
+    if (boot := _shown_bootstrap(res, kind)) is not None:        # (never runs a pending one)
         unconverged = int((~boot.converged & ~boot.failed).sum())
         blocks = getattr(getattr(res.model, "data", None), "blocks", None)
         unit = ("" if blocks is None else f" (by blocks: each environment's "
@@ -464,25 +471,14 @@ def _bootstrap_note(res: Results, ci_method: str, kind: str) -> str:
                    "above is the fit's own)." if unconverged else ""))
     analytic = ("" if kind == "wald" else "std err: analytic, conditional on the selected "
                 f"support ({res.cov_method}; cov_params()).  ")
-    if res.bootstrap_pending:
+    if res.bootstrap_deferred:
         return (f"{analytic}The bootstrap ({DEFAULT_N_BOOT} stratified refits of the whole "
-                "estimator, selection included) runs on first use: "
-                "res.conf_int(kind='bootstrap'), res.boot_se, res.support_freq, or "
-                "fit(n_boot=B) at once.")
+                "estimator, selection included) runs on request: res.run_bootstrap(), "
+                "then res.boot_se, res.support_freq, summary(intervals='bootstrap'); or "
+                "fit(n_boot=B) to run it with the fit and show it here.")
     return (f"{analytic}No bootstrap (n_boot=0, or a model built from moments): no "
             "bootstrap standard errors, intervals or selection frequencies"
             + ("; robust intervals: summary(intervals='robust')." if kind == "wald" else "."))
-
-
-def _margin_verdict(res: Results) -> str:
-    """"holds" / "fails" of the fit's Condition 1b check, or "unclear": a positive
-    sample margin where the rank test does not reject an undetermined direction ``v``,
-    along which ``A(w) v = 0`` for every ``w`` (the data are consistent with a
-    population margin of 0)."""
-    if not res.identification.holds:
-        return "fails"
-    sel = res.selection
-    return "unclear" if sel is not None and sel.undetermined else "holds"
 
 
 def _fit_notes(res: Results, *, shown: int, show: str) -> list[str]:
@@ -509,7 +505,7 @@ def _fit_notes(res: Results, *, shown: int, show: str) -> list[str]:
                      "Condition 4 or 6 (above).")
     elif ident is not None and not ident.holds:
         notes.append(f"{ident.failure}; " + identification_advice(res.can_resample))
-    elif ident is not None and _margin_verdict(res) == "unclear":
+    elif ident is not None and condition_1b(res) == "unclear":
         notes.append(f"Cond. 1b 'unclear': the sample margin {ident.relative_margin:.3g} is "
                      "positive, but the rank test does not reject a direction v that the "
                      "environments leave undetermined, along which A(w) v = 0 for every "

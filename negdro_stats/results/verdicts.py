@@ -8,8 +8,8 @@ from typing import Any
 from .._validation import listed
 from ..inference.robust import ROBUST_TABLE_MAX_P
 
-__all__ = ["fit_problems", "interval_kind", "conditional", "verdict", "VERDICTS",
-           "gamma_not_used"]
+__all__ = ["fit_problems", "interval_kind", "conditional", "condition_1b", "verdict",
+           "VERDICTS", "gamma_not_used"]
 
 VERDICTS = ("identified", "if Condition 4", "not identified", "rejected")
 
@@ -134,25 +134,40 @@ def conditional(res: Results) -> bool:
     return sel is not None and sel.least_risk and verdict(res) == "if Condition 4"
 
 
+def condition_1b(res: Results) -> str | None:
+    """"holds" / "fails" of the fit's Condition 1b check, or "unclear": a positive
+    sample margin where the rank test does not reject an undetermined direction ``v``,
+    along which ``A(w) v = 0`` for every ``w`` (the data are consistent with a
+    population margin of 0); None without the check.  The summary's header and
+    ``to_dict()["identification"]`` (the CLI's JSON) read it."""
+    if res.identification is None:
+        return None
+    if not res.identification.holds:
+        return "fails"
+    sel = res.selection
+    return "unclear" if sel is not None and sel.undetermined else "holds"
+
+
 def interval_kind(res: Results) -> str:
     """The kind of interval a result reports -- decided here once, and read by
     :meth:`~negdro_stats.NegDROResults.conf_int` (its default), ``summary()`` and
-    ``to_dict()`` (the CLI's JSON):
+    ``to_dict()`` (the CLI's JSON).  "A bootstrap" is the fit's own (``fit(n_boot=B)``),
+    never one run later on request: the kind does not depend on what was called
+    before (issue 41).
 
     - where the fit is Theorem 6's least-risk invariant fit in directions the
       environments leave undetermined (:func:`conditional`), intervals
       valid if every child of the outcome is intervened on (Condition 4; Condition
-      6 with hidden confounding), which the data cannot check: ``"bootstrap"`` once
-      a bootstrap has run (the selection's variability included), else ``"wald"``,
+      6 with hidden confounding), which the data cannot check: ``"bootstrap"`` with
+      a bootstrap (the selection's variability included), else ``"wald"``,
       ``b +- z se`` from ``cov_params()`` (conditional on the selected support too);
-    - otherwise ``"bootstrap"`` once a bootstrap has run and nothing in the fit
-      warns;
+    - otherwise ``"bootstrap"`` with a bootstrap where nothing in the fit warns;
     - else ``"robust"`` (test inversion, valid however weak the identification),
       for at most ``ROBUST_TABLE_MAX_P`` coefficients;
     - ``"wald"`` beyond that (the robust intervals cost about 15 fits per
       coefficient), conditional on the selected support.
     """
-    ran = res.computed_bootstrap is not None
+    ran = res.fit_bootstrap is not None
     if conditional(res):
         return "bootstrap" if ran else "wald"
     if ran and not fit_problems(res):
