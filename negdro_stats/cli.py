@@ -522,7 +522,8 @@ def _add_data_options(parser: argparse.ArgumentParser) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="negdro", description=__doc__.split("\n\n", 1)[0],
-                     epilog=__doc__[__doc__.index("Exit status:"):].replace("::\n", ":", 1),
+                     epilog=__doc__[__doc__.index("Exit status:"):__doc__.index("Why one module")
+                                    ].rstrip().replace("::\n", ":", 1),
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"negdro {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -28,6 +28,7 @@ from ..exceptions import DataError, DataWarning
 from .fourth import RESIDUAL, gaussian_score_cov
 from .moments import DEFAULT_BLOCKS, EXACT_FIT, N_POPULATION, BlockMoments, Moments
 from .readers import (
+    FIRST_COLUMN,
     MISSING,
     Read,
     Rows,
@@ -250,16 +251,21 @@ class MultiEnvData:
             blocks=blocks, verbose=verbose), fit_intercept, outcome is None)
 
     @classmethod
-    def from_any(cls, data: Any, env: Any, *, outcome: str | None = None,
+    def from_any(cls, data: Any, env: Any, *, outcome: str | ArrayLike | None = None,
                  covariates: Sequence[str] | None = None, missing: str = "raise",
                  fit_intercept: bool = False, blocks: int | None = None) -> MultiEnvData:
         """A DataFrame (:meth:`from_frame`; pandas, or polars, pyarrow and others through
         narwhals), a Dask DataFrame (:meth:`from_dask`), an iterator of batches
         (:meth:`from_batches`), a Parquet or CSV path
         (:meth:`from_parquet`, :meth:`from_csv`) or a 2-d array with the outcome in
-        column 0."""
+        column 0, or of the covariates with ``outcome`` an array (:meth:`_from_array`)."""
         options = dict(outcome=outcome, covariates=covariates, missing=missing,
                        fit_intercept=fit_intercept)
+        if outcome is not None and not isinstance(outcome, str) and (
+                not isinstance(as_pandas(data), np.ndarray | list | tuple)):
+            raise DataError(f"outcome= names a column of data; got a {type(outcome).__name__}."
+                            " Add the outcome to the data as a column and pass its name, or "
+                            "pass the covariates as a 2-d array with outcome=<n values>.")
         if type(data).__module__.startswith("dask"):
             return cls.from_dask(data, env, blocks=blocks or DEFAULT_BLOCKS, **options)
         if isinstance(data, Iterator):       # SQL or CSV chunks, a generator of frames
@@ -278,13 +284,40 @@ class MultiEnvData:
                                 "(.parquet, a directory or a glob of them) or a CSV file "
                                 "(.csv, .csv.gz, .tsv, .txt).")
             return cls.from_parquet(data, env, blocks=blocks or DEFAULT_BLOCKS, **options)
-        arr = np.asarray(data)
-        if arr.ndim != 2 or arr.shape[1] < 2:
-            raise DataError("data must be a DataFrame or a 2-d array with the outcome in "
-                            f"column 0 and at least one covariate; got shape {arr.shape}.")
-        return cls.from_arrays(arr[:, 0], arr[:, 1:], env,
-                               names=[f"x{j}" for j in range(1, arr.shape[1])],
-                               missing=missing, fit_intercept=fit_intercept)
+        return cls._from_array(np.asarray(data), env, outcome, covariates, missing,
+                               fit_intercept, blocks)
+
+    @classmethod
+    def _from_array(cls, arr: np.ndarray, env: Any, outcome: Any,
+                    covariates: Sequence[str] | None, missing: str,
+                    fit_intercept: bool, blocks: int | None) -> MultiEnvData:
+        """A 2-d array: the covariates, with ``outcome`` an array of ``n`` values, else
+        the outcome in column 0 (named ``outcome``, default "y", with the warning of an
+        outcome not named) and the covariates after it; ``covariates`` names them."""
+        vector = outcome is not None and not isinstance(outcome, str)
+        if arr.ndim != 2 or arr.shape[1] < 1 + (not vector):
+            raise DataError("data must be a DataFrame, or a 2-d array with the outcome in "
+                            "column 0 (or given as outcome=<array of n values>) and at least "
+                            f"one covariate; got shape {arr.shape}.")
+        y, X = (np.asarray(outcome), arr) if vector else (arr[:, 0], arr[:, 1:])
+        if vector and (y.ndim != 1 or len(y) != len(arr)):
+            raise DataError(f"outcome is an array of shape {y.shape}, data has {len(arr)} "
+                            "rows: give the outcome as n values (one per row of data), or "
+                            "its column's name with a DataFrame.")
+        names = ([f"x{j}" for j in range(1, X.shape[1] + 1)] if covariates is None
+                 else [covariates] if isinstance(covariates, str) else list(covariates))
+        if len(names) != X.shape[1]:
+            raise DataError(f"covariates names {len(names)} columns, but the array has "
+                            f"{X.shape[1]} covariate columns" + ("" if vector else
+                            " (column 0 is the outcome)") + "; name each once.")
+        fit_intercept = _check_options(missing, fit_intercept)
+        if outcome is None:
+            warn_user(f"{FIRST_COLUMN}: column 0 of the array is the outcome, regressed on "
+                      "the others; give outcome=<array of n values> with the covariates "
+                      "as data, or a DataFrame and outcome='...'.", DataWarning)
+        table = read_arrays(y, X, env, names, "y" if vector or outcome is None else outcome)
+        return cls._from_read(read_rows(table, missing, blocks), fit_intercept,
+                              outcome is None)
 
     @classmethod
     def _from_read(cls, read: Read, fit_intercept: bool,
@@ -627,6 +660,12 @@ def _check_moments(mom: Moments) -> None:
     check, centred = mom, mom.p > 1 and mom.names[-1] == INTERCEPT_NAME
     if centred:              # the slopes are fitted on pooled-centred moments: an offset
         check = mom.subset(np.arange(mom.p - 1)).centred()[0]   # is no collinearity
+    rows = float(np.sum(mom.n))                       # (inf for population moments)
+    if check.p >= rows:
+        raise DataError(f"{check.p} covariates but {rows:.0f} rows (p >= n): the pooled "
+                        f"{'covariance' if centred else 'second-moment'} matrix is singular, "
+                        "so no regression on all of them is determined.  Keep at most "
+                        f"{rows - 1:.0f} covariates (covariates=[...]), or collect more rows.")
     d, _ = check.scales()
     corr = check.Sigma.mean(axis=0) / np.multiply.outer(d, d)
     try:                         # Cholesky: L_jj^2 = share of X_j not explained by X_<j

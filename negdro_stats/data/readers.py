@@ -92,6 +92,24 @@ FIRST_COLUMN = "outcome= not given"
 
 
 # ----------------------------------------------------------------------- the checks
+def check_env_column(columns: Sequence[str], env: str | None, where: str = "data",
+                     flags: Mapping[str, str] | None = None) -> list[str]:
+    """The columns other than ``env`` (a column name, or None when the labels are given
+    apart), after checking that they are unique and that ``env`` is one of them."""
+    columns = [str(c) for c in columns]
+    dupes = sorted({c for c in columns if columns.count(c) > 1})
+    if dupes:
+        raise DataError(f"{where} has duplicate column names {dupes}; rename them.")
+    if env is None:
+        return columns
+    if not isinstance(env, str) or env not in columns:
+        raise DataError(f"{flags['env'] + ' ' if flags else 'env='}{env!r} is not a column "
+                        f"of {where}.{did_you_mean(env, columns)} Columns are "
+                        f"{few(columns, 20)}. Pass the name of the column of environment "
+                        "labels.")
+    return [c for c in columns if c != env]
+
+
 def resolve_columns(columns: Sequence[str], env: str | None, outcome: str | None,
                     covariates: Sequence[str] | None, where: str = "data",
                     flags: Mapping[str, str] | None = None) -> tuple[str, list[str]]:
@@ -103,16 +121,7 @@ def resolve_columns(columns: Sequence[str], env: str | None, outcome: str | None
     def arg(key: str, value: object) -> str:
         return f"{flags[key]} {value!r}" if flags else f"{key}={value!r}"
 
-    columns = [str(c) for c in columns]
-    dupes = sorted({c for c in columns if columns.count(c) > 1})
-    if dupes:
-        raise DataError(f"{where} has duplicate column names {dupes}; rename them.")
-    if env is not None:
-        if not isinstance(env, str) or env not in columns:
-            raise DataError(f"{arg('env', env)} is not a column of {where}."
-                            f"{did_you_mean(env, columns)} Columns are {few(columns, 20)}. "
-                            "Pass the name of the column of environment labels.")
-        columns = [c for c in columns if c != env]
+    columns = check_env_column(columns, env, where, flags)
     if not columns:
         raise DataError(f"{where} has no columns besides the environment labels; it needs "
                         "the outcome and at least one covariate.")
@@ -427,6 +436,10 @@ def read_arrays(y: ArrayLike, X: ArrayLike, env: ArrayLike, names: Sequence[str]
                 outcome: str = "y") -> Table:
     """An outcome vector, a covariate matrix (n, p) and ``n`` environment labels."""
     X, y = np.asarray(X), np.asarray(y)
+    if y.ndim == 2 and X.ndim == 1:
+        raise DataError(f"from_arrays takes (y, X, env), the outcome first as in "
+                        f"statsmodels' OLS(y, X); got a 2-d y {y.shape} and a 1-d X "
+                        f"{X.shape}: scikit-learn's order (X, y). Swap them.")
     if X.ndim != 2 or X.shape[1] == 0:
         raise DataError(f"X must be a 2-d array (n, p) with p >= 1 covariates; got shape "
                         f"{X.shape}.")
@@ -455,8 +468,8 @@ def read_formula(formula: str, frame: Any, env: str | ArrayLike) -> Table:
     if not isinstance(frame, pd.DataFrame):
         raise DataError("from_formula needs a DataFrame as data (pandas, polars, pyarrow, "
                         f"...); got {type(frame).__name__}.")
-    if isinstance(env, str):
-        resolve_columns([str(c) for c in frame.columns], env, None, None)
+    if isinstance(env, str):           # (the formula names the outcome: no default here)
+        check_env_column(frame.columns, env)
     env_values = (frame[env].to_numpy() if isinstance(env, str)
                   else _env_labels(env, frame.index))
     if not isinstance(formula, str) or not formula.split("~")[0].strip():

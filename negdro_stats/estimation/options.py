@@ -145,10 +145,15 @@ class SolverOptions:
         with a typed error naming an unknown or misplaced one."""
         known = [f.name for f in fields(cls) if f.name not in fixed_by_model]
         if "alpha" in options:
-            raise DataError(f"{owner} does not take 'alpha': the level of the selection's J "
-                            f"tests and pruning is test_level= (e.g. {owner}(test_level="
-                            f"{options['alpha']!r})); alpha is the intervals' level, given "
-                            "to conf_int(alpha) and summary(alpha).")
+            alpha = options["alpha"]
+            coverage = isinstance(alpha, float | int) and 0.5 < alpha < 1
+            raise DataError(
+                f"{owner} does not take 'alpha': alpha is the intervals' level, given to "
+                "conf_int(alpha=0.05) and summary(alpha=0.05) (1 - the coverage, as in "
+                "statsmodels); the level of the selection's J tests and pruning is "
+                f"{owner}(test_level=...), default 0.05"
+                + (f" ({alpha!r} reads as a coverage: test_level={1 - alpha:.3g})."
+                   if coverage else "."))
         for name in options:
             if name in fixed_by_model:
                 raise DataError(f"{owner} does not take {name!r}: it is set on the model "

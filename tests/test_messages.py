@@ -1,0 +1,88 @@
+"""Issue 41 item 3: inputs a newcomer gives get used or a message that names the cause
+and the fix -- never a silently different model.  Each test failed on the code before."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from negdro_stats import DataError, DataWarning, NegDRO, simulate
+from negdro_stats.cli import main
+
+
+@pytest.fixture(scope="module")
+def arrays():
+    df = simulate.eq33(p=5).sample(300, rng=0)
+    X = df[[f"X{j}" for j in range(1, 6)]].to_numpy()
+    return df, X, df["Y"].to_numpy(), df["env"].to_numpy()
+
+
+def test_an_outcome_array_is_used(arrays):
+    """NegDRO(X, env=..., outcome=y) regressed X's first column on the rest, dropping y
+    without a word; now y is the outcome (the same fit as the frame's), and with a frame
+    an array outcome is refused."""
+    df, X, y, env = arrays
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # nothing to warn about
+        res = NegDRO(X, env=env, outcome=y).fit(n_boot=0)
+    frame = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    np.testing.assert_allclose(res.params.to_numpy(), frame.params.to_numpy(), rtol=1e-10)
+    assert res.model.moments.names == ("x1", "x2", "x3", "x4", "x5")
+    named = NegDRO(X, env=env, outcome=y, covariates=list("abcde"))
+    assert named.moments.names == tuple("abcde")
+    with pytest.raises(DataError, match=r"outcome is an array of shape \(299,\), data has 300"):
+        NegDRO(X[:300], env=env[:300], outcome=y[:299])
+    with pytest.raises(DataError, match="outcome= names a column of data"):
+        NegDRO(df, env="env", outcome=y)
+
+
+def test_an_array_without_outcome_says_which_column_is_the_outcome(arrays):
+    """Column 0 is the outcome, as before, but it is said (a frame said it; an array did
+    not), and outcome='name' names it."""
+    _, X, y, env = arrays
+    with pytest.warns(DataWarning, match="column 0 of the array is the outcome"):
+        NegDRO(np.column_stack([y, X]), env=env)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = NegDRO(np.column_stack([y, X]), env=env, outcome="Yield")
+    assert model.moments.outcome == "Yield"
+
+
+def test_from_arrays_in_scikit_learns_order_is_told_the_order(arrays):
+    _, X, y, env = arrays
+    with pytest.raises(DataError, match=r"takes \(y, X, env\).*Swap them"):
+        NegDRO.from_arrays(X, y, env)
+
+
+def test_p_above_n_says_p_above_n():
+    """60 covariates and 40 rows was reported as "collinear ... drop one" with 58 names."""
+    rng = np.random.default_rng(0)
+    with pytest.warns(DataWarning, match="no more rows"), pytest.raises(
+            DataError, match=r"60 covariates but 40 rows \(p >= n\).*at most 39"):
+        NegDRO(rng.normal(size=(40, 60)), env=np.repeat([0, 1], 20),
+               outcome=rng.normal(size=40))
+
+
+def test_alpha_given_to_fit_points_to_the_right_level(arrays):
+    """fit(alpha=0.95) suggested test_level=0.95 (a level of 95%)."""
+    df = arrays[0]
+    model = NegDRO(df, env="env", outcome="Y")
+    with pytest.raises(DataError, match=r"reads as a coverage: test_level=0.05\)") as info:
+        model.fit(alpha=0.95)
+    assert "test_level=0.95" not in str(info.value)
+
+
+def test_a_formula_names_the_outcome_without_a_warning(arrays):
+    """from_formula("Y ~ ...") warned that outcome= was not given."""
+    df = arrays[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = NegDRO.from_formula("Y ~ 0 + X1 + X2 + X3", df, env="env")
+    assert model.moments.outcome == "Y"
+
+
+def test_the_help_ends_with_the_exit_codes(capsys):
+    """negdro --help ended with a note on the module's size, meant for developers."""
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().endswith("interrupted (Ctrl-C)") and "module" not in out
