@@ -13,9 +13,10 @@ from typing import TypeVar
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-__all__ = ["replicate", "DEFAULT_N_BOOT", "DEFAULT_N_RESAMPLE"]
+__all__ = ["replicate", "DEFAULT_N_BOOT", "DEFAULT_N_RESAMPLE", "MAX_REPLICATES"]
 
 T = TypeVar("T")
+MAX_REPLICATES = 10**6    # more is a typo: at a millisecond a refit, 17 minutes of work
 DEFAULT_N_BOOT = 200      # the estimator's bootstrap: fit() runs it on first use
 DEFAULT_N_RESAMPLE = 199  # diagnose(): bootstrap resamples and permutations each (with the
 #                           sample, 200 values: the 5% quantile falls on an order statistic)

@@ -99,12 +99,15 @@ def check_scalar(
     return x
 
 
-def check_int(value: object, name: str, owner: str, *, min_val: int = 0) -> int:
-    """Return ``value`` as an int after checking that it is an integer >= ``min_val``."""
-    message = f"The '{name}' parameter of {owner} must be an int in the range [{min_val}, inf). "
+def check_int(value: object, name: str, owner: str, *, min_val: int = 0,
+              max_val: int | None = None) -> int:
+    """Return ``value`` as an int after checking that it is an integer in ``[min_val,
+    max_val]``."""
+    message = (f"The '{name}' parameter of {owner} must be an int in the range [{min_val}, "
+               f"{'inf)' if max_val is None else f'{max_val:.0e}]'.replace('+0', '')}. ")
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(message + f"Got {value!r} of type {type(value).__name__} instead.")
-    if int(value) < min_val:
+    if int(value) < min_val or max_val is not None and int(value) > max_val:
         raise ValueError(message + f"Got {value!r} instead.")
     return int(value)
 

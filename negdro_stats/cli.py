@@ -48,7 +48,15 @@ from ._json import jsonable
 from ._resampling import DEFAULT_N_RESAMPLE
 from ._validation import did_you_mean
 from .data import MISSING
-from .data.readers import FIRST_COLUMN, path_kind, resolve_columns
+from .data.readers import (
+    CSV_OPTIONS,
+    FIRST_COLUMN,
+    csv_header,
+    open_text,
+    path_kind,
+    resolve_columns,
+    text_labels,
+)
 from .estimation import REFITS
 from .identification.conditions import CONDITIONS
 
@@ -88,15 +96,16 @@ def _one_line(text: str) -> str:
 
 
 @contextlib.contextmanager
-def _package_errors() -> Iterator[None]:
-    """Turn the package's validation and numerical errors into :class:`CLIError`.
+def _package_errors(data_exit: int = EXIT_INVALID) -> Iterator[None]:
+    """Turn the package's validation and numerical errors into :class:`CLIError` (a
+    DataError exits with ``data_exit``: the input file's code where it is the file's form).
 
     Only around calls into negdro_stats: a bug in this module still shows its traceback.
     """
     try:
         yield
     except DataError as exc:
-        raise CLIError(_cli_spelling(str(exc)), EXIT_INVALID) from exc
+        raise CLIError(_cli_spelling(str(exc)), data_exit) from exc
     except _NUMERICAL_ERRORS as exc:
         raise CLIError(f"numerical failure: {exc}", EXIT_NUMERICAL) from exc
     except (ValueError, TypeError) as exc:
@@ -121,16 +130,23 @@ def _shorten_list(match: re.Match) -> str:
 
 
 # ---------------------------------------------------------------------------- input
-def _read_csv(path: str, sep: str = ",", decimal: str = ".") -> pd.DataFrame:
-    """The CSV file as a DataFrame; a missing, unreadable, empty or ragged file is an error,
-    and so is a header of one column that holds another separator (a ';' file)."""
+def _read_csv(path: str, env: str, sep: str = ",", decimal: str = ".") -> pd.DataFrame:
+    """The CSV file as a DataFrame, read as :meth:`NegDRO.from_csv` reads it (the package's
+    CSV options, compression by suffix, its rule for the ``env`` labels,
+    :func:`~negdro_stats.data.readers.text_labels`); a missing, unreadable, empty or
+    ragged file is an error, and so are a comment line above the header and a header of
+    one column that holds another separator (a ';' file)."""
     try:
+        with open_text(path) as handle:
+            if handle.readline().startswith("#"):
+                with _package_errors(EXIT_INPUT):
+                    csv_header(path, "utf-8", sep)             # (its message)
         with warnings.catch_warnings():
             # index_col=False: a first data row longer than the header is not silently
             # taken as an index column; pandas warns instead, and we make that an error.
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            frame = pd.read_csv(path, sep=sep, decimal=decimal, on_bad_lines="error",
-                                index_col=False)
+            frame = pd.read_csv(path, sep=sep, decimal=decimal, index_col=False,
+                                dtype={env: str}, **CSV_OPTIONS)
     except FileNotFoundError:
         raise CLIError(f"{path}: no such file.", EXIT_INPUT) from None
     except IsADirectoryError:
@@ -159,6 +175,8 @@ def _read_csv(path: str, sep: str = ",", decimal: str = ".") -> pd.DataFrame:
         raise CLIError(_ragged_message(path, *long_row), EXIT_INPUT) from None
     if frame.empty:
         raise CLIError(f"{path} has a header but no data rows.", EXIT_INPUT)
+    if env in frame.columns and frame[env].notna().all():     # (blank cells: the reader's)
+        frame[env] = text_labels(frame[env])(frame[env])
     header = _header(path, sep)
     repeated = sorted({c for c in header if header.count(c) > 1})
     if repeated:                         # pandas renames the second one 'X1.1' and reads on
@@ -191,8 +209,8 @@ def _ragged_message(path: str, line: int, n_row: int, n_header: int) -> str:
 def _first_odd_row(path: str, sep: str, *, longer: bool) -> tuple[int, int, int] | None:
     """(line number, fields, header fields) of the first row longer (or shorter) than
     the header; blank lines are skipped, as pandas does."""
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.reader(handle, delimiter=sep)
+    with open_text(path) as handle:
+        reader = csv.reader(handle, delimiter=sep, skipinitialspace=True)
         n_header = len(next(reader, []))
         for row in reader:
             if row and (len(row) > n_header if longer else len(row) < n_header):
@@ -201,8 +219,8 @@ def _first_odd_row(path: str, sep: str, *, longer: bool) -> tuple[int, int, int]
 
 
 def _header(path: str, sep: str) -> list[str]:
-    with open(path, newline="", encoding="utf-8") as handle:
-        return next(csv.reader(handle, delimiter=sep), [])
+    with open_text(path) as handle:
+        return next(csv.reader(handle, delimiter=sep, skipinitialspace=True), [])
 
 
 #: How the column errors of :func:`~negdro_stats.data.readers.resolve_columns` name the flags.
@@ -240,6 +258,10 @@ def _is_parquet(path: str) -> bool:
 def _model(args: argparse.Namespace, gamma: float = 20.0) -> NegDRO:
     """NegDRO on the CSV or Parquet data of ``args`` with the shared data options
     (Parquet files, directories and globs are read batch by batch, with block moments)."""
+    if args.decimal == args.sep:
+        raise CLIError(f"--decimal {args.decimal!r} is also the separator (--sep "
+                       f"{args.sep!r}); a file with decimal commas is ';'-separated: pass "
+                       "--sep ';'.", EXIT_USAGE)
     if _is_parquet(args.path):
         if not glob.glob(args.path):
             raise CLIError(f"{args.path}: no such file.", EXIT_INPUT)
@@ -254,7 +276,8 @@ def _model(args: argparse.Namespace, gamma: float = 20.0) -> NegDRO:
                                         covariates=covariates, gamma=gamma,
                                         fit_intercept=args.intercept, missing=args.missing)
     else:
-        frame, outcome = _select_columns(_read_csv(args.path, args.sep, args.decimal), args)
+        frame, outcome = _select_columns(_read_csv(args.path, args.env, args.sep,
+                                                   args.decimal), args)
         with _package_errors():
             model = NegDRO(frame, env=args.env, outcome=outcome, gamma=gamma,
                            fit_intercept=args.intercept, missing=args.missing)

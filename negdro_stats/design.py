@@ -307,7 +307,7 @@ class LinearSEM:
                         for v in names], dtype=np.float64)
         if not (np.isfinite(var).all() and (var >= 0).all()):
             raise DataError(f"noise_var must be finite variances >= 0; got {noise_var!r}.")
-        if isinstance(interventions, Mapping) or not all(
+        if not isinstance(interventions, Sequence) or isinstance(interventions, str) or not all(
                 isinstance(iv, Mapping) for iv in interventions):
             raise DataError("interventions must be a list with one dict per environment "
                             "(covariate -> variance or (mean, variance); {} for an "

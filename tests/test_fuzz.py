@@ -16,7 +16,11 @@ The default run draws ~2,000 inputs; ``NEGDRO_FUZZ_SCALE=10`` draws ten times mo
 
 from __future__ import annotations
 
+import bz2
+import functools
+import gzip
 import io
+import json
 import os
 import traceback
 import warnings
@@ -30,7 +34,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import negdro_stats
-from negdro_stats import LinearSEM, Moments, NegDRO, exceptions
+from negdro_stats import DataError, LinearSEM, Moments, NegDRO, exceptions, simulate
 from negdro_stats.data.container import MultiEnvData
 
 SCALE = int(os.environ.get("NEGDRO_FUZZ_SCALE", "1"))
@@ -515,3 +519,96 @@ def test_fuzz_cli(tmp_path_factory, seed):
         lines = [line for line in errors.splitlines() if line.startswith("negdro: error:")]
         assert len(lines) == 1 and errors.strip() == lines[0], (argv, errors)
         MESSAGES[lines[0][:50]] += 1
+
+
+LABEL_STYLES = {"int": lambda k: str(k), "padded": lambda k: f"0{k}", "spaced": lambda k: f" {k}",
+                "float": lambda k: f"{k}.0", "huge": lambda k: str(10**19 + k),
+                "text": lambda k: f"site {k}", "mixed": lambda k: ["1", "01", " 1", "1.0"][k % 4]}
+
+
+@_fuzz(15)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_fuzz_the_cli_reads_a_csv_as_from_csv_does(tmp_path_factory, seed):
+    """Issue 41: the CLI and NegDRO.from_csv read one file alike -- environment labels
+    of every style (padded, spaced, '1.0', 20 digits, text), separators, a ', '-spaced
+    header, compression by suffix: the same environments, rows and coefficients (to
+    the summation order's rounding), or errors of the same kind."""
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from negdro_stats.cli import main
+
+    rng = np.random.default_rng(seed)
+    E, n_e = int(rng.integers(2, 5)), int(rng.integers(30, 80))
+    style = str(rng.choice(list(LABEL_STYLES)))
+    df = simulate.eq33(p=5).sample(n_e, rng=int(rng.integers(1000)))
+    df = df[df["env"].isin(sorted(df["env"].unique())[:E])].copy()
+    df["env"] = df["env"].map({e: LABEL_STYLES[style](k)
+                               for k, e in enumerate(sorted(df["env"].unique()))})
+    sep = str(rng.choice([",", ";", "\t"]))
+    suffix = str(rng.choice(["", ".gz", ".bz2"]))
+    path = tmp_path_factory.mktemp("read") / f"d.csv{suffix}"
+    text = df.to_csv(index=False, sep=sep)
+    if sep == "," and rng.random() < 0.5:                 # a ', '-spaced file
+        text = text.replace(",", ", ")
+    with {"": open, ".gz": gzip.open, ".bz2": bz2.open}[suffix](path, "wt") as handle:
+        handle.write(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            api = NegDRO.from_csv(path, "env", outcome="Y", sep=sep).fit(n_boot=0).to_dict()
+        except DOCUMENTED as exc:
+            api = exc
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            status = main(["fit", str(path), "--env", "env", "--outcome", "Y", "--sep", sep,
+                           "--json", "--n-boot", "0"])
+    OUTCOMES[f"read:{style}:{status}"] += 1
+    assert "Traceback" not in err.getvalue(), err.getvalue()
+    if isinstance(api, Exception):
+        assert status == 4, (style, api, err.getvalue())
+        return
+    assert status == 0, (style, sep, suffix, err.getvalue())
+    cli = json.loads(out.getvalue())
+    assert cli["nobs"] == api["nobs"], (style, sep, suffix)
+    np.testing.assert_allclose([cli["params"][c] for c in cli["covariates"]],
+                               [api["params"][c] for c in api["covariates"]],
+                               rtol=1e-6, atol=1e-9)
+
+
+@_fuzz(10)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_fuzz_robust_set_methods(seed):
+    """RobustSet.contains and .profile on vectors and grids of any shape and value: a
+    bool / a table, or a DataError naming the argument -- never an IndexError or a quiet
+    answer for a wrong-length vector or a NaN grid."""
+    rng = np.random.default_rng(seed)
+    rs = _robust_set()
+    p = len(rs.estimate)
+    length = int(rng.choice([p, p, 0, 1, p - 1, p + 1]))
+    b = rng.normal(size=length) * float(rng.choice([1, 1e300]))
+    if length and rng.random() < 0.3:
+        b[rng.integers(length)] = rng.choice([np.nan, np.inf])
+    valid = length == p and np.isfinite(b).all()
+    if valid and np.abs(b).max() < 1e100:
+        assert isinstance(rs.contains(b), bool)
+    elif valid:
+        with pytest.raises(DataError, match="contains: b is too large"):
+            rs.contains(b)
+    else:
+        with pytest.raises(DataError, match="contains: b must hold"):
+            rs.contains(b)
+    grid = rng.normal(size=int(rng.integers(1, 3)))
+    if rng.random() < 0.5:
+        grid[0] = rng.choice([np.nan, np.inf, -np.inf])
+        with pytest.raises(DataError, match="profile: values must be finite"):
+            rs.profile("X1", grid)
+    else:
+        assert len(rs.profile("X1", grid)) == len(grid)
+
+
+@functools.cache
+def _robust_set():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        df = simulate.eq33(p=5).sample(300, rng=0)
+        return NegDRO(df, env="env", outcome="Y").fit(n_boot=0).robust_set()

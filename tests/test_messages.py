@@ -86,3 +86,65 @@ def test_the_help_ends_with_the_exit_codes(capsys):
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
     assert out.rstrip().endswith("interrupted (Ctrl-C)") and "module" not in out
+
+
+def test_file_inputs_get_one_line_errors_or_the_right_answer(arrays, tmp_path, capsys):
+    """From issue 41's list: a 20-digit env label (OverflowError), a gzipped CSV in the
+    CLI (UnicodeDecodeError), --n-boot 1e10 (OverflowError), a comment line above the
+    header ("header has 1"), --decimal ',' with ',' separator (exit 4 'not numeric'),
+    repeated column names in a pyarrow Table (narwhals' DuplicateError) or a Parquet file
+    (KeyError, a CLI traceback)."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    df = arrays[0]
+    big = df.assign(env=df["env"].map({e: str(10**19 + k) for k, e in
+                                       enumerate(sorted(df["env"].unique()))}))
+    big.to_csv(tmp_path / "big.csv", index=False)
+    assert NegDRO.from_csv(tmp_path / "big.csv", "env", outcome="Y").moments.envs[0] == \
+        "10000000000000000000"
+    df.to_csv(tmp_path / "d.csv.gz", index=False)
+    args = ["--env", "env", "--outcome", "Y", "--n-boot", "0"]
+    assert main(["fit", str(tmp_path / "d.csv.gz"), *args]) == 0
+    capsys.readouterr()
+    assert main(["fit", str(tmp_path / "d.csv.gz"), *args, "--n-boot", "10000000000"]) == 4
+    assert "--n-boot must be an int in the range [0, 1e6]" in capsys.readouterr().err
+    (tmp_path / "c.csv").write_text("# measured 2026\n" + df.to_csv(index=False))
+    with pytest.raises(DataError, match="starts with a comment line"):
+        NegDRO.from_csv(tmp_path / "c.csv", "env", outcome="Y")
+    assert main(["fit", str(tmp_path / "c.csv"), *args]) == 3
+    assert "starts with a comment line" in capsys.readouterr().err
+    assert main(["fit", str(tmp_path / "d.csv.gz"), *args, "--decimal", ","]) == 2
+    assert "is also the separator" in capsys.readouterr().err
+    table = pa.table([df["Y"], df["X1"], df["X1"], df["env"]], names=["Y", "X1", "X1", "env"])
+    with pytest.raises(DataError, match=r"duplicate column names \['X1'\]"):
+        NegDRO(table, env="env", outcome="Y")
+    pq.write_table(table, tmp_path / "dup.parquet")
+    assert main(["fit", str(tmp_path / "dup.parquet"), *args]) == 4
+    assert "duplicate column names ['X1']" in capsys.readouterr().err
+
+
+def test_result_methods_refuse_what_does_not_apply(arrays):
+    """conf_int(kind='robust', method='bca') was accepted without effect; RobustSet's
+    contains/profile answered for a wrong-length vector or a NaN grid; a column name
+    '<script>' stayed raw in summary().tables[1].as_html(); interventions=None was a
+    bare TypeError."""
+    from negdro_stats import LinearSEM
+
+    df = arrays[0].rename(columns={"X2": "<script>x</script>"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    for kind in ("robust", "wald"):
+        with pytest.raises(DataError, match="applies to kind='bootstrap' only"):
+            res.conf_int(kind=kind, method="basic")
+    rs = res.robust_set()
+    with pytest.raises(DataError, match="b must hold 5 finite coefficients"):
+        rs.contains([0.5, 0.0])
+    with pytest.raises(DataError, match="values must be finite"):
+        rs.profile("X1", [np.nan, np.inf])
+    for table in res.summary().tables:
+        assert "<script>" not in table.as_html() and "&lt;script&gt;" in table.as_html() \
+            or "script" not in str(table)
+    assert "<script>" in str(res.summary())                     # the text is as it is
+    with pytest.raises(DataError, match="interventions must be a list"):
+        LinearSEM.from_equations({"Y": {"X1": 1.0}}, covariates=["X1"], interventions=None)

@@ -30,15 +30,18 @@ moments; one module keeps that one code path visible.
 
 from __future__ import annotations
 
+import bz2
 import glob
+import gzip
 import itertools
+import lzma
 import numbers
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import IO, Any
 
 import narwhals.stable.v1 as nw
 import numpy as np
@@ -67,7 +70,8 @@ from .moments import (
 
 __all__ = ["MISSING", "path_kind", "NanPolicy", "Read", "Rows", "Table", "as_pandas",
            "check_labels", "check_real", "read_arrays", "read_batches", "read_csv", "read_dask",
-           "read_formula", "read_frame", "read_parquet", "read_rows", "resolve_columns"]
+           "read_formula", "read_frame", "read_parquet", "read_rows", "resolve_columns",
+           "CSV_OPTIONS", "csv_header", "open_text", "text_labels"]
 
 CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".txt")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -403,6 +407,9 @@ def as_pandas(data: Any) -> Any:
     user decides when to collect."""
     if isinstance(data, pd.DataFrame):
         return data
+    names = getattr(data, "column_names", None)      # a pyarrow Table may repeat a name
+    if isinstance(names, list):                      # (narwhals: DuplicateError)
+        check_env_column(names, None, where=f"data (a {type(data).__name__})")
     frame = nw.from_native(data, pass_through=True)
     if isinstance(frame, nw.LazyFrame):
         raise DataError(f"data is a lazy {type(data).__name__}; collect it first (e.g. "
@@ -694,7 +701,10 @@ def read_csv(path: str | os.PathLike, env: str, *, outcome: str | None = None,
     the file."""
     path = os.fspath(path)
     chunk_rows = check_int(chunk_rows, "chunk_rows", "from_csv", min_val=1)
-    header = _csv_header(path, encoding, sep)
+    if sep == decimal:
+        raise DataError(f"decimal={decimal!r} is also the separator (sep={sep!r}); a file "
+                        "with decimal commas is ';'-separated: pass sep=';'.")
+    header = csv_header(path, encoding, sep)
     outcome, covariates = resolve_columns(header, env, outcome, covariates, where=path)
     names = [*covariates, outcome]
     unnamed = [c for c in names if c.startswith("Unnamed: ")]
@@ -708,9 +718,9 @@ def read_csv(path: str | os.PathLike, env: str, *, outcome: str | None = None,
         """pandas.read_csv, chunk by chunk, with its parse errors turned into DataError
         (ragged rows are errors, not silently padded or dropped)."""
         try:
-            yield from pd.read_csv(path, sep=sep, decimal=decimal, on_bad_lines="error",
-                                   chunksize=chunk_rows, encoding=encoding,
-                                   skipinitialspace=True, dtype={env: str}, usecols=columns)
+            yield from pd.read_csv(path, sep=sep, decimal=decimal, chunksize=chunk_rows,
+                                   encoding=encoding, dtype={env: str}, usecols=columns,
+                                   **CSV_OPTIONS)
         except pd.errors.ParserError as exc:
             raise DataError(f"{path} could not be parsed: {exc}") from exc
         except UnicodeDecodeError as exc:
@@ -725,12 +735,7 @@ def read_csv(path: str | os.PathLike, env: str, *, outcome: str | None = None,
     if text.isna().any():
         raise DataError(f"{path} has {int(text.isna().sum())} rows with a blank {env!r} "
                         "cell; give every row an environment label.")
-    integral = bool(text.str.strip().str.fullmatch(r"[-+]?\d+").all())
-
-    def typed(values: pd.Series) -> np.ndarray:
-        """The labels with the file's one type (integers, or text)."""
-        values = values.str.strip()
-        return values.astype(np.int64).to_numpy() if integral else values.to_numpy()
+    typed = text_labels(text)
 
     def chunks() -> Iterator[dict[str, np.ndarray]]:
         for chunk in read([env, *names]):
@@ -743,10 +748,34 @@ def read_csv(path: str | os.PathLike, env: str, *, outcome: str | None = None,
                         total=-(-len(text) // chunk_rows), where=path, desc="csv")
 
 
-def _csv_header(path: str, encoding: str, sep: str) -> list[str]:
+def text_labels(text: pd.Series) -> Callable[[pd.Series], np.ndarray]:
+    """The one rule for environment labels read as text (a CSV file's, in from_csv and in
+    the CLI), decided on every label of the file: stripped of spaces, and integers where
+    every label is an integer within int64 ('01' and '1' are one environment), else text
+    ('1.0' and '1' are two; a 20-digit label stays text: it overflowed).  Returns the
+    function that types the labels of a chunk."""
+    integral = bool(text.str.strip().str.fullmatch(r"[-+]?\d{1,18}").all())
+
+    def typed(values: pd.Series) -> np.ndarray:
+        values = values.str.strip()
+        return values.astype(np.int64).to_numpy() if integral else values.to_numpy()
+    return typed
+
+
+CSV_OPTIONS = {"skipinitialspace": True, "on_bad_lines": "error"}   # (one reading of a CSV)
+
+
+def open_text(path: str, encoding: str = "utf-8") -> IO[str]:
+    """A CSV file as text, decompressed by its suffix as pandas does (.gz, .bz2, .xz)."""
+    opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(
+        os.path.splitext(str(path))[1].lower(), open)
+    return opener(path, "rt", newline="", encoding=encoding)
+
+
+def csv_header(path: str, encoding: str, sep: str) -> list[str]:
     """The CSV's column names as pandas reads them, after a check of the names as written
-    (pandas would rename a repeated ``X1`` to ``X1.1`` and read on); its read errors as
-    DataErrors."""
+    (pandas would rename a repeated ``X1`` to ``X1.1`` and read on) and of a comment line
+    above them; its read errors as DataErrors."""
     def first(**kwargs) -> pd.DataFrame:
         try:
             return pd.read_csv(path, sep=sep, encoding=encoding, skipinitialspace=True,
@@ -760,6 +789,9 @@ def _csv_header(path: str, encoding: str, sep: str) -> list[str]:
                             "file's encoding, e.g. encoding='latin-1'.") from exc
 
     written = first(nrows=1, header=None, dtype=str, keep_default_na=False).iloc[0].tolist()
+    if str(written[0]).startswith("#"):
+        raise DataError(f"{path} starts with a comment line ({sep.join(written)[:40]!r}); "
+                        "remove the comment lines: a CSV file's first line is its header.")
     dupes = sorted({c for c in written if written.count(c) > 1})
     if dupes:
         raise DataError(f"{path} has duplicate column names {dupes}; rename them.")
@@ -814,6 +846,7 @@ def _parquet_schemas(files: list[str]) -> dict[str, dict[str, Any]]:
         except (OSError, ValueError) as exc:
             raise DataError(f"Could not read the schema of the Parquet file {f!r}: {exc}"
                             ) from exc
+        check_env_column(schema.names, None, where=f)    # repeated names (pyarrow: KeyError)
         index = {c for c in (schema.pandas_metadata or {}).get("index_columns", [])
                  if isinstance(c, str)}
         schemas[f] = {str(name): schema.field(name).type for name in schema.names

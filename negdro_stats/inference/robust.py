@@ -231,8 +231,17 @@ class RobustSet:
     def contains(self, b: FloatArray) -> bool:
         """Whether the joint set contains ``b`` (slopes in model order; with an intercept,
         its value is not used: it is profiled)."""
-        b = np.asarray(b, dtype=np.float64)[self._slopes] * self._to_std
-        return bool(self._gmm.test_at(b) <= self.critical)
+        b = np.asarray(b, dtype=np.float64)
+        if b.shape != self.estimate.shape or not np.isfinite(b[self._slopes]).all():
+            raise DataError(f"contains: b must hold {len(self.estimate)} finite coefficients, "
+                            f"one per covariate in model order ({list(self.estimate.index)}); "
+                            f"got shape {b.shape}.")
+        with np.errstate(over="ignore", invalid="ignore"):
+            stat = self._gmm.test_at(b[self._slopes] * self._to_std)
+        if not np.isfinite(stat):
+            raise DataError("contains: b is too large for its statistic to be computed "
+                            "(overflow); whether the set is unbounded is in conf_int().")
+        return bool(stat <= self.critical)
 
     def profile(self, name: str, values: ArrayLike) -> pd.DataFrame:
         """The subvector statistics of coefficient ``name`` at each of ``values``
@@ -246,6 +255,9 @@ class RobustSet:
                             f"({slopes}; an intercept is profiled, not tested).")
         j = slopes.index(name)
         grid = np.atleast_1d(np.asarray(values, dtype=np.float64))
+        if grid.ndim != 1 or not np.isfinite(grid).all():
+            raise DataError(f"profile: values must be finite numbers (a 1-d grid of "
+                            f"{name}'s values); got {values!r}.")
         stat = self._subvector
         rows = [stat.parts(j, float(v) * self._to_std[j], "all") for v in grid]
         out = pd.DataFrame(rows, columns=["AR_j", "K_j"], index=pd.Index(grid, name=name))

@@ -55,7 +55,7 @@ def plot_coefficients(res: Any, *, alpha: float = 0.05, beta_star: ArrayLike | N
     plt = _pyplot()
     params = res.params
     kind = res.interval_kind
-    ci = res.conf_int(alpha, ci_method, kind=kind)
+    ci = res.conf_int(alpha, ci_method if kind == "bootstrap" else None, kind=kind)
     keep = np.ones(len(params), dtype=bool)
     if show == "selected" and res.bootstrap is not None:
         keep = res.support.to_numpy() | (res.support_freq.to_numpy() >= SHOWN_FREQ)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._resampling import DEFAULT_N_BOOT
+from .._resampling import DEFAULT_N_BOOT, MAX_REPLICATES
 from .._validation import check_int, check_rng, generator_from_state
 from ..exceptions import BootstrapPendingError, DataError
 from ..inference.stratified import BootstrapResult
@@ -88,8 +88,8 @@ class BootstrapViews:
                             "fit a model built from the data to bootstrap it.")
         plan = self._deferred or {"n_boot": DEFAULT_N_BOOT, "rng": None, "n_jobs": None,
                                   "verbose": None}
-        n_boot = plan["n_boot"] if n_boot is None else check_int(n_boot, "n_boot", owner,
-                                                                  min_val=1)
+        n_boot = plan["n_boot"] if n_boot is None else check_int(
+            n_boot, "n_boot", owner, min_val=2, max_val=MAX_REPLICATES)
         rng = (check_rng(rng, "rng", owner) if rng is not None or plan["rng"] is None
                else generator_from_state(plan["rng"]))
         n_jobs = check_int(n_jobs if n_jobs is not None else plan["n_jobs"] or os.cpu_count()

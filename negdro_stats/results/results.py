@@ -207,7 +207,7 @@ class NegDROResults(BootstrapViews, Saveable):
         values = np.where(self._unbounded(), np.inf, values)
         return pd.Series(values, index=self.params.index, name="std err")
 
-    def conf_int(self, alpha: float = 0.05, method: str = "percentile",
+    def conf_int(self, alpha: float = 0.05, method: str | None = None,
                  kind: str | None = None) -> pd.DataFrame:
         """Confidence intervals with coverage ``1 - alpha``, of the kind ``kind``
         (default :attr:`interval_kind`, the summary's):
@@ -216,8 +216,9 @@ class NegDROResults(BootstrapViews, Saveable):
           on the selected support (NaN off it, and where the covariance is not
           available); for Theorem 6's least-risk fit also on Condition 4 (or 6).
         - ``"bootstrap"``: ``method`` is ``"percentile"`` (default), ``"basic"`` or
-          ``"normal"``; see :meth:`negdro_stats.BootstrapResult.interval` (runs a
-          pending bootstrap; NaN without one).
+          ``"normal"`` (the other kinds refuse a ``method``); see
+          :meth:`negdro_stats.BootstrapResult.interval` (runs a pending bootstrap; NaN
+          without one).
         - ``"robust"``: the intervals of :meth:`robust_set` (test inversion, valid
           however weak the identification; +-inf where unbounded, NaN where the set is
           empty and for the intercept).
@@ -231,6 +232,9 @@ class NegDROResults(BootstrapViews, Saveable):
         kind = check_option(self.interval_kind if kind is None else kind, "kind",
                             "conf_int", ("wald", "bootstrap", "robust"))
         alpha = _check_alpha(alpha, "conf_int")
+        if method is not None and kind != "bootstrap":
+            raise DataError(f"conf_int(method={method!r}) applies to kind='bootstrap' only; "
+                            f"the {kind} intervals have one method (leave method out).")
         if kind == "robust":
             return self.robust_set(alpha).conf_int()
         if kind == "wald":
@@ -238,7 +242,7 @@ class NegDROResults(BootstrapViews, Saveable):
             with np.errstate(invalid="ignore"):
                 lo, hi = b - half, b + half
         else:
-            method = check_option(method, "method", "conf_int", CI_METHODS)
+            method = check_option(method or "percentile", "method", "conf_int", CI_METHODS)
             boot = self.run_bootstrap() if self.bootstrap_pending else self.bootstrap
             if boot is None:
                 lo = hi = np.full(len(self.params), np.nan)

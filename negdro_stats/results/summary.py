@@ -46,25 +46,34 @@ def _latex_escape(text: str, table: dict = _LATEX) -> str:
     return "".join(table.get(ch, ch) for ch in text)
 
 
-def _escaped_cells(summary: Summary, escape: Callable[[str], str]) -> list:
-    """Escape the text of every table cell of ``summary`` in place; returns what
-    :func:`_restore` puts back (statsmodels writes cell text into HTML and LaTeX as it
-    is: a column name ``<script>`` would run in a notebook)."""
-    saved = []
-    for table in summary.tables:
-        saved.append((table, "title", table.title))
-        table.title = escape(table.title) if isinstance(table.title, str) else table.title
-        for row in table:
-            for cell in row:
-                if isinstance(cell.data, str):
-                    saved.append((cell, "data", cell.data))
-                    cell.data = escape(cell.data)
-    return saved
+def _escaped(table: SimpleTable, escape: Callable[[str], str], render: Callable[[], str]
+             ) -> str:
+    """``render()`` with the text of ``table``'s title and cells escaped, then put back."""
+    saved = [(table, "title", table.title)]
+    table.title = escape(table.title) if isinstance(table.title, str) else table.title
+    for row in table:
+        for cell in row:
+            if isinstance(cell.data, str):
+                saved.append((cell, "data", cell.data))
+                cell.data = escape(cell.data)
+    try:
+        return render()
+    finally:
+        for obj, attr, value in saved:
+            setattr(obj, attr, value)
 
 
-def _restore(saved: list) -> None:
-    for obj, attr, value in saved:
-        setattr(obj, attr, value)
+class _Table(SimpleTable):
+    """statsmodels' table with its HTML and LaTeX escaped, each table on its own too
+    (``summary().tables[1].as_html()``): statsmodels writes cell text as it is, and a
+    column name ``<script>`` would run in a notebook.  The text is as it is."""
+
+    def as_html(self, **fmt_dict: Any) -> str:
+        return _escaped(self, html.escape, lambda: super(_Table, self).as_html(**fmt_dict))
+
+    def as_latex_tabular(self, center: bool = True, **fmt_dict: Any) -> str:
+        return _escaped(self, lambda text: _latex_escape(text, _LATEX_CELL),
+                        lambda: super(_Table, self).as_latex_tabular(center, **fmt_dict))
 
 
 class NegDROSummary(Summary):
@@ -79,23 +88,20 @@ class NegDROSummary(Summary):
         return text if self.verdict is None else f"{self.verdict}\n{text}"
 
     def as_html(self) -> str:
-        saved, notes = _escaped_cells(self, html.escape), self.extra_txt
+        notes = self.extra_txt
         self.extra_txt = None if notes is None else html.escape(notes)
         try:
-            page = super().as_html()
+            page = super().as_html()              # (the tables escape their cells)
         finally:
-            _restore(saved)
             self.extra_txt = notes
         return (page if self.verdict is None else
                 f"<p><b>{html.escape(self.verdict)}</b></p>\n{page}")
 
     def as_latex(self) -> str:
         notes, self.extra_txt = self.extra_txt, None
-        saved = _escaped_cells(self, lambda text: _latex_escape(text, _LATEX_CELL))
         try:
-            latex = super().as_latex()
+            latex = super().as_latex()            # (the tables escape their cells)
         finally:
-            _restore(saved)
             self.extra_txt = notes
         if notes:
             latex += "\n\n" + _latex_escape(notes).replace("\n", "\n\n")
@@ -311,7 +317,7 @@ def _header_table(res: Results, kind: str) -> tuple[SimpleTable, int]:
         ("Objective Phi_mu:", f"{res.objective:.4g}"),
     ]
     widths = _widths([left, right], WIDTH, sep=2)
-    top = SimpleTable([[a, b, c, d] for (a, b), (c, d) in zip(left, right, strict=True)],
+    top = _Table([[a, b, c, d] for (a, b), (c, d) in zip(left, right, strict=True)],
                       txt_fmt={"data_fmts": ["%s"], "empty_cell": "", "colsep": "  ",
                                "data_aligns": "lrlr", "colwidths": widths})
     return top, sum(widths) + 2 * 3
@@ -333,7 +339,7 @@ def _coef_table(res: Results, rows: np.ndarray, alpha: float, ci_method: str, ki
         ["robust p"] if robust is not None else []) + [f"[{alpha / 2:g}", f"{1 - alpha / 2:g}]"]
     headers += ["sel. freq"] if has_boot and kind != "wald" else []
     ci = (robust.conf_int() if kind == "robust" else
-          res.conf_int(alpha, ci_method, kind=kind))
+          res.conf_int(alpha, ci_method if kind == "bootstrap" else None, kind=kind))
     coef_rows = []
     for j in rows:
         selected = bool(res.support.iloc[j])
@@ -560,7 +566,7 @@ def _table(rows: list[list[str]], headers: list[str], stubs: list[str], stub_hea
     cols = [max(8, *(len(c) for c in column)) + 1 for column in zip(headers, *rows,
                                                                strict=True)]
     stub = max(len(stub_header), *(len(t) for t in stubs), width - sum(cols) - len(cols))
-    table = SimpleTable(rows, headers=headers, stubs=stubs,
+    table = _Table(rows, headers=headers, stubs=stubs,
                         txt_fmt={"data_fmts": ["%s"], "header_align": "r",
                                  "colwidths": [stub, *cols]})
     table[0][0].data, table[0][0].datatype = stub_header, "stub"   # the header row's stub
