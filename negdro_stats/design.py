@@ -221,7 +221,16 @@ class LinearSEM:
         if len(self.envs) != len(means):
             raise DataError(f"envs has {len(self.envs)} labels for {len(means)} environments.")
         self._means, self._loadings, self._dists = means, loadings, dists
-        self._T = np.linalg.inv(np.eye(p + 1) - B)                  # (I - B)^{-1}, eq. (11)
+        with np.errstate(all="ignore"):               # (acyclic: I - B is invertible)
+            try:
+                T = np.linalg.inv(np.eye(p + 1) - B)              # (I - B)^{-1}, eq. (11)
+            except np.linalg.LinAlgError:                 # (only where products overflow)
+                T = np.full_like(B, np.inf)
+        if not np.isfinite(T).all() or np.abs(T).max() > 1e100:
+            raise DataError("The coefficients are so large that the total effects (I - "
+                            "B)^{-1} (eq. (11)) overflow; rescale the variables so that "
+                            "products of coefficients along a path stay below 1e100.")
+        self._T = T
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -252,8 +261,9 @@ class LinearSEM:
             Covariate order; default: names in order of first appearance.
         noise_var : float or dict
             Variances of the systematic noises ``eta`` (default 1).
-        confounders : dict, optional
-            Hidden confounding as correlated systematic noise: ``{(a, b): rho}`` sets
+        confounders : dict or list, optional
+            Hidden confounding as correlated systematic noise: ``{(a, b): rho}`` (or
+            ``[[a, b, rho], ...]``, the form of plan files) sets
             the correlation of ``eta_a`` and ``eta_b`` to ``rho`` in [-1, 1], so
             ``Omega[a, b] = rho * sqrt(noise_var[a] * noise_var[b])``; pairs not listed
             are uncorrelated.  A pair with the outcome, e.g. ``("X1", "Y")``, is the
@@ -579,9 +589,13 @@ def _noise_covariance(
     correlations ``R`` that ``confounders`` declares (``R = I`` without them)."""
     if confounders is None:
         confounders = {}
+    if isinstance(confounders, Sequence) and not isinstance(confounders, str) and all(
+            isinstance(c, Sequence) and len(c) == 3 for c in confounders):
+        confounders = {(a, b): rho for a, b, rho in confounders}   # (a plan file's form)
     if not isinstance(confounders, Mapping):
         raise DataError("confounders must be a dict {(a, b): correlation}, e.g. "
-                        f"{{('X1', 'Y'): 0.5}}; got {type(confounders).__name__}.")
+                        "{('X1', 'Y'): 0.5}, or a list [[a, b, correlation], ...] as in "
+                        f"plan files; got {type(confounders).__name__}.")
     index = {v: i for i, v in enumerate(names)}
     R, seen = np.eye(len(names)), set()
     for pair, rho in confounders.items():

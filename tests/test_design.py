@@ -152,7 +152,7 @@ def test_confounding_biases_pooled_ols_not_negdro(equations, confounders):
     ({("X1", "Y"): "high"}, r"\[-1, 1\]"),
     ({("X1", "Y"): float("nan")}, r"\[-1, 1\]"),
     ({("X1", "Y"): 0.9, ("X2", "Y"): 0.9, ("X1", "X2"): -0.9}, "not positive semidefinite"),
-    ([("X1", "Y", 0.5)], "must be a dict"),
+    ([("X1", "Y")], "must be a dict"),          # (triples are a plan file's form)
 ])
 def test_bad_confounders(confounders, match):
     with pytest.raises(DataError, match=match):

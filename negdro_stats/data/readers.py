@@ -675,11 +675,17 @@ def read_dask(frame: Any, env: str, *, outcome: str | None = None,
         return a[0].merge(b[0]), a[1].merge(b[1])
 
     # each row's block is drawn from its position in the frame: the partitions' first
-    # positions need their lengths (one light pass, over the labels only)
-    lengths = _dask_compute(frame[env].map_partitions(len), False).tolist()
+    # positions need their lengths, counted on the very collection that is read (dask's
+    # query planner fuses Parquet partitions by the columns selected: the labels alone
+    # had fewer partitions than all the columns, "zip() argument 2 is shorter")
+    used = frame[[env, *names]]
+    lengths = _dask_compute(used.map_partitions(len), False).tolist()
     starts = np.cumsum([0, *lengths[:-1]]).tolist()
-    parts = [dask.delayed(partial)(d, start) for d, start in zip(
-        frame[[env, *names]].to_delayed(), starts, strict=True)]
+    delayed = used.to_delayed()
+    if len(delayed) != len(starts):
+        raise DataError(f"The Dask DataFrame gave {len(delayed)} partitions but {len(starts)} "
+                        "partition lengths; persist it first (frame.persist()).")
+    parts = [dask.delayed(partial)(d, start) for d, start in zip(delayed, starts, strict=True)]
     while len(parts) > 1:                                # tree reduction
         parts = [dask.delayed(merge)(*parts[i:i + 2]) if i + 1 < len(parts) else parts[i]
                  for i in range(0, len(parts), 2)]
