@@ -17,7 +17,7 @@ from negdro_stats import (
     simulate,
 )
 from negdro_stats.data.container import MultiEnvData
-from negdro_stats.results.summary import _num
+from negdro_stats.results.tables import fmt_num as _num
 
 
 @pytest.fixture(scope="module")

@@ -156,9 +156,11 @@ def test_small_environments():
 
 
 def test_large_p_summary_shows_selected_only():
+    """show="selected" (the default beyond SHOW_ALL_MAX_P = 60 covariates) lists the
+    selected covariates and those the refits select often, and says how to see all."""
     sem = simulate.eq33(p=40)
     res = NegDRO(sem.sample(3000, rng=1), env="env", outcome="Y").fit(n_boot=10, rng=0)
-    text = str(res.summary())
+    text = str(res.summary(show="selected"))
     shown = res.support | (res.support_freq >= 0.1)        # the rule of show="selected"
     hidden = [name for name in shown.index if not shown[name]]
     assert shown["X1"] and shown["X3"] and len(hidden) >= 30

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from negdro_stats import cli, simulate
+from negdro_stats import IdentificationWarning, cli, simulate
 
 README = (Path(__file__).parents[1] / "README.md").read_text()
 
@@ -33,6 +33,14 @@ def test_the_readme_has_the_blocks_this_test_runs():
     assert setup[1].endswith('python -m pytest -m "not slow"')
 
 
+# The warnings a README block may give, by block: Sachs (the invariance model is
+# rejected: what that block shows); the scikit-learn example's leave-one-environment-out
+# folds fit on three of eq. (33)'s four environments, where Condition 1b fails;
+# third-party deprecations are not ours.
+README_WARNS = {2: (IdentificationWarning,),
+                3: (IdentificationWarning, FutureWarning, DeprecationWarning)}
+
+
 def test_every_python_block_runs(tmp_path, monkeypatch):
     """Each block as written (save() writes into a scratch folder, figures to no screen);
     then a few of the claims their comments make."""
@@ -41,9 +49,11 @@ def test_every_python_block_runs(tmp_path, monkeypatch):
     matplotlib.use("Agg")
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for k, block in enumerate(_blocks("python")):
+    for k, block in enumerate(_blocks("python")):
+        with warnings.catch_warnings():              # issue 41: the examples run clean,
+            warnings.simplefilter("error")           # but for what an example is about
+            for category in README_WARNS.get(k + 1, ()):
+                warnings.simplefilter("ignore", category)
             exec(compile(block, f"README.md, Python block {k + 1}", "exec"), namespace)
     res = namespace["res"]
     assert np.linalg.norm(res.params.to_numpy() - simulate.eq33(p=10).beta_star) < 0.05

@@ -1,7 +1,7 @@
 """The display labels of the estimator's methods and refits: the one place the summary,
 the gamma path and the CLI take them from."""
 
-__all__ = ["METHOD_LABELS", "REFIT_LABELS", "REFIT_SHORT", "VERDICT_LABELS"]
+__all__ = ["COV_SHORT", "METHOD_LABELS", "REFIT_LABELS", "REFIT_SHORT", "VERDICT_LABELS"]
 
 METHOD_LABELS = {
     ("algorithm3", "sqp"): "NegDRO Alg. 3 (SQP)",
@@ -13,6 +13,9 @@ REFIT_LABELS = {"ols": "pooled OLS", "gmm": "invariance GMM", "negdro": "Phi_mu 
                 "invariant": "gradient inv., eq. (31)", "ils": "invariance-constrained LS"}
 REFIT_SHORT = {"ols": "pooled OLS", "gmm": "GMM", "ils": "inv. LS", "negdro": "Phi_mu",
                "invariant": "eq. (31)"}
+# the summary's "Cov. Type:", by refit (the sandwich module's cov_method says it in full)
+COV_SHORT = {"ols": "HC0", "gmm": "GMM inv. info.", "ils": "constrained", "negdro": "n/a",
+             "invariant": "n/a", "none": "n/a"}
 # the summary's "Identified:", by NegDROResults.verdict (results.verdicts.verdict)
 VERDICT_LABELS = {"identified": "yes", "if Condition 4": "if Cond. 4 / 6",
                   "not identified": "NO", "rejected": "NO: rejected"}

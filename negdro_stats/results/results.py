@@ -30,12 +30,13 @@ from .resampled import BootstrapViews
 from .verdicts import condition_1b, conditional, fit_problems, interval_kind, verdict
 
 if TYPE_CHECKING:
-    from .summary import NegDROSummary
+    from .tables import NegDROSummary
 
 __all__ = ["NegDROResults", "PathResult", "load"]
 
 ON_FIRST_USE = "on first use"   # the identification check waits for its first use
 
+SHOW_ALL_MAX_P = 60      # the summary lists every coefficient up to this many (show="all")
 MEAN_SHARE = 0.05        # a residual mean above this share of its mean square: see below
 
 def _check_alpha(alpha: object, owner: str) -> float:
@@ -355,6 +356,16 @@ class NegDROResults(BootstrapViews, Saveable):
         return float("nan") if self.identification is None else self.identification.margin
 
     @property
+    def rsquared(self) -> float:
+        """Pooled R-squared: 1 - the pooled mean squared residual over the outcome's
+        pooled mean square about its mean with an intercept, about 0 without one
+        (statsmodels' uncentred R-squared), rows weighted as in pooled OLS."""
+        mom = self.model.moments
+        w = mom.pooled_weights()
+        total = float(w @ mom.syy) - (float(w @ mom.mean_y) ** 2 if self.fit_intercept else 0.0)
+        return 1.0 - float(w @ self.risks.to_numpy()) / total
+
+    @property
     def gamma(self) -> float:
         """The invariance strength gamma of the fit (eq. (9))."""
         return self.solver.options.gamma
@@ -447,7 +458,8 @@ class NegDROResults(BootstrapViews, Saveable):
             Significance level of the intervals (coverage ``1 - alpha``).
         show : {"all", "selected"}, optional
             Coefficient rows: all of them, or the selected ones plus any with selection
-            frequency >= 0.1 (and a count of the rest).  Default: all when p <= 30.
+            frequency >= 0.1 (and a count of the rest).  Default: all when p <= 60
+            (``SHOW_ALL_MAX_P``); the notes say how to list the rest.
         ci_method : {"percentile", "basic", "normal"}
             The bootstrap intervals' method.
         intervals : {"auto", "wald", "bootstrap", "robust"}
@@ -460,7 +472,7 @@ class NegDROResults(BootstrapViews, Saveable):
             model is consistent with these data".
         """
         show = check_option(show if show is not None else
-                            ("all" if len(self.params) <= 30 else "selected"),
+                            ("all" if len(self.params) <= SHOW_ALL_MAX_P else "selected"),
                             "show", "summary", ["all", "selected"])
         intervals = check_option(intervals, "intervals", "summary",
                                  ["auto", "wald", "bootstrap", "robust"])

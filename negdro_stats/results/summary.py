@@ -8,13 +8,9 @@ of the package's, and a fit does not need it.
 
 from __future__ import annotations
 
-import html
-import textwrap
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
 from .._resampling import DEFAULT_N_BOOT
@@ -23,94 +19,23 @@ from ..exceptions import DataError
 from ..identification.conditions import identification_advice
 from ..inference.robust import ROBUST_TABLE_MAX_P, RobustSet
 from ..inference.stratified import SHOWN_FREQ, BootstrapResult
-from .labels import METHOD_LABELS, REFIT_LABELS, REFIT_SHORT, VERDICT_LABELS
+from .labels import COV_SHORT, METHOD_LABELS, REFIT_LABELS, REFIT_SHORT, VERDICT_LABELS
+from .tables import (
+    WIDTH,
+    NegDROSummary,
+    Table,
+    fmt_num,
+    fmt_p,
+    grid,
+    pair_widths,
+    shorten,
+    wrap_note,
+)
 from .verdicts import condition_1b, conditional, fit_problems, gamma_not_used
 
 __all__ = ["NegDROSummary", "build_summary", "path_summary"]
 
 Results = Any   # a NegDROResults (results imports this module, so it cannot be named here)
-
-WIDTH = 78                     # of the summary's tables and notes (as statsmodels)
-
-
-_LATEX = {"\\": r"\textbackslash{}", "%": r"\%", "&": r"\&", "_": r"\_", "#": r"\#",
-          "$": r"\$", "{": r"\{", "}": r"\}", "^": r"\textasciicircum{}",
-          "~": r"\textasciitilde{}"}
-
-
-# statsmodels' table cells already replace # $ % & > _ | (its default_latex_fmt)
-_LATEX_CELL = {ch: _LATEX[ch] for ch in "\\{}^~"} | {"<": r"\textless{}"}
-
-
-def _latex_escape(text: str, table: dict = _LATEX) -> str:
-    return "".join(table.get(ch, ch) for ch in text)
-
-
-def _escaped(table: SimpleTable, escape: Callable[[str], str], render: Callable[[], str]
-             ) -> str:
-    """``render()`` with the text of ``table``'s title and cells escaped, then put back."""
-    saved = [(table, "title", table.title)]
-    table.title = escape(table.title) if isinstance(table.title, str) else table.title
-    for row in table:
-        for cell in row:
-            if isinstance(cell.data, str):
-                saved.append((cell, "data", cell.data))
-                cell.data = escape(cell.data)
-    try:
-        return render()
-    finally:
-        for obj, attr, value in saved:
-            setattr(obj, attr, value)
-
-
-class _Table(SimpleTable):
-    """statsmodels' table with its HTML and LaTeX escaped, each table on its own too
-    (``summary().tables[1].as_html()``): statsmodels writes cell text as it is, and a
-    column name ``<script>`` would run in a notebook.  The text is as it is."""
-
-    def as_html(self, **fmt_dict: Any) -> str:
-        return _escaped(self, html.escape, lambda: super(_Table, self).as_html(**fmt_dict))
-
-    def as_latex_tabular(self, center: bool = True, **fmt_dict: Any) -> str:
-        return _escaped(self, lambda text: _latex_escape(text, _LATEX_CELL),
-                        lambda: super(_Table, self).as_latex_tabular(center, **fmt_dict))
-
-
-class NegDROSummary(Summary):
-    """A statsmodels ``Summary`` with a one-line ``verdict`` above the tables when the
-    reader must not miss it, and notes LaTeX-escaped in :meth:`as_latex` (statsmodels
-    escapes table stubs but not ``extra_txt``: "50%" would start a comment)."""
-
-    verdict: str | None = None
-
-    def as_text(self) -> str:
-        text = super().as_text()
-        return text if self.verdict is None else f"{self.verdict}\n{text}"
-
-    def as_html(self) -> str:
-        notes = self.extra_txt
-        self.extra_txt = None if notes is None else html.escape(notes)
-        try:
-            page = super().as_html()              # (the tables escape their cells)
-        finally:
-            self.extra_txt = notes
-        return (page if self.verdict is None else
-                f"<p><b>{html.escape(self.verdict)}</b></p>\n{page}")
-
-    def as_latex(self) -> str:
-        notes, self.extra_txt = self.extra_txt, None
-        try:
-            latex = super().as_latex()            # (the tables escape their cells)
-        finally:
-            self.extra_txt = notes
-        if notes:
-            latex += "\n\n" + _latex_escape(notes).replace("\n", "\n\n")
-        if self.verdict is not None:
-            latex = "\\textbf{" + _latex_escape(self.verdict) + "}\n\n" + latex
-        return latex
-
-
-
 
 def _method_label(res: Results) -> str:
     """What produced the coefficients: the support's choice + the refit on it."""
@@ -126,16 +51,6 @@ def _method_label(res: Results) -> str:
 def _is_intercept(res: Results, j: int) -> bool:
     """The appended constant column (``fit_intercept=True``): in every model, never selected."""
     return res.fit_intercept and j == len(res.params) - 1
-
-
-def _num(x: float) -> str:
-    """A table number formatted by magnitude (as statsmodels' ``forg``): fixed with four
-    decimals between 1e-4 and 1e4, else scientific; exact zeros as 0."""
-    if x == 0:
-        return "0"
-    if not np.isfinite(x) or 1e-4 <= abs(x) < 1e4:
-        return f"{x:.4f}"
-    return f"{x:.4e}"
 
 
 def _robust_disagrees(res: Results, robust: RobustSet | None) -> list[str]:
@@ -264,21 +179,21 @@ def build_summary(res: Results, *, alpha: float, show: str, ci_method: str,
     robust = checked if in_table else None
     if kind == "robust" and robust is None:             # not computable: the analytic ones
         kind = "wald"
-    env_rows = [[f"{n:g}", f"{w:.3f}", _num(r)]
+    env_rows = [[f"{n:g}", f"{w:.3f}", fmt_num(r)]
                 for n, w, r in zip(res.nobs_env, res.weights, res.risks, strict=True)]
     smry = NegDROSummary()
     smry.tables = [top, _coef_table(res, rows, alpha, ci_method, kind, robust, width),
-                   _table(env_rows, ["n_e", "weight w_e", "risk R_e(b)"],
+                   grid(env_rows, ["n_e", "weight w_e", "risk R_e(b)"],
                           [str(e) for e in res.weights.index], "environment", width)]
     verdict = _verdict(problems, checked)
     smry.verdict = None if verdict is None else "\n".join(
-        _wrap(line, width, indent="") for line in verdict.split("\n"))
+        wrap_note(line, width, indent="") for line in verdict.split("\n"))
     notes = [*_selection_notes(res, kind),
              *[note for note in (_wald_note(res, alpha) if kind == "wald" else None,
                                  robust_note) if note is not None],
              _bootstrap_note(res, ci_method, kind),
              *_fit_notes(res, shown=len(rows), show=show)]
-    smry.add_extra_txt([_wrap(f"[{k}] {t}", width)
+    smry.add_extra_txt([wrap_note(f"[{k}] {t}", width)
                         for k, t in enumerate(notes, start=1)])
     return smry
 
@@ -296,7 +211,7 @@ def _header_table(res: Results, kind: str) -> tuple[SimpleTable, int]:
     boot = _shown_bootstrap(res, kind)
     left = [
         ("Dep. Variable:", f"{res.endog_name} (first column)" if res.outcome_first_column
-         and len(res.endog_name) <= 4 else _short(res.endog_name, 19)),
+         and len(res.endog_name) <= 4 else shorten(res.endog_name, 19)),
         ("Method:", _method_label(res)),
         ("Solver:", METHOD_LABELS[(res.solver.method, res.solver.inner)]),
         ("gamma:", f"{res.gamma:g}" + (" (not used)" if gamma_not_used(res) else "")),
@@ -304,6 +219,7 @@ def _header_table(res: Results, kind: str) -> tuple[SimpleTable, int]:
         ("No. Environments:", f"{res.n_envs}"),
         ("Boot reps:", "on request" if res.bootstrap_deferred else
          "0" if boot is None else f"{boot.n_boot}"),
+        ("R-squared:", f"{res.rsquared:.3f}"),                 # (pooled: rsquared)
     ]
     ident = res.identification
     right = [
@@ -315,9 +231,10 @@ def _header_table(res: Results, kind: str) -> tuple[SimpleTable, int]:
         ("Iterations:", f"{res.n_iter}"),
         ("Stationarity:", f"{res.grad_norm:.2e}"),
         ("Objective Phi_mu:", f"{res.objective:.4g}"),
+        ("Cov. Type:", COV_SHORT.get(res.solver.refit, "n/a")),
     ]
-    widths = _widths([left, right], WIDTH, sep=2)
-    top = _Table([[a, b, c, d] for (a, b), (c, d) in zip(left, right, strict=True)],
+    widths = pair_widths([left, right], WIDTH, sep=2)
+    top = Table([[a, b, c, d] for (a, b), (c, d) in zip(left, right, strict=True)],
                       txt_fmt={"data_fmts": ["%s"], "empty_cell": "", "colsep": "  ",
                                "data_aligns": "lrlr", "colwidths": widths})
     return top, sum(widths) + 2 * 3
@@ -343,27 +260,27 @@ def _coef_table(res: Results, rows: np.ndarray, alpha: float, ci_method: str, ki
     coef_rows = []
     for j in rows:
         selected = bool(res.support.iloc[j])
-        row = [_num(res.params.iloc[j])] + ([] if beside else [_num(res.std_params.iloc[j])])
+        row = [fmt_num(res.params.iloc[j])] + ([] if beside else [fmt_num(res.std_params.iloc[j])])
         row.append("always" if _is_intercept(res, j) else "yes" if selected else "-")
+        never = kind == "bootstrap" and not selected and res.support_freq.iloc[j] == 0
         if kind == "bootstrap":
-            row.append(_num(res.boot_se.iloc[j]))
+            row.append("-" if never else fmt_num(res.boot_se.iloc[j]))
         elif kind == "wald" or not has_boot:             # (conditional on the support)
-            row.append(_num(res.bse.iloc[j]) if selected else "-")
+            row.append(fmt_num(res.bse.iloc[j]) if selected else "-")
         if kind == "wald":
-            row.append(f"{res.pvalues.iloc[j]:.3g}" if selected else "-")
+            row.append(fmt_p(res.pvalues.iloc[j]) if selected else "-")
         if robust is not None:
-            row.append("n/a" if np.isnan(robust.pvalues.iloc[j])
-                       else f"{robust.pvalues.iloc[j]:.3g}")
+            row.append(fmt_p(robust.pvalues.iloc[j]))
         if kind == "robust" and robust.empty:
             row += ["empty", "empty"]
-        elif selected or kind != "wald":
-            row += [_num(ci["lower"].iloc[j]), _num(ci["upper"].iloc[j])]
+        elif (selected or kind != "wald") and not never:
+            row += [fmt_num(ci["lower"].iloc[j]), fmt_num(ci["upper"].iloc[j])]
         else:
             row += ["-", "-"]
         if has_boot and kind != "wald":
             row.append(f"{res.support_freq.iloc[j]:.2f}")
         coef_rows.append(row)
-    return _table(coef_rows or [["-"] * len(headers)], headers,
+    return grid(coef_rows or [["-"] * len(headers)], headers,
                   [str(res.params.index[j]) for j in rows] or ["(none)"], "", width)
 
 
@@ -458,7 +375,8 @@ def _bootstrap_note(res: Results, ci_method: str, kind: str) -> str:
         blocks = getattr(getattr(res.model, "data", None), "blocks", None)
         unit = ("" if blocks is None else f" (by blocks: each environment's "
                 f"{blocks.n_blocks} random blocks of rows drawn with replacement)")
-        freq = "sel. freq = share of refits that selected the covariate"
+        freq = ("sel. freq = share of refits that selected the covariate ('-': none did, "
+                "the refits' interval is [0, 0])")
         what = {
             "bootstrap": f"{ci_method} intervals"
                          + (f", {_if_condition_4(res)}" if conditional(res) else "")
@@ -535,54 +453,16 @@ def _fit_notes(res: Results, *, shown: int, show: str) -> list[str]:
     return notes
 
 
-def _wrap(note: str, width: int = WIDTH, indent: str = "    ") -> str:
-    """A note in lines of ``width``, indented under its number; words and hyphenated
-    names ("GMM-BIC") are never split."""
-    return textwrap.fill(note, width, subsequent_indent=indent, break_on_hyphens=False,
-                         break_long_words=False)
-
-
-def _short(text: str, k: int) -> str:
-    """``text``, cut to ``k`` characters with "..." when longer (a header cell)."""
-    return text if len(text) <= k else text[:k - 3] + "..."
-
-
-def _widths(columns: list[list[tuple[str, str]]], width: int, sep: int) -> list[int]:
-    """Column widths for (label, value) pairs that fill ``width``: labels as wide as the
-    longest, values share what is left (at least as wide as the longest)."""
-    labels = [max(len(a) for a, _ in col) for col in columns]
-    values = [max(len(b) for _, b in col) for col in columns]
-    spare = max(width - sum(labels) - sum(values) - sep * (2 * len(columns) - 1), 0)
-    values = [v + spare // len(columns) + (k == 0) * (spare % len(columns))
-              for k, v in enumerate(values)]
-    return [w for pair in zip(labels, values, strict=True) for w in pair]
-
-
-def _table(rows: list[list[str]], headers: list[str], stubs: list[str], stub_header: str,
-           width: int = WIDTH) -> SimpleTable:
-    """A table of ``rows`` as wide as the header table (``width``): data columns as wide
-    as their longest entry (at least 8) plus a space; the stub column, left-aligned,
-    takes the rest."""
-    cols = [max(8, *(len(c) for c in column)) + 1 for column in zip(headers, *rows,
-                                                               strict=True)]
-    stub = max(len(stub_header), *(len(t) for t in stubs), width - sum(cols) - len(cols))
-    table = _Table(rows, headers=headers, stubs=stubs,
-                        txt_fmt={"data_fmts": ["%s"], "header_align": "r",
-                                 "colwidths": [stub, *cols]})
-    table[0][0].data, table[0][0].datatype = stub_header, "stub"   # the header row's stub
-    return table
-
-
 def path_summary(path: Any) -> NegDROSummary:
     """:meth:`PathResult.summary`: the path as a table, with the support of each gamma and
     a note on why the estimates may coincide."""
     frame = path.to_frame()
     names = path.support.columns
-    rows = [[f"{row['selected']:d}", _num(row["max risk"]), _num(row["mean risk"]),
-             _num(row["Phi_mu"]), "n/a" if np.isnan(row["equal-risk p"])
+    rows = [[f"{row['selected']:d}", fmt_num(row["max risk"]), fmt_num(row["mean risk"]),
+             fmt_num(row["Phi_mu"]), "n/a" if np.isnan(row["equal-risk p"])
              else f"{row['equal-risk p']:.3g}", row["refit"]]
             for _, row in frame.iterrows()]
-    table = _table(rows, ["selected", "max risk", "mean risk", "Phi_mu", "risk p",
+    table = grid(rows, ["selected", "max risk", "mean risk", "Phi_mu", "risk p",
                           "refit"], [f"{g:g}" for g in path.gammas], "gamma")
     supports = {tuple(names[m]) for m in path.support.to_numpy()}
     smry = NegDROSummary()
@@ -594,6 +474,6 @@ def path_summary(path: Any) -> NegDROSummary:
                      f"({', '.join(map(str, next(iter(supports)))) or 'none'}); with the "
                      "default refit the coefficients on it do not depend on gamma.  "
                      "refit='negdro' shows Phi_mu's own path (the paper's Figures 5 and 7).")
-    smry.add_extra_txt([_wrap(f"[{k}] {t}")
+    smry.add_extra_txt([wrap_note(f"[{k}] {t}")
                         for k, t in enumerate(notes, start=1)])
     return smry
