@@ -126,7 +126,7 @@ def _robust_or_reason(res: Results, alpha: float, kind: str, asked: bool,
            "shown instead of the bootstrap's because of the warning above: where "
            "identification is weak or invariance is rejected, a bootstrap of the fit "
            "gives confidence the data do not support" if problems else
-           "the default until a bootstrap has run")
+           "the default without fit(n_boot=B)")
     why += "" if asked else "; res.interval_kind"
     return rs, True, (f"Intervals: robust ({why}): the b_j at which "
                       f"{test} does not reject, valid however weak the identification; "
