@@ -202,3 +202,20 @@ def test_warnings_are_one_line_each_once_per_fit(arrays):
             assert "\n" not in message and len(message) <= 250, message
         seen |= {type(w.message).__name__ for w in caught}
     assert {"IdentificationWarning", "DataWarning", "ConvergenceWarning"} <= seen
+
+
+def test_an_exact_fit_is_reported_as_such(arrays):
+    """Issue 41 item 7: where the covariates give the outcome exactly, every risk is 0 up
+    to rounding; the equal-risk test rejected on that rounding (p = 0), so the verdict
+    was "rejected" beside an exact fit.  Now: identified, the test at p = 1, and the
+    robust intervals bounded around the estimate, their p-values agreeing (b = 0 is
+    outside X1's interval and has a tiny p)."""
+    df = arrays[0].assign(Y=lambda d: 0.5 * d["X1"] - 0.5 * d["X3"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    assert res.verdict == "identified" and res.invariance.pvalue == 1.0
+    assert "WARNING" not in str(res.summary())
+    ci = res.conf_int(kind="robust")
+    assert ci.loc["X1", "lower"] <= 0.5 <= ci.loc["X1", "upper"] and ci.loc["X1", "lower"] > 0
+    assert res.robust_pvalues["X1"] < 1e-6 and res.robust_pvalues["X2"] > 0.05
