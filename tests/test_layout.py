@@ -65,3 +65,16 @@ def test_every_row_up_to_the_limit():
         warnings.simplefilter("ignore")
         res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
     assert SHOW_ALL_MAX_P >= 50 and len(_rows(res.summary())) == 50
+
+
+def test_an_interval_that_excludes_its_estimate_is_said():
+    """The README's example (eq. (33), n = 2,000, seed 0): X2 is not selected (0) while
+    its robust interval is [-0.047, -0.001]; the table showed both without a word."""
+    df = simulate.eq33(p=10).sample(2000, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    ci = res.conf_int(kind="robust")
+    assert res.params["X2"] == 0 and ci.loc["X2", "upper"] < 0
+    text = " ".join(str(res.summary()).split())
+    assert "The robust intervals of X2 exclude the estimate itself" in text

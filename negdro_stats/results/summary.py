@@ -181,8 +181,10 @@ def build_summary(res: Results, *, alpha: float, show: str, ci_method: str,
         kind = "wald"
     env_rows = [[f"{n:g}", f"{w:.3f}", fmt_num(r)]
                 for n, w, r in zip(res.nobs_env, res.weights, res.risks, strict=True)]
+    ci = (robust.conf_int() if kind == "robust" else
+          res.conf_int(alpha, ci_method if kind == "bootstrap" else None, kind=kind))
     smry = NegDROSummary()
-    smry.tables = [top, _coef_table(res, rows, alpha, ci_method, kind, robust, width),
+    smry.tables = [top, _coef_table(res, rows, ci, alpha, kind, robust, width),
                    grid(env_rows, ["n_e", "weight w_e", "risk R_e(b)"],
                           [str(e) for e in res.weights.index], "environment", width)]
     verdict = _verdict(problems, checked)
@@ -192,6 +194,7 @@ def build_summary(res: Results, *, alpha: float, show: str, ci_method: str,
              *[note for note in (_wald_note(res, alpha) if kind == "wald" else None,
                                  robust_note) if note is not None],
              _bootstrap_note(res, ci_method, kind),
+             *_outside(res, ci, kind, robust),
              *_fit_notes(res, shown=len(rows), show=show)]
     smry.add_extra_txt([wrap_note(f"[{k}] {t}", width)
                         for k, t in enumerate(notes, start=1)])
@@ -240,7 +243,7 @@ def _header_table(res: Results, kind: str) -> tuple[SimpleTable, int]:
     return top, sum(widths) + 2 * 3
 
 
-def _coef_table(res: Results, rows: np.ndarray, alpha: float, ci_method: str, kind: str,
+def _coef_table(res: Results, rows: np.ndarray, ci: Any, alpha: float, kind: str,
                 robust: RobustSet | None, width: int) -> SimpleTable:
     """The coefficients of ``rows`` with the intervals of ``kind``: Wald (the analytic
     standard errors and their p-values), the bootstrap's (its standard errors,
@@ -255,8 +258,6 @@ def _coef_table(res: Results, rows: np.ndarray, alpha: float, ci_method: str, ki
         "robust": [] if has_boot else ["std err"]}[kind] + (
         ["robust p"] if robust is not None else []) + [f"[{alpha / 2:g}", f"{1 - alpha / 2:g}]"]
     headers += ["sel. freq"] if has_boot and kind != "wald" else []
-    ci = (robust.conf_int() if kind == "robust" else
-          res.conf_int(alpha, ci_method if kind == "bootstrap" else None, kind=kind))
     coef_rows = []
     for j in rows:
         selected = bool(res.support.iloc[j])
@@ -282,6 +283,23 @@ def _coef_table(res: Results, rows: np.ndarray, alpha: float, ci_method: str, ki
         coef_rows.append(row)
     return grid(coef_rows or [["-"] * len(headers)], headers,
                   [str(res.params.index[j]) for j in rows] or ["(none)"], "", width)
+
+
+def _outside(res: Results, ci: Any, kind: str, robust: RobustSet | None) -> list[str]:
+    """A note on the coefficients whose interval excludes their own estimate (issue 41:
+    the README's X2 = 0 beside [-0.047, -0.001]): the estimate is the selection's, the
+    robust interval the test inversion's, and they disagree there."""
+    b, lo, hi = res.params.to_numpy(), ci["lower"].to_numpy(), ci["upper"].to_numpy()
+    with np.errstate(invalid="ignore"):
+        out = np.flatnonzero((lo > b) | (hi < b))
+    if not len(out) or kind != "robust" or robust is None or robust.empty:
+        return []
+    names = [str(res.params.index[j]) for j in out]
+    return [f"The robust intervals of {listed(names, 5)} exclude the estimate itself: the "
+            "estimate is the selection's (a covariate not selected is 0), the interval "
+            "the invariance test's, which rejects that value (robust p below alpha).  A "
+            "weak effect the selection missed, or a model the test finds misspecified: "
+            "read these coefficients with care."]
 
 
 def _selection_notes(res: Results, kind: str) -> list[str]:
