@@ -103,3 +103,16 @@ def test_the_json_says_what_the_text_says_of_condition_1b():
     data = res.to_dict()["identification"]
     assert res.identification.holds and "unclear" in header
     assert data["verdict"] == "unclear" and data["holds"] is None
+
+
+def test_a_result_holds_one_bootstrap():
+    """run_bootstrap() returns the bootstrap a result has; asking for another (other
+    n_boot or rng) is refused, so that boot_se, conf_int and the summary never read two
+    different bootstraps."""
+    from negdro_stats import DataError
+
+    df = simulate.eq33(p=5).sample(300, rng=0)
+    res = NegDRO(df, env="env", outcome="Y").fit(n_boot=4, rng=0, n_jobs=1)
+    assert res.run_bootstrap() is res.fit_bootstrap
+    with pytest.raises(DataError, match="has its bootstrap \\(4 refits\\)"):
+        res.run_bootstrap(n_boot=10)

@@ -78,11 +78,16 @@ class BootstrapViews:
 
         Without arguments: the pending default bootstrap (``DEFAULT_N_BOOT`` refits with
         the fit's ``rng``: the draws ``fit(n_boot=B, rng=...)`` gives), or the bootstrap
-        already run.  ``n_boot`` / ``rng`` run another one (``rng`` default: the fit's
-        where it was kept, else fresh entropy)."""
+        already run.  ``n_boot`` / ``rng`` choose them (``rng`` default: the fit's where
+        it was kept, else fresh entropy) while none has run: a result holds one
+        bootstrap, which every view reads."""
         owner = "NegDROResults.run_bootstrap"
-        if n_boot is None and rng is None and self.bootstrap is not None:
-            return self.bootstrap
+        if self.bootstrap is not None:
+            if n_boot is None and rng is None:
+                return self.bootstrap
+            raise DataError(f"{owner}: this result has its bootstrap ({self.bootstrap.n_boot} "
+                            "refits), which every view reads; for another, refit with "
+                            "fit(n_boot=B, rng=...).")
         if not self.can_resample:
             raise DataError(f"{owner}: a model built from moments has no rows to resample; "
                             "fit a model built from the data to bootstrap it.")
