@@ -140,7 +140,7 @@ def test_fit_names_unknown_and_misplaced_options(frame):
     with pytest.raises(DataError, match=r"not take 'alpha'.*conf_int\(alpha=0.05\).*test_level="):
         model.fit(alpha=0.1, n_boot=0)                  # one meaning: the intervals' level
     assert model.fit(test_level=0.1, n_boot=0).settings["test_level"] == 0.1
-    with pytest.warns(SelectionWarning, match=r"threshold=1.5\): Algorithm 3 keeps only"):
+    with pytest.warns(SelectionWarning, match=r"threshold=1.5\): Algorithm 3 keeps covariates"):
         model.fit(threshold=1.5, n_boot=0)
 
 

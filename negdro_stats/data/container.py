@@ -695,7 +695,5 @@ def _check_outcome_not_determined(check: Moments) -> None:
         return
     involved = [name for name, bj in zip(check.names, b, strict=True) if abs(bj) > 1e-3]
     warn_user(f"The outcome {check.outcome!r} is an exact linear function of the "
-              f"covariates {involved} (share of its second moment left unexplained: "
-              f"{max(unexplained, 0.0):.1e}): one of them probably copies or rescales the "
-              "outcome. Every residual is 0, so nothing can be tested: the fit reports that "
-              "exact function; drop the copy to model the outcome.", DataWarning)
+              f"covariates {involved} (unexplained share {max(unexplained, 0.0):.1e}): "
+              "one probably copies the outcome; drop it to model the outcome.", DataWarning)

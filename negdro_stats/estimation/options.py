@@ -164,11 +164,9 @@ class SolverOptions:
                                 f"options are {known} (see SolverOptions).")
         out = cls(**options, **fixed_by_model)
         if out.threshold > 1:
-            warn_user(f"{owner}(threshold={out.threshold:g}): Algorithm 3 keeps only covariates "
-                      "whose standardised coefficient |b_j| d_j / s_y is at least that, which "
-                      "is rarely any (0.15 is the paper's); the default refit='auto' chooses "
-                      "the support by J tests where the environments identify it and uses "
-                      "the threshold only on Algorithm 3's route.", SelectionWarning)
+            warn_user(f"{owner}(threshold={out.threshold:g}): Algorithm 3 keeps covariates "
+                      "whose standardised coefficient |b_j| d_j / s_y is at least that, "
+                      "rarely any: the paper's is 0.15.", SelectionWarning)
         return out
 
     def as_dict(self) -> dict:
