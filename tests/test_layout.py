@@ -78,3 +78,13 @@ def test_an_interval_that_excludes_its_estimate_is_said():
     assert res.params["X2"] == 0 and ci.loc["X2", "upper"] < 0
     text = " ".join(str(res.summary()).split())
     assert "The robust intervals of X2 exclude the estimate itself" in text
+
+
+def test_bootstrap_intervals_without_a_bootstrap_are_refused():
+    """summary(intervals='bootstrap') after fit(n_boot=0) showed columns of nan."""
+    from negdro_stats import DataError
+
+    df = simulate.eq33(p=5).sample(300, rng=0)
+    res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    with pytest.raises(DataError, match=r"no bootstrap \(res.run_bootstrap\(\) runs one"):
+        res.summary(intervals="bootstrap")

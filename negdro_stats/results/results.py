@@ -478,6 +478,11 @@ class NegDROResults(BootstrapViews, Saveable):
                                  ["auto", "wald", "bootstrap", "robust"])
         if intervals == "bootstrap" and self.bootstrap_pending:
             self.run_bootstrap()                  # asked for: a pending one runs now
+        elif intervals == "bootstrap" and self.bootstrap is None:    # (a column of NaN)
+            raise DataError("summary(intervals='bootstrap'): this result has no bootstrap ("
+                            + ("res.run_bootstrap() runs one, or fit(n_boot=B)" if
+                               self.can_resample else "a model built from moments has no "
+                               "rows to resample") + ").")
         alpha = _check_alpha(alpha, "summary")
         from .summary import build_summary  # (statsmodels' tables: on first use)
 
