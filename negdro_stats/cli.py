@@ -76,6 +76,7 @@ _PYTHON_TO_OPTION = {
     "fit_intercept=True": "--intercept",
     "Encode them first (e.g. pandas.get_dummies) or use NegDRO.from_formula.":
         "Encode them as numbers, or leave them out with --covariates.",
+    "pass overwrite=True to replace it": "remove it or give --save another path",
 }
 _LONG_LIST = 8          # error messages show at most this many items of a list
 
@@ -324,6 +325,8 @@ def _fit(args: argparse.Namespace) -> int:
     with _package_errors():
         res = model.fit(n_boot=args.n_boot, rng=args.seed, refit=args.refit,
                         test_level=args.test_level)
+        if args.save is not None:
+            res.save(args.save)
         if args.json:
             output = res.to_dict(alpha=args.alpha)
         else:
@@ -584,6 +587,9 @@ def _parser() -> argparse.ArgumentParser:
                           "intervals)")
     fit.add_argument("--format", choices=["text", "html", "latex"], default=None,
                      help="format of the summary (default: text)")
+    fit.add_argument("--save", metavar="PATH", default=None,
+                     help="also save the results to PATH (negdro_stats.load(PATH) reads "
+                          "them); an existing file is not replaced")
     fit.set_defaults(func=_fit)
 
     diagnose = sub.add_parser("diagnose", help="how well do the environments identify "

@@ -74,6 +74,19 @@ def test_fit_text_has_the_coefficient_table(capsys, csv):
     assert all(f"\n{x} " in out for x in COVARIATES)
 
 
+def test_fit_saves_what_it_prints(capsys, csv, tmp_path):
+    """Issue 41 item 2, the CLI's part: fit --save writes the results, which load()
+    reads back as the JSON printed beside them; an existing file is not replaced."""
+    from negdro_stats import load
+
+    path = tmp_path / "fit.pkl"
+    args = ("fit", csv, "--env", "env", "--outcome", "Y", "--n-boot", 3, "--json", "--save")
+    code, out, _ = run(capsys, *args, path)
+    assert code == 0 and load(path).to_dict() == json.loads(out)
+    code, out, err = run(capsys, *args, path)
+    assert code == 4 and "exists; remove it or give --save another path" in err
+
+
 @pytest.mark.parametrize("n_boot", [0, 5])
 def test_fit_json(capsys, csv, frame, n_boot):
     code, out, _ = run(capsys, "fit", csv, "--env", "env", "--outcome", "Y", "--n-boot",

@@ -90,6 +90,7 @@ def test_every_command_line_runs(tmp_path, monkeypatch, capsys):
     for argv in lines:
         sep = argv[argv.index("--sep") + 1] if "--sep" in argv else ","
         frame.to_csv("data.csv", index=False, sep=sep)
+        frame.to_csv("data.csv.gz", index=False, sep=sep)      # (compression by suffix)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             code = cli.main(argv)
