@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from negdro_stats import BootstrapPendingError, NegDRO, load, simulate
-from negdro_stats.results.tables import fmt_num as _num
+from negdro_stats.results.tables import fmt_bound as _bound
 from negdro_stats.results.tables import fmt_p as _pvalue
 
 
@@ -41,7 +41,7 @@ def _views_agree(res) -> None:
         if row.get(lo) in ("-", "empty"):
             assert not res.support[name] and kind in ("wald", "bootstrap") or row[lo] == "empty"
             continue
-        assert row[lo] == _num(ci.loc[name, "lower"]) and row[hi] == _num(ci.loc[name, "upper"])
+        assert row[lo] == _bound(ci.loc[name, "lower"]) and row[hi] == _bound(ci.loc[name, "upper"])
         if "P>|z|" in row and row["P>|z|"] != "-":
             assert row["P>|z|"] == _pvalue(res.pvalues[name])
     for name, cell in ((n, r["robust p"]) for n, r in table.items() if "robust p" in r):
@@ -64,8 +64,9 @@ def _round_trips(res, path) -> None:
 @example(seed=2, p=40, intervened=0.5, confounding=True, boot=6)
 @example(seed=5, p=12, intervened=0.5, confounding=True, boot=None)
 def test_every_view_reads_one_decision(seed, p, intervened, confounding, boot, tmp_path):
-    """Random designs (limited or full interventions, hidden confounding, p up to 60;
-    the routes they take), with the bootstrap deferred, none, or run by the fit: the
+    """Random designs (limited or full interventions, hidden confounding, p up to 60, an
+    intercept in a third of them; the routes they take), with the bootstrap deferred,
+    none, or run by the fit: the
     views agree; the summary, to_dict() and conf_int() are the same after the deferred
     bootstrap ran on request; and the saved result loads as it was."""
     sem = simulate.random_sem(p, n_envs=4, n_parents=2, n_children=2, intervened=intervened,
@@ -73,8 +74,8 @@ def test_every_view_reads_one_decision(seed, p, intervened, confounding, boot, t
                               rng=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = NegDRO(sem.sample(600, rng=seed % 997), env="env", outcome="Y").fit(
-            n_boot=boot, rng=seed, n_jobs=1)
+        res = NegDRO(sem.sample(600, rng=seed % 997), env="env", outcome="Y",
+                     fit_intercept=seed % 3 == 0).fit(n_boot=boot, rng=seed, n_jobs=1)
         _views_agree(res)
         before = (str(res.summary()), res.to_dict(), res.conf_int())
         _round_trips(res, tmp_path / "before.pkl")

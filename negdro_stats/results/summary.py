@@ -24,6 +24,7 @@ from .tables import (
     WIDTH,
     NegDROSummary,
     Table,
+    fmt_bound,
     fmt_num,
     fmt_p,
     grid,
@@ -275,7 +276,7 @@ def _coef_table(res: Results, rows: np.ndarray, ci: Any, alpha: float, kind: str
         if kind == "robust" and robust.empty:
             row += ["empty", "empty"]
         elif (selected or kind != "wald") and not never:
-            row += [fmt_num(ci["lower"].iloc[j]), fmt_num(ci["upper"].iloc[j])]
+            row += [fmt_bound(ci["lower"].iloc[j]), fmt_bound(ci["upper"].iloc[j])]
         else:
             row += ["-", "-"]
         if has_boot and kind != "wald":

@@ -14,8 +14,8 @@ import numpy as np
 from statsmodels.iolib.summary import Summary
 from statsmodels.iolib.table import SimpleTable
 
-__all__ = ["WIDTH", "NegDROSummary", "Table", "fmt_num", "fmt_p", "grid", "latex_escape",
-           "pair_widths", "shorten", "wrap_note"]
+__all__ = ["WIDTH", "NegDROSummary", "Table", "fmt_bound", "fmt_num", "fmt_p", "grid",
+           "latex_escape", "pair_widths", "shorten", "wrap_note"]
 
 WIDTH = 78                     # of the summary's tables and notes (as statsmodels)
 
@@ -107,6 +107,12 @@ def fmt_num(x: float) -> str:
     if not np.isfinite(x) or 1e-4 <= abs(x) < 1e4:
         return f"{x:.4f}"
     return f"{x:.4e}"
+
+
+def fmt_bound(x: float) -> str:
+    """An interval's bound: :func:`fmt_num`, "n/a" where there is none (the robust set
+    profiles the intercept, it does not test it), as the p-value beside it says."""
+    return "n/a" if np.isnan(x) else fmt_num(x)
 
 
 def fmt_p(p: float) -> str:
