@@ -304,9 +304,9 @@ class MultiEnvData:
             raise DataError(f"outcome is an array of shape {y.shape}, data has {len(arr)} "
                             "rows: give the outcome as n values (one per row of data), or "
                             "its column's name with a DataFrame.")
-        names = ([f"x{j}" for j in range(1, X.shape[1] + 1)] if covariates is None
+        names = (None if covariates is None            # (read_arrays: x1, x2, ...)
                  else [covariates] if isinstance(covariates, str) else list(covariates))
-        if len(names) != X.shape[1]:
+        if names is not None and len(names) != X.shape[1]:
             raise DataError(f"covariates names {len(names)} columns, but the array has "
                             f"{X.shape[1]} covariate columns" + ("" if vector else
                             " (column 0 is the outcome)") + "; name each once.")

@@ -96,10 +96,10 @@ FIRST_COLUMN = "outcome= not given"
 
 
 # ----------------------------------------------------------------------- the checks
-def check_env_column(columns: Sequence[str], env: str | None, where: str = "data",
+def unique_columns(columns: Sequence[str], env: str | None, where: str = "data",
                      flags: Mapping[str, str] | None = None) -> list[str]:
-    """The columns other than ``env`` (a column name, or None when the labels are given
-    apart), after checking that they are unique and that ``env`` is one of them."""
+    """``columns`` after checking that no name repeats, without ``env`` (a column name
+    that must be among them, or None when the labels are given apart)."""
     columns = [str(c) for c in columns]
     dupes = sorted({c for c in columns if columns.count(c) > 1})
     if dupes:
@@ -125,7 +125,7 @@ def resolve_columns(columns: Sequence[str], env: str | None, outcome: str | None
     def arg(key: str, value: object) -> str:
         return f"{flags[key]} {value!r}" if flags else f"{key}={value!r}"
 
-    columns = check_env_column(columns, env, where, flags)
+    columns = unique_columns(columns, env, where, flags)
     if not columns:
         raise DataError(f"{where} has no columns besides the environment labels; it needs "
                         "the outcome and at least one covariate.")
@@ -409,7 +409,7 @@ def as_pandas(data: Any) -> Any:
         return data
     names = getattr(data, "column_names", None)      # a pyarrow Table may repeat a name
     if isinstance(names, list):                      # (narwhals: DuplicateError)
-        check_env_column(names, None, where=f"data (a {type(data).__name__})")
+        unique_columns(names, None, where=f"data (a {type(data).__name__})")
     frame = nw.from_native(data, pass_through=True)
     if isinstance(frame, nw.LazyFrame):
         raise DataError(f"data is a lazy {type(data).__name__}; collect it first (e.g. "
@@ -476,7 +476,7 @@ def read_formula(formula: str, frame: Any, env: str | ArrayLike) -> Table:
         raise DataError("from_formula needs a DataFrame as data (pandas, polars, pyarrow, "
                         f"...); got {type(frame).__name__}.")
     if isinstance(env, str):           # (the formula names the outcome: no default here)
-        check_env_column(frame.columns, env)
+        unique_columns(frame.columns, env)
     env_values = (frame[env].to_numpy() if isinstance(env, str)
                   else _env_labels(env, frame.index))
     if not isinstance(formula, str) or not formula.split("~")[0].strip():
@@ -852,7 +852,7 @@ def _parquet_schemas(files: list[str]) -> dict[str, dict[str, Any]]:
         except (OSError, ValueError) as exc:
             raise DataError(f"Could not read the schema of the Parquet file {f!r}: {exc}"
                             ) from exc
-        check_env_column(schema.names, None, where=f)    # repeated names (pyarrow: KeyError)
+        unique_columns(schema.names, None, where=f)    # repeated names (pyarrow: KeyError)
         index = {c for c in (schema.pandas_metadata or {}).get("index_columns", [])
                  if isinstance(c, str)}
         schemas[f] = {str(name): schema.field(name).type for name in schema.names

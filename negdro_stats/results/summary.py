@@ -290,10 +290,12 @@ def _outside(res: Results, ci: Any, kind: str, robust: RobustSet | None) -> list
     """A note on the coefficients whose interval excludes their own estimate (issue 41:
     the README's X2 = 0 beside [-0.047, -0.001]): the estimate is the selection's, the
     robust interval the test inversion's, and they disagree there."""
+    if kind != "robust" or robust is None or robust.empty:
+        return []
     b, lo, hi = res.params.to_numpy(), ci["lower"].to_numpy(), ci["upper"].to_numpy()
     with np.errstate(invalid="ignore"):
         out = np.flatnonzero((lo > b) | (hi < b))
-    if not len(out) or kind != "robust" or robust is None or robust.empty:
+    if not len(out):
         return []
     names = [str(res.params.index[j]) for j in out]
     return [f"The robust intervals of {listed(names, 5)} exclude the estimate itself: the "
