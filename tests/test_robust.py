@@ -280,7 +280,8 @@ def test_the_statistic_gradient_is_exact():
 
 def test_score_covariance_with_the_residual_from_rows_and_fourth_moments():
     """The residual as an instrument (``Z r = r^2``): the fourth moments and the rows
-    give the covariance of the rows' own (X r, r^2)."""
+    give the covariance of the rows' own (X r, r^2) (with an intercept in the frame of
+    the fits, about the pooled means ``data.origin``)."""
     import copy
     from dataclasses import replace
 
@@ -290,6 +291,8 @@ def test_score_covariance_with_the_residual_from_rows_and_fourth_moments():
     data = NegDRO(df, env="env", outcome="Y", fit_intercept=True).data
     b = np.array([0.9, -0.4, 0.1, 0.2])
     cols = np.array([2, RESIDUAL, 0])
+    df = df.copy()
+    df[["X1", "X2", "X3", "Y"]] -= data.origin
     r = df.Y - df.X1 * 0.9 + df.X2 * 0.4 - df.X3 * 0.1 - 0.2
     rows = df[df.env == 1]
     Z = np.column_stack([rows.X3, r[rows.index], rows.X1]) * r[rows.index].to_numpy()[:, None]

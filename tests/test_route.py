@@ -180,8 +180,7 @@ def test_rank_statistic_is_the_smallest_j_statistic_of_a_direction():
     b = np.zeros(6)
     b[5] = gmm.fit_cue(np.array([5])).b[0]
     rank = rank_test(gmm, b, alpha=0.05)
-    x6 = replace(std, sxy=std.Sigma[:, :, 5], syy=std.Sigma[:, 5, 5],
-                 mean_y=std.mean_x[:, 5], fourth=None)
+    x6 = std.with_outcome(np.eye(7)[5])
     direct = InvarianceGMM(x6, instruments=every, cumulant=Cumulant.zero(4),
                            b_ref=np.zeros(6)).fit_cue(every[:5])
     assert rank.df == direct.df == 13

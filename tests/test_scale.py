@@ -99,7 +99,7 @@ def test_offsets_of_1e9_keep_moments_accurate(tmp_path):
     blocks; such a column cannot be fitted on raw moments (its variation is below the
     rounding of E[X^2]), and a Parquet fit says so instead of calling it anything else."""
     from negdro_stats import DataError
-    from negdro_stats.data.moments import BlockAccumulator
+    from negdro_stats.data.blocks import BlockAccumulator
 
     rng = np.random.default_rng(3)
     df = pd.DataFrame({"Y": rng.normal(size=4000), "X1": 1e9 + rng.normal(size=4000),
@@ -185,7 +185,8 @@ def test_blocks_do_not_depend_on_how_rows_are_split():
     spread over them like any others (a hash of the values put them in one block)."""
     from scipy import stats
 
-    from negdro_stats.data.moments import BlockAccumulator, block_of
+    from negdro_stats.data.blocks import BlockAccumulator
+    from negdro_stats.data.moments import block_of
 
     rng = np.random.default_rng(5)
     X, y = rng.normal(size=(60_000, 3)), rng.normal(size=60_000)

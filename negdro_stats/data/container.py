@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import replace
 from functools import cached_property
 from typing import Any
 
@@ -25,8 +24,9 @@ import pandas as pd
 from .._typing import ArrayLike, FloatArray
 from .._validation import check_bool, check_option, few, warn_user
 from ..exceptions import DataError, DataWarning
+from .blocks import DEFAULT_BLOCKS, BlockMoments
 from .fourth import RESIDUAL, gaussian_score_cov
-from .moments import DEFAULT_BLOCKS, EXACT_FIT, N_POPULATION, BlockMoments, Moments
+from .moments import EXACT_FIT, N_POPULATION, Moments
 from .readers import (
     FIRST_COLUMN,
     MISSING,
@@ -89,8 +89,15 @@ class MultiEnvData:
     Attributes
     ----------
     moments : Moments
-        Per-environment moments of the covariates used (with a last column ``const``
-        when ``fit_intercept``).
+        Per-environment moments of the covariates used, the working moments of every fit
+        and test: with ``fit_intercept``, of the data less their pooled means
+        (:attr:`origin`) and with a last column ``const`` (an intercept model fits the
+        same residuals in either frame, and about the means a covariate ``1e9 + noise``
+        keeps its variation); :meth:`user_moments` gives them in the data's own frame.
+    origin : ndarray (p + 1,) or None
+        With ``fit_intercept``, the pooled means of the covariates and the outcome that
+        :attr:`moments` are taken about (:meth:`to_user` maps coefficients back); None
+        without an intercept.
     fit_intercept : bool
         Whether a constant column was appended.
     outcome_first_column : bool
@@ -105,14 +112,29 @@ class MultiEnvData:
         everything that resamples).
     """
 
+    origin: FloatArray | None = None        # (results saved before 2026-12-05 lack it)
+
     def __init__(self, moments: Moments, *, fit_intercept: bool = False,
                  rows: Rows | None = None, blocks: BlockMoments | None = None,
                  first_column: bool = False) -> None:
-        self.moments = moments
+        """``moments``: of the covariates in the data's frame, without a constant."""
         self.fit_intercept = bool(fit_intercept)
+        if self.fit_intercept:
+            w = moments.pooled_weights()
+            self.origin = np.append(w @ moments.mean_x, w @ moments.mean_y)
+        self.moments = self._working(moments)
         self.outcome_first_column = bool(first_column)
         self._rows = rows
         self.blocks = blocks
+
+    def __getstate__(self) -> dict:
+        """Pickled without the resamplers' sorted copy of the rows (made again on use)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_sorted_rows"}
+
+    def __setstate__(self, state: dict) -> None:
+        """A file saved before 2026-12-05 may hold the rows' sorted copy in the layout of
+        its time (not about the means): it is dropped and made again."""
+        self.__dict__.update({k: v for k, v in state.items() if k != "_sorted_rows"})
 
     # ------------------------------------------------------------------ sources
     @classmethod
@@ -167,6 +189,7 @@ class MultiEnvData:
         if not isinstance(moments, Moments):
             raise DataError(f"moments must be a negdro_stats.Moments; got "
                             f"{type(moments).__name__}.")
+        _check_form(moments)
         ones = [j for j in range(moments.p)
                 if np.allclose(moments.mean_x[:, j], 1.0, rtol=0, atol=1e-12)
                 and np.allclose(moments.Sigma[:, j, j], 1.0, rtol=0, atol=1e-12)]
@@ -179,14 +202,10 @@ class MultiEnvData:
         if len(ones) > 1:
             raise DataError(f"Covariates {[moments.names[j] for j in ones]} are all the "
                             "constant 1; keep one (the intercept).")
-        if fit_intercept and ones:
-            order = [j for j in range(moments.p) if j != ones[0]] + ones
-            moments = moments.subset(order)
-            moments = replace(moments, names=(*moments.names[:-1], INTERCEPT_NAME))
-        elif fit_intercept:
-            moments = moments.add_constant(INTERCEPT_NAME)
-        _check_moments(moments)
-        return cls(moments, fit_intercept=fit_intercept)
+        data = cls(moments.subset([j for j in range(moments.p) if j not in ones]),
+                   fit_intercept=fit_intercept)
+        _check_moments(data.moments, data.origin)
+        return data
 
     @classmethod
     def from_parquet(cls, path: str | Sequence[str], env: str, *, outcome: str | None = None,
@@ -330,12 +349,11 @@ class MultiEnvData:
             raise DataError(f"fit_intercept=True adds a column {INTERCEPT_NAME!r}, but data "
                             "already has one; rename it or drop it.")
         mom, blocks = read.moments()
-        if fit_intercept:
-            mom = mom.add_constant(INTERCEPT_NAME)
-        _check_moments(mom)
-        return cls(mom, fit_intercept=fit_intercept, rows=read.rows,
+        data = cls(mom, fit_intercept=fit_intercept, rows=read.rows,
                    blocks=None if blocks is None else _check_blocks(blocks),
                    first_column=first_column)
+        _check_moments(data.moments, data.origin)
+        return data
 
     # ------------------------------------------------------------------ names
     @property
@@ -423,8 +441,53 @@ class MultiEnvData:
         is left out); without one, ``mom`` itself."""
         return mom.subset(self.non_constant).centred()[0] if self.fit_intercept else mom
 
-    def _with_constant(self, mom: Moments) -> Moments:
-        return mom.add_constant(INTERCEPT_NAME) if self.fit_intercept else mom
+    def _working(self, mom: Moments) -> Moments:
+        """Moments in the data's frame (a resample's, the blocks') in the frame of
+        :attr:`moments`: about :attr:`origin` and with the constant, with an intercept."""
+        if not self.fit_intercept:
+            return mom
+        if self.origin is not None:
+            mom = mom.shifted(self.origin)
+        return mom.add_constant(INTERCEPT_NAME)
+
+    def user_moments(self) -> Moments:
+        """:attr:`moments` in the data's own frame (not about the means; with the
+        constant last where there is an intercept)."""
+        if self.origin is None:
+            return self.moments
+        return self.moments.subset(self.non_constant).shifted(-self.origin).add_constant(
+            INTERCEPT_NAME)
+
+    def to_user(self, b: FloatArray) -> FloatArray:
+        """Coefficients (..., p) fitted on :attr:`moments` in the data's frame: the same
+        slopes, and the intercept ``c = c_0 + ybar - b^T xbar`` for the one ``c_0``
+        fitted about the means ``(xbar, ybar)`` (:attr:`origin`)."""
+        b = np.array(b, dtype=np.float64)
+        if self.origin is not None:
+            b[..., -1] += self.origin[-1] - b[..., :-1] @ self.origin[:-1]
+        return b
+
+    def cov_to_user(self, cov: FloatArray) -> FloatArray:
+        """A covariance (p, p) of coefficients on :attr:`moments` in the data's frame
+        (the congruence by :meth:`to_user`'s Jacobian, over the rows that are not NaN:
+        a coefficient fixed at 0 does not move the intercept)."""
+        cov = np.array(cov, dtype=np.float64)
+        S = np.flatnonzero(np.isfinite(np.diag(cov)))
+        if self.origin is None or cov.shape[0] - 1 not in S:
+            return cov
+        J = np.eye(cov.shape[0])
+        J[-1, :-1] = -self.origin[:-1]
+        J = J[np.ix_(S, S)]
+        cov[np.ix_(S, S)] = J @ cov[np.ix_(S, S)] @ J.T
+        return cov
+
+    def _chunks(self, what: str):
+        """The rows, one chunk at a time, in the frame of :attr:`moments` (without the
+        constant)."""
+        for X, y, codes in self._need_rows(what).chunks():
+            if self.origin is not None:
+                X, y = X - self.origin[:-1], y - self.origin[-1]
+            yield X, y, codes
 
     # ------------------------------------------------------------------ row passes
     def _need_rows(self, what: str) -> Rows:
@@ -443,7 +506,7 @@ class MultiEnvData:
         if fourth is not None:               # R from every row, Var(r^2) from the sample
             return risk_variances(self.moments, b)
         if self.blocks is not None and self._rows is None:
-            cells = self._with_constant(self.blocks.cells())
+            cells = self._working(self.blocks.cells())
             K = self.blocks.n_blocks
             n = cells.n.reshape(E, K)
             with np.errstate(invalid="ignore"):
@@ -455,7 +518,7 @@ class MultiEnvData:
             return R, var * k_e / np.maximum(k_e - 1, 1)
         slope, intercept = split_intercept(b, self.fit_intercept)
         n, s2, s4 = (np.zeros(E) for _ in range(3))
-        for X, y, codes in self._need_rows("The equal-risk test").chunks():
+        for X, y, codes in self._chunks("The equal-risk test"):
             r2 = (y - X @ slope - intercept) ** 2
             n += np.bincount(codes, minlength=E)
             s2 += np.bincount(codes, weights=r2, minlength=E)
@@ -482,7 +545,7 @@ class MultiEnvData:
         slope, intercept = split_intercept(b, self.fit_intercept)
         is_x = (cols < len(slope)) & (cols != RESIDUAL)
         n, s1, s2 = np.zeros(E), np.zeros((E, q)), np.zeros((E, q, q))
-        for X, y, codes in self._need_rows("The score covariance").chunks():
+        for X, y, codes in self._chunks("The score covariance"):
             r = y - X @ slope - intercept
             Z = np.ones((len(r), q))
             Z[:, is_x] = X[:, cols[is_x]]
@@ -513,11 +576,13 @@ class MultiEnvData:
     # ------------------------------------------------------------------ resampling
     @cached_property
     def _sorted_rows(self) -> tuple[FloatArray, np.ndarray]:
-        """Every row ``[X, y, 1]``, sorted by environment (the resamplers' one copy, made
-        on first use; the column of ones gives the sums in the same product as the
-        second moments), and the environments' bounds in it."""
+        """Every row ``[X, y, 1]`` less the pooled means (so that offsets keep their
+        variation), sorted by environment (the resamplers' one copy, made on first use;
+        the column of ones gives the sums in the same product as the second moments),
+        and the environments' bounds in it."""
         X, y, codes = self._need_rows("Resampling").arrays()
-        Z = np.column_stack([X, y, np.ones(len(y))])
+        origin = self._origin
+        Z = np.column_stack([X - origin[:-1], y - origin[-1], np.ones(len(y))])
         counts = np.bincount(codes, minlength=self.moments.n_envs)
         return (np.take(Z, np.argsort(codes, kind="stable"), axis=0),
                 np.concatenate([[0], np.cumsum(counts)]))
@@ -534,34 +599,43 @@ class MultiEnvData:
         ``Sigma*_e = sum_i c_i x_i x_i^T / n_e``), or, with blocks, its K blocks drawn with
         replacement.  In model order (constant included)."""
         if self.blocks is not None:
-            return self._with_constant(self.blocks.resample(rng))
+            return self._working(self.blocks.resample(rng))
         weighted = []
         for Z in self._groups:
             c = np.bincount(rng.integers(0, len(Z), size=len(Z)), minlength=len(Z))
             weighted.append(Z * np.sqrt(c.astype(np.float64))[:, None])
-        return self._with_constant(self._moments_of(weighted))
+        return self._working(self._moments_of(weighted))
 
     def permute(self, rng: np.random.Generator) -> Moments:
         """Moments after a random permutation of the environment labels across all rows
         (each environment keeps its size), or of the blocks' labels: the null of no
         heterogeneity."""
         if self.blocks is not None:
-            return self._with_constant(self.blocks.permute(rng))
+            return self._working(self.blocks.permute(rng))
         Z, bounds = self._sorted_rows
         shuffled = np.take(Z, rng.permutation(len(Z)), axis=0)   # (take: 8x a fancy index)
-        return self._with_constant(self._moments_of(
+        return self._working(self._moments_of(
             [shuffled[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]))
 
-    def _moments_of(self, parts: list[FloatArray]) -> Moments:
-        """Moments from per-environment rows ``W = sqrt(c) [X, y, 1]`` (``c`` the rows'
-        multiplicities): ``W^T W / n_e`` holds the second moments and, in its last
-        column, the means."""
+    @property
+    def _origin(self) -> FloatArray:
+        """The pooled means of ``[X, y]`` in the data's frame (without the constant)."""
+        if self.origin is not None:
+            return self.origin
         t = self.moments
-        p = parts[0].shape[1] - 2
+        w, p = t.pooled_weights(), len(self.non_constant)
+        return np.append(w @ t.mean_x[:, :p], w @ t.mean_y)
+
+    def _moments_of(self, parts: list[FloatArray]) -> Moments:
+        """Moments from per-environment rows ``W = sqrt(c) [Z - origin, 1]`` (``c`` the
+        rows' multiplicities): ``W^T W / n_e`` holds the second moments about the origin
+        and, in its last column, the means."""
+        t = self.moments
         gram = np.stack([W.T @ W for W in parts]) / t.n[:, None, None]       # (syrk)
-        return Moments(n=t.n.copy(), mean_x=gram[:, :p, -1], mean_y=gram[:, p, -1],
-                       Sigma=gram[:, :p, :p], sxy=gram[:, :p, p], syy=gram[:, p, p],
-                       envs=t.envs, names=t.names[:p], outcome=t.outcome, source="sample")
+        mean = gram[:, :-1, -1]
+        return Moments.from_cov(t.n.copy(), mean + self._origin, gram[:, :-1, :-1]
+                                - np.einsum("eq,er->eqr", mean, mean), envs=t.envs,
+                                names=t.names[:len(self.non_constant)], outcome=t.outcome)
 
     def __repr__(self) -> str:
         m = self.moments
@@ -586,28 +660,12 @@ def _check_blocks(blocks: BlockMoments) -> BlockMoments:
     return blocks
 
 
-def _check_moments(mom: Moments) -> None:
-    """Checks that need only the moments: shapes, finiteness, environments, sizes,
-    positive semidefiniteness, constants, collinearity."""
+def _check_moments(mom: Moments, origin: FloatArray | None = None) -> None:
+    """Checks that need only the moments (the working ones, about ``origin`` if not None):
+    :func:`_check_form`, environments, sizes, positive semidefiniteness, constants,
+    collinearity."""
+    _check_form(mom)
     E, p = len(mom.n), len(mom.names)
-    shapes = {"n": (E,), "mean_x": (E, p), "mean_y": (E,), "Sigma": (E, p, p), "sxy": (E, p),
-              "syy": (E,)}
-    wrong = [f"{k} {np.shape(getattr(mom, k))} (expected {v})" for k, v in shapes.items()
-             if np.shape(getattr(mom, k)) != v]
-    if wrong or len(mom.envs) != E or p == 0:
-        raise DataError(f"The moments do not fit together: {', '.join(wrong) or 'names/envs'} "
-                        f"for {E} environments and {p} covariates (p >= 1 needed).")
-    bad = [k for k in ("mean_x", "mean_y", "Sigma", "sxy", "syy")
-           if not np.isfinite(getattr(mom, k)).all()]
-    if bad or np.isnan(mom.n).any():
-        raise DataError(f"The moments hold NaN or infinite values in {bad or ['n']}.")
-    scale = np.concatenate([np.einsum("ejj->ej", mom.Sigma).ravel(), mom.syy])
-    level = np.abs(np.concatenate([mom.mean_x.ravel(), mom.mean_y]))
-    if scale.max() > 1e200 or scale[scale > 0].min(initial=1.0) < 1e-200 or (
-            (scale == 0) & (level > 0)).any():          # squares that underflowed to 0
-        raise DataError("Some columns have values so large or so small (mean squares beyond "
-                        "1e200 or below 1e-200) that products of moments overflow or "
-                        "underflow; rescale them (multiply or divide by a power of 10).")
     if mom.n_envs < 2:
         raise DataError(f"NegDRO needs at least 2 environments; got {mom.n_envs} "
                         f"({list(mom.envs)}). Invariance cannot be learnt from one.")
@@ -625,10 +683,12 @@ def _check_moments(mom: Moments) -> None:
         warn_user(f"Environment{plural} {names} {verb} no more rows than the {mom.p} "
                   f"covariates: the covariance of {whose} rows is singular and estimates "
                   "will be noisy.", DataWarning)
-    # Variation below a few ulps of the raw second moment cannot be told from rounding
-    # (the moments are accumulated centred, so only a true constant, or an offset beyond
-    # ~1e7 standard deviations, falls under it).
+    # Variation that cannot be told from rounding: a variance below a few ulps of the
+    # second moment the fit uses (raw without an intercept: an offset beyond ~1e7
+    # standard deviations is lost there), or, about the means (``origin``), a standard
+    # deviation below a few ulps of the values themselves.
     tiny = 16 * np.finfo(np.float64).eps
+    values = np.zeros(p) if origin is None else np.append(np.abs(origin[:-1]), 0.0)
     Z = np.zeros((E, p + 1, p + 1))           # per-environment [X, Y] second moments
     Z[:, :p, :p], Z[:, :p, p], Z[:, p, :p], Z[:, p, p] = mom.Sigma, mom.sxy, mom.sxy, mom.syy
     eig = np.linalg.eigvalsh(Z)
@@ -637,12 +697,13 @@ def _check_moments(mom: Moments) -> None:
         raise DataError(f"The second moments of environments "
                         f"{[e for e, x in zip(mom.envs, low, strict=True) if x < -1e-8]} are "
                         "not positive semidefinite: they cannot come from data.")
-    var_y = mom.syy - mom.mean_y**2
+    within = np.einsum("ejj->ej", mom.within())         # within-env variances of [X, Y]
+    var_x, var_y = within[:, :p], within[:, p]
     if np.all(var_y <= tiny * np.maximum(mom.syy, 1e-300)):
         raise DataError(f"The outcome {mom.outcome!r} is constant; there is nothing to model.")
-    var_x = np.einsum("ejj->ej", mom.Sigma) - mom.mean_x**2           # within-env variances
     const = [name for j, name in enumerate(mom.names) if name != INTERCEPT_NAME
-             and np.all(var_x[:, j] <= tiny * np.maximum(mom.Sigma[:, j, j], 1e-300))]
+             and np.all(var_x[:, j] <= np.maximum(tiny * np.maximum(mom.Sigma[:, j, j], 1e-300),
+                                                  (tiny * values[j])**2))]
     rms = np.sqrt(np.abs(np.einsum("ejj->ej", mom.Sigma)).max(axis=0))
     per_env = [name for name in const       # between-environment spread far above rounding
                if np.ptp(mom.mean_x[:, mom.names.index(name)])
@@ -683,6 +744,30 @@ def _check_moments(mom: Moments) -> None:
                   f"{resid.min():.1e} of its second moment is unexplained); estimates "
                   "may be unstable.", DataWarning)
     _check_outcome_not_determined(check)
+
+
+def _check_form(mom: Moments) -> None:
+    """Shapes that fit together, finite values, squares that neither overflow nor
+    underflow."""
+    E, p = len(mom.n), len(mom.names)
+    shapes = {"n": (E,), "mean_x": (E, p), "mean_y": (E,), "Sigma": (E, p, p), "sxy": (E, p),
+              "syy": (E,)}
+    wrong = [f"{k} {np.shape(getattr(mom, k))} (expected {v})" for k, v in shapes.items()
+             if np.shape(getattr(mom, k)) != v]
+    if wrong or len(mom.envs) != E or p == 0:
+        raise DataError(f"The moments do not fit together: {', '.join(wrong) or 'names/envs'} "
+                        f"for {E} environments and {p} covariates (p >= 1 needed).")
+    bad = [k for k in ("mean_x", "mean_y", "Sigma", "sxy", "syy")
+           if not np.isfinite(getattr(mom, k)).all()]
+    if bad or np.isnan(mom.n).any():
+        raise DataError(f"The moments hold NaN or infinite values in {bad or ['n']}.")
+    scale = np.concatenate([np.einsum("ejj->ej", mom.Sigma).ravel(), mom.syy])
+    level = np.abs(np.concatenate([mom.mean_x.ravel(), mom.mean_y]))
+    if scale.max() > 1e200 or scale[scale > 0].min(initial=1.0) < 1e-200 or (
+            (scale == 0) & (level > 0)).any():          # squares that underflowed to 0
+        raise DataError("Some columns have values so large or so small (mean squares beyond "
+                        "1e200 or below 1e-200) that products of moments overflow or "
+                        "underflow; rescale them (multiply or divide by a power of 10).")
 
 
 def _check_outcome_not_determined(check: Moments) -> None:

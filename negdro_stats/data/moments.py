@@ -7,7 +7,11 @@ the paper is a function of, per environment ``e``,
     Sigma[e] = E_e[X X^T],  sxy[e] = E_e[X Y],  syy[e] = E_e[Y^2]
 
 (raw, uncentred second moments: mean shifts are part of the heterogeneity, so nothing is
-centred per environment).  :class:`Moments` holds them.  It is built from rows in one
+centred per environment).  :class:`Moments` holds them, and, for sample moments, the
+within-environment covariances ``cov[e] = Cov_e([X, Y])`` they were formed from: raw
+moments of ``1e9 + noise`` cannot carry the noise's variance (it is below the rounding of
+``1e18``), so a fit with an intercept, which only needs the centred moments
+(:meth:`Moments.centred`), takes them from ``cov``.  It is built from rows in one
 pass (:meth:`Moments.from_arrays`, :class:`MomentAccumulator` for chunked streams) or
 directly from population moments (:meth:`Moments.from_population`, used by
 :class:`negdro_stats.LinearSEM`).  Solvers never touch rows, so their cost does not
@@ -19,7 +23,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Literal
 
 import numpy as np
@@ -67,6 +71,11 @@ class Moments:
         covariances and risk variances of the tests follow at any ``b``; computed in the
         pass over the rows up to :data:`negdro_stats.data.fourth.MAX_P` covariates, None for
         population moments and beyond it.
+    cov : ndarray, shape (E, p + 1, p + 1), or None
+        ``Cov_e([X, Y])``, accumulated about each environment's mean, so exact at any
+        offset; None where only raw moments are known (then ``Sigma - mean mean^T``:
+        :meth:`within`).  It must describe the same moments: a change of ``Sigma``,
+        ``sxy``, ``syy`` or the means that does not change it must drop it (checked).
     """
 
     n: FloatArray
@@ -80,6 +89,42 @@ class Moments:
     outcome: str = "y"
     source: Literal["sample", "population"] = "sample"
     fourth: FourthMoments | None = None
+    cov: FloatArray | None = None
+
+    def __post_init__(self) -> None:
+        if self.cov is None:
+            return
+        derived = self._raw_within()       # rounding up to ~eps of the raw moments' size
+        size = np.sqrt(np.abs(np.einsum("eii->ei", self._raw_z())))
+        with np.errstate(invalid="ignore"):          # (an empty block's NaN moments)
+            stale = np.abs(derived - self.cov) > 1e-8 * np.einsum("ei,ej->eij", size, size)
+        if stale.any():
+            raise ValueError("Moments.cov does not match the raw moments: a transform "
+                             "changed them without carrying cov (pass cov=None).")
+
+    def __setstate__(self, state: list) -> None:
+        """Unpickling (a frozen dataclass's list of field values): fields a file saved by
+        an earlier version lacks (``cov``) take their defaults."""
+        for i, f in enumerate(fields(self)):
+            object.__setattr__(self, f.name, state[i] if i < len(state) else f.default)
+
+    def _raw_z(self) -> FloatArray:
+        """``E_e[Z Z^T]``, ``Z = [X, Y]``."""
+        p = self.p
+        Z = np.empty((self.n_envs, p + 1, p + 1))
+        Z[:, :p, :p], Z[:, :p, p], Z[:, p, :p], Z[:, p, p] = (self.Sigma, self.sxy,
+                                                                self.sxy, self.syy)
+        return Z
+
+    def _raw_within(self) -> FloatArray:
+        mean = np.column_stack([self.mean_x, self.mean_y])
+        return self._raw_z() - np.einsum("ei,ej->eij", mean, mean)
+
+    def within(self) -> FloatArray:
+        """``Cov_e([X, Y])`` (E, p + 1, p + 1): :attr:`cov` where kept, else from the raw
+        moments (exact for population moments; for sample moments with offsets beyond
+        ~1e7 standard deviations only ``cov`` keeps the variation)."""
+        return self._raw_within() if self.cov is None else self.cov
 
     @property
     def n_envs(self) -> int:
@@ -155,17 +200,31 @@ class Moments:
             outcome=outcome,
         )
 
+    @classmethod
+    def from_cov(cls, n: FloatArray, mean: FloatArray, cov: FloatArray, *, envs: Sequence,
+                 names: Sequence[str], outcome: str) -> Moments:
+        """Sample moments from per-environment means ``mean`` (E, p + 1) and covariances
+        ``cov`` (E, p + 1, p + 1) of ``[X, y]`` (kept as :attr:`cov`)."""
+        p = len(names)
+        with np.errstate(invalid="ignore"):         # (an empty block's NaN moments)
+            gram = cov + np.einsum("eq,er->eqr", mean, mean)
+        return cls(n=n, mean_x=mean[:, :p], mean_y=mean[:, p], Sigma=gram[:, :p, :p],
+                   sxy=gram[:, :p, p], syy=gram[:, p, p], envs=tuple(envs),
+                   names=tuple(names), outcome=outcome, source="sample", cov=cov)
+
     # ----------------------------------------------------------------- transforms
     def subset(self, cols: ArrayLike) -> Moments:
         """Moments of the covariates ``cols`` (integer indices or a boolean mask)."""
         idx = np.arange(self.p)[np.asarray(cols)]
+        z = np.append(idx, self.p)
         return replace(
             self,
             mean_x=self.mean_x[:, idx],
             Sigma=self.Sigma[:, idx][:, :, idx],
             sxy=self.sxy[:, idx],
             names=tuple(self.names[j] for j in idx),
-            fourth=None if self.fourth is None else self.fourth.select(np.append(idx, self.p)),
+            fourth=None if self.fourth is None else self.fourth.select(z),
+            cov=None if self.cov is None else self.cov[:, z][:, :, z],
         )
 
     def add_constant(self, name: str = "const") -> Moments:
@@ -183,7 +242,20 @@ class Moments:
             names=(*self.names, name),
             fourth=None if self.fourth is None else self.fourth.select(
                 [*range(p), -1, p], constant=1.0),
+            cov=None if self.cov is None else np.insert(
+                np.insert(self.cov, p, 0.0, axis=1), p, 0.0, axis=2),   # no variation
         )
+
+    def with_outcome(self, u: FloatArray) -> Moments:
+        """Moments of ``(X, [X, Y] @ u)``: the outcome replaced by a linear combination of
+        the covariates and itself (``u``, length p + 1), e.g. ``Y - beta0 X_j``; the
+        fourth moments are dropped."""
+        T = np.eye(self.p + 1)
+        T[self.p] = u
+        raw = T @ self._raw_z() @ T.T
+        mean = np.column_stack([self.mean_x, self.mean_y]) @ u
+        return replace(self, mean_y=mean, sxy=raw[:, :self.p, self.p], syy=raw[:, self.p,
+                       self.p], fourth=None, cov=None if self.cov is None else T @ self.cov @ T.T)
 
     def pooled_weights(self) -> FloatArray:
         """Each environment's share of the rows, ``n_e / n`` (equal shares for population
@@ -222,23 +294,29 @@ class Moments:
         (as scikit-learn centres): adding a constant to a covariate or to the outcome
         leaves the centred moments unchanged, so nothing computed from them depends on
         the origin.  The per-environment means stay (mean shifts are heterogeneity).
-        Formed from the within-environment covariances, ``Sigma_e - mu_e mu_e^T``, plus
-        ``(mu_e - xbar)(mu_e - xbar)^T``.
+        Formed from the within-environment covariances (:meth:`within`: exact at any
+        offset for sample moments) plus ``(mu_e - xbar)(mu_e - xbar)^T``.
         """
         w = self.pooled_weights()
         x_bar, y_bar = w @ self.mean_x, float(w @ self.mean_y)
-        dx, dy = self.mean_x - x_bar, self.mean_y - y_bar
-        outer = np.einsum("ei,ej->eij", self.mean_x, self.mean_x)
-        centred = replace(
+        return self.shifted(np.append(x_bar, y_bar)), x_bar, y_bar
+
+    def shifted(self, origin: FloatArray) -> Moments:
+        """Moments of ``[X, Y] - origin`` (``origin``: p + 1 numbers), formed from the
+        within-environment covariances (:meth:`within`), so exact at any offset where
+        they are kept."""
+        cov, p = self.within(), self.p
+        d = np.column_stack([self.mean_x, self.mean_y]) - origin
+        raw = cov + np.einsum("ei,ej->eij", d, d)
+        return replace(
             self,
-            mean_x=dx,
-            mean_y=dy,
-            Sigma=(self.Sigma - outer) + np.einsum("ei,ej->eij", dx, dx),
-            sxy=(self.sxy - self.mean_x * self.mean_y[:, None]) + dx * dy[:, None],
-            syy=(self.syy - self.mean_y**2) + dy**2,
-            fourth=None if self.fourth is None else self.fourth.moved(np.append(x_bar, y_bar)),
+            mean_x=d[:, :p],
+            mean_y=d[:, p],
+            Sigma=raw[:, :p, :p],
+            sxy=raw[:, :p, p],
+            syy=raw[:, p, p],
+            fourth=None if self.fourth is None else self.fourth.moved(origin),
         )
-        return centred, x_bar, y_bar
 
     def scales(self) -> tuple[FloatArray, float]:
         """Root mean second moments ``d_j`` of each covariate and ``s_y`` of the outcome.
@@ -265,6 +343,8 @@ class Moments:
             syy=self.syy / s_y**2,
             fourth=None if self.fourth is None else self.fourth.scaled(np.append(1.0 / d,
                                                                                  1.0 / s_y)),
+            cov=None if self.cov is None else self.cov / np.multiply.outer(
+                np.append(d, s_y), np.append(d, s_y)),
         )
 
 
@@ -323,26 +403,13 @@ class MomentAccumulator:
         self, *, envs: Sequence, names: Sequence[str], outcome: str = "y"
     ) -> Moments:
         """Raw moments ``E_e[Z Z^T] = M2_e / n_e + mean_e mean_e^T`` as :class:`Moments`."""
-        p, n = self.p, self._count
-        mean = self._mean.copy()
-        gram = self._m2 / n[:, None, None] + np.einsum("ei,ej->eij", mean, mean)
-        return Moments(
-            n=n.copy(),
-            mean_x=mean[:, :p],
-            mean_y=mean[:, p],
-            Sigma=gram[:, :p, :p],
-            sxy=gram[:, :p, p],
-            syy=gram[:, p, p],
-            envs=tuple(envs),
-            names=tuple(names),
-            outcome=outcome,
-            source="sample",
-            fourth=self._fourth.finish(list(range(self.n_envs))),
-        )
+        n = self._count
+        mom = Moments.from_cov(n.copy(), self._mean.copy(), self._m2 / n[:, None, None],
+                               envs=envs, names=names, outcome=outcome)
+        return replace(mom, fourth=self._fourth.finish(list(range(self.n_envs))))
 
 
-# ------------------------------------------------------------------------- block moments
-DEFAULT_BLOCKS = 50
+# ------------------------------------------------------------------------- row hashes
 _SLICE_ROWS, _CELL_ROWS = 1 << 15, 256      # slices that stay in cache (measured)
 _GOLDEN, _MIX = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9
 SAMPLE_SEED = 0x5EED            # the fourth moments' row sample (not the blocks' stream)
@@ -383,217 +450,3 @@ def one_blas_thread() -> AbstractContextManager:
     """BLAS on one thread for a pass: its products are small (q x a few thousand), where
     BLAS threads only cost (measured: 5.0 ms against 8.1 ms a 2^17-row batch, p = 20)."""
     return _blas().limit(limits=1)
-
-
-class BlockAccumulator:
-    """Moments of ``K`` blocks per environment, accumulated chunk by chunk and mergeable
-    (per partition, then a tree reduction): every row goes to the block :func:`block_of`
-    gives its position in the source; within a block, centred cross-products are merged
-    exactly (Chan et al.).  Positions count the rows given, from ``start`` (a partition's
-    first row), unless :meth:`add_rows` is given them (a reader that drops rows passes
-    their positions among all rows, so that chunking does not move them).
-
-    Environments are keyed by label as they appear, so partitions need not agree on them.
-    """
-
-    def __init__(self, *, p: int, n_blocks: int = DEFAULT_BLOCKS, seed: int = 0,
-                 start: int = 0) -> None:
-        self.p, self.n_blocks, self.seed, self.rows = p, n_blocks, seed, start
-        self.cells: dict = {}                 # label -> [n (K,), mean (K, q), m2 (K, q, q)]
-        self.fourth = FourthAccumulator(p)    # of the environments (not of the blocks)
-
-    def positions(self, n: int) -> np.ndarray:
-        """The positions of the next ``n`` rows of the source (advances the count)."""
-        out = np.arange(self.rows, self.rows + n, dtype=np.uint64)
-        self.rows += n
-        return out
-
-    def add(self, X: ArrayLike, y: ArrayLike, labels: ArrayLike,
-            positions: np.ndarray | None = None) -> None:
-        """Add rows ``(X, y)`` with their environment labels and positions in the source
-        (default: the next rows)."""
-        X = np.asarray(X, dtype=np.float64)
-        Zt = np.empty((self.p + 1, X.shape[0]))           # one variable per row: the
-        Zt[: self.p], Zt[self.p] = X.T, np.asarray(y, dtype=np.float64)   # gathers are
-        self.add_rows(list(Zt), labels, positions)                        # contiguous
-
-    def add_rows(self, Z: FloatArray | Sequence[FloatArray], labels: ArrayLike,
-                 positions: np.ndarray | None = None) -> None:
-        """Add rows ``Z = [X, y]`` (a float64 array, or its columns as 1-d arrays, e.g.
-        straight from Arrow) with their labels and positions in the source (default: the
-        next ones), a cache-sized slice at a time (at least ``_CELL_ROWS`` rows a cell on
-        average): one sort by (environment, block), then one centred product per
-        non-empty block."""
-        columns = ([Z[:, j] for j in range(Z.shape[1])] if isinstance(Z, np.ndarray)
-                   else [np.asarray(z, dtype=np.float64) for z in Z])
-        codes, keys = pd.factorize(np.asarray(labels))
-        keys = [key.item() if hasattr(key, "item") else key for key in keys]
-        positions = self.positions(len(codes)) if positions is None else positions
-        if self.fourth.cells is not None:
-            Z, hashes = np.column_stack(columns), splitmix(positions, SAMPLE_SEED)
-            for e, key in enumerate(keys):
-                mine = codes == e
-                self.fourth.add(Z[mine], key, hashes[mine])
-        step = max(_SLICE_ROWS, _CELL_ROWS * len(keys) * self.n_blocks)
-        for start in range(0, len(codes), step):
-            rows = slice(start, start + step)
-            self._add_slice([z[rows] for z in columns], codes[rows], keys,
-                            block_of(positions[rows], self.n_blocks, self.seed))
-
-    def _add_slice(self, columns: list[FloatArray], codes: np.ndarray, keys: list,
-                   block: np.ndarray) -> None:
-        K, q = self.n_blocks, self.p + 1
-        cells = len(keys) * K
-        cell = codes.astype(np.min_scalar_type(cells)) * K + block
-        order = np.argsort(cell, kind="stable")        # small unsigned keys: a radix sort
-        Zt = np.empty((q, len(order)))                 # sorted rows, one variable per row
-        for j in range(q):                             # (contiguous gathers)
-            np.take(columns[j], order, out=Zt[j], mode="clip")   # (order: a permutation)
-        counts = np.bincount(cell, minlength=cells)
-        full = np.flatnonzero(counts)                  # the non-empty cells, in sorted order
-        m = counts[full]
-        starts = np.cumsum(m) - m
-        mean = np.add.reduceat(Zt, starts, axis=1) / m            # (q, cells)
-        m2 = np.empty((len(full), q, q))
-        for i, (a, b) in enumerate(zip(starts, starts + m, strict=True)):
-            W = Zt[:, a:b]
-            W -= mean[:, i, None]
-            np.matmul(W, W.T, out=m2[i])
-        for e in np.unique(full // K):
-            mine = full // K == e
-            _chan_merge(self._cell(keys[e]), full[mine] % K, m[mine], mean[:, mine].T,
-                        m2[mine])
-
-    def _cell(self, key: object) -> list:
-        """The state ``[n (K,), mean (K, q), m2 (K, q, q)]`` of environment ``key``."""
-        if key not in self.cells:
-            q = self.p + 1
-            self.cells[key] = [np.zeros(self.n_blocks), np.zeros((self.n_blocks, q)),
-                               np.zeros((self.n_blocks, q, q))]
-        return self.cells[key]
-
-    def merge(self, other: BlockAccumulator) -> BlockAccumulator:
-        """Fold ``other`` (same p, blocks and seed) into this accumulator; returns self."""
-        for key, (n, mean, m2) in other.cells.items():
-            k = np.flatnonzero(n)
-            _chan_merge(self._cell(key), k, n[k], mean[k], m2[k])
-        self.fourth.merge(other.fourth)
-        return self
-
-    def finish(self, *, names: Sequence[str], outcome: str = "y") -> BlockMoments:
-        """The blocks of every environment, environments in sorted label order."""
-        labels = sorted(self.cells, key=lambda v: (type(v).__name__, v))
-        n, mean, m2 = (np.stack([self.cells[k][i] for k in labels]) for i in range(3))
-        return BlockMoments(n=n, mean=mean, m2=m2, envs=tuple(labels), names=tuple(names),
-                            outcome=outcome, fourth=self.fourth.finish(labels))
-
-
-def _chan_merge(cell: list, k: np.ndarray, m: FloatArray, mean: FloatArray, m2: FloatArray
-                ) -> None:
-    """Fold blocks ``k`` (distinct) with ``m > 0`` rows, means ``(len(k), q)`` and centred
-    cross-products ``(len(k), q, q)`` into ``cell`` (Chan, Golub and LeVeque's update)."""
-    n = cell[0][k]
-    delta = mean - cell[1][k]
-    total = n + m
-    cell[0][k] = total
-    cell[1][k] += delta * (m / total)[:, None]
-    cell[2][k] += m2 + delta[:, :, None] * delta[:, None, :] * (n * m / total)[:, None, None]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class BlockMoments:
-    """Per environment, the moments of ``K`` random blocks of its rows: the currency of
-    resampling without the rows (the bootstrap draws blocks, the permutation test permutes
-    their environment labels).
-
-    Attributes
-    ----------
-    n : ndarray (E, K)
-        Rows per block.
-    mean : ndarray (E, K, p + 1)
-        Block means of ``Z = [X, y]``.
-    m2 : ndarray (E, K, p + 1, p + 1)
-        Centred cross-products ``sum (Z - mean)(Z - mean)^T`` of each block.
-    fourth : FourthMoments or None
-        The environments' fourth moments (not the blocks'), for :meth:`moments`.
-    """
-
-    n: FloatArray
-    mean: FloatArray
-    m2: FloatArray
-    envs: tuple
-    names: tuple
-    outcome: str
-    fourth: FourthMoments | None = None
-
-    @property
-    def n_blocks(self) -> int:
-        return self.n.shape[1]
-
-    def moments(self) -> Moments:
-        """The environments' moments: the blocks merged exactly."""
-        n_e = self.n.sum(axis=1)
-        mean = np.einsum("ek,ekq->eq", self.n, self.mean) / n_e[:, None]
-        d = self.mean - mean[:, None, :]
-        m2 = self.m2.sum(axis=1) + np.einsum("ek,ekq,ekr->eqr", self.n, d, d)
-        return replace(self._from_sums(n_e, mean, m2 / n_e[:, None, None]
-                                       + np.einsum("eq,er->eqr", mean, mean)),
-                       fourth=self.fourth)
-
-    def _from_sums(self, n: FloatArray, mean: FloatArray, gram: FloatArray) -> Moments:
-        p = len(self.names)
-        return Moments(n=n, mean_x=mean[:, :p], mean_y=mean[:, p], Sigma=gram[:, :p, :p],
-                       sxy=gram[:, :p, p], syy=gram[:, p, p], envs=self.envs,
-                       names=self.names, outcome=self.outcome, source="sample")
-
-    def _raw(self) -> tuple[FloatArray, FloatArray]:
-        """Block sums of ``Z`` and of ``Z Z^T``."""
-        S = self.n[..., None] * self.mean
-        G = self.m2 + np.einsum("ek,ekq,ekr->ekqr", self.n, self.mean, self.mean)
-        return S, G
-
-    def _combine(self, weights: FloatArray) -> Moments:
-        """Moments of the environments made of the blocks with multiplicities ``weights``
-        (E, E * K): row e counts every block of every environment ``weights[e]`` times."""
-        S, G = self._raw()
-        E, K = self.n.shape
-        n = weights @ self.n.reshape(E * K)
-        mean = weights @ S.reshape(E * K, -1) / n[:, None]
-        gram = np.tensordot(weights, G.reshape(E * K, *G.shape[2:]), axes=1) / n[:, None, None]
-        return self._from_sums(n, mean, gram)
-
-    def resample(self, rng: np.random.Generator) -> Moments:
-        """A block bootstrap: in every environment, its non-empty blocks drawn with
-        replacement (as many draws as there are of them)."""
-        E, K = self.n.shape
-        weights = np.zeros((E, E * K))
-        for e in range(E):
-            full = np.flatnonzero(self.n[e] > 0)
-            weights[e, e * K + full] = rng.multinomial(len(full), np.full(len(full),
-                                                                         1.0 / len(full)))
-        return self._combine(weights)
-
-    def permute(self, rng: np.random.Generator) -> Moments:
-        """The non-empty blocks' environment labels permuted (every environment keeps its
-        number of them)."""
-        E, K = self.n.shape
-        full = np.flatnonzero(self.n.reshape(E * K) > 0)
-        counts = (self.n > 0).sum(axis=1)
-        weights = np.zeros((E, E * K))
-        weights[np.repeat(np.arange(E), counts), rng.permutation(full)] = 1.0
-        return self._combine(weights)
-
-    def cells(self) -> Moments:
-        """Every block as its own 'environment' (E * K of them; empty blocks have n = 0
-        and NaN moments)."""
-        S, G = self._raw()
-        E, K = self.n.shape
-        n = self.n.reshape(E * K)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = S.reshape(E * K, -1) / n[:, None]
-            gram = G.reshape(E * K, *G.shape[2:]) / n[:, None, None]
-        p = len(self.names)
-        return Moments(n=n, mean_x=mean[:, :p], mean_y=mean[:, p], Sigma=gram[:, :p, :p],
-                       sxy=gram[:, :p, p], syy=gram[:, p, p],
-                       envs=tuple((e, k) for e in self.envs for k in range(K)),
-                       names=self.names, outcome=self.outcome, source="sample")

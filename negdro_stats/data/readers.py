@@ -2,7 +2,7 @@
 
 A source is read into a :class:`Read`: the moments accumulated in one pass over its rows
 (a :class:`~negdro_stats.MomentAccumulator` in memory, a
-:class:`~negdro_stats.data.moments.BlockAccumulator` for blocks and streams), the outcome and
+:class:`~negdro_stats.data.blocks.BlockAccumulator` for blocks and streams), the outcome and
 covariate names, the NaN policy's account of the pass and, in memory, the rows.
 :class:`~negdro_stats.MultiEnvData` turns a :class:`Read` into validated data; it
 does not read anything itself.
@@ -58,15 +58,8 @@ from .._validation import (
     warn_user,
 )
 from ..exceptions import DataError, DataWarning
-from .moments import (
-    DEFAULT_BLOCKS,
-    DEFAULT_CHUNK_ROWS,
-    BlockAccumulator,
-    BlockMoments,
-    MomentAccumulator,
-    Moments,
-    one_blas_thread,
-)
+from .blocks import DEFAULT_BLOCKS, BlockAccumulator, BlockMoments
+from .moments import DEFAULT_CHUNK_ROWS, MomentAccumulator, Moments, one_blas_thread
 
 __all__ = ["MISSING", "path_kind", "NanPolicy", "Read", "Rows", "Table", "as_pandas",
            "check_labels", "check_real", "read_arrays", "read_batches", "read_csv", "read_dask",

@@ -38,7 +38,7 @@ sampling noise is then far below rounding error, so the tests are exact up to it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg, optimize
@@ -283,8 +283,7 @@ class InvarianceGMM:
         :func:`negdro_stats.estimation.route.rank_test`).  Computed as the score covariance of the
         outcome ``X^T v`` at ``b = 0``."""
         m = self.mom
-        along = replace(m, mean_y=m.mean_x @ v, sxy=m.Sigma @ v,
-                        syy=np.einsum("i,eij,j->e", v, m.Sigma, v), fourth=None)
+        along = m.with_outcome(np.append(v, 0.0))
         W = self._invert(gaussian_score_cov(along, np.zeros(self.p), self.R))
         return self._solve(np.arange(self.p), W)[1]
 

@@ -64,7 +64,7 @@ used only by the next.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal, NamedTuple
 
@@ -419,10 +419,9 @@ class _RiskAR:
 def _with_outcome_shift(mom: Moments, j: int, beta0: float) -> Moments:
     """The moments of ``(X, Y - beta0 X_j)``: fixing ``b_j = beta0`` in the invariance
     conditions is regressing this outcome on the other covariates."""
-    Sj = mom.Sigma[:, :, j]
-    return replace(mom, sxy=mom.sxy - beta0 * Sj,
-                   syy=mom.syy - 2.0 * beta0 * mom.sxy[:, j] + beta0**2 * Sj[:, j],
-                   mean_y=mom.mean_y - beta0 * mom.mean_x[:, j], fourth=None)
+    u = np.zeros(mom.p + 1)
+    u[j], u[mom.p] = -beta0, 1.0
+    return mom.with_outcome(u)
 
 
 def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
@@ -528,9 +527,7 @@ class _Profile:
         outcome's scale), with the scales to map the others' coefficients back."""
         std, p = self.std, self.std.p
         if beta0 is None:
-            Sj = std.Sigma[:, :, j]
-            shifted = replace(std, sxy=Sj.copy(), syy=Sj[:, j].copy(),
-                              mean_y=std.mean_x[:, j].copy(), fourth=None)
+            shifted = std.with_outcome(np.eye(p + 1)[j])
         else:
             shifted = _with_outcome_shift(std, j, beta0)
         d_j, s_j = shifted.scales()

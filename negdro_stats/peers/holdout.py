@@ -188,7 +188,7 @@ def fit_method(method: str, data: MultiEnvData,
     if res.details.get("capped"):
         raise SubsetCapError(f"{method} stopped after enumerating its cap of supports "
                              "(baselines.MAX_SUBSETS); use it with fewer covariates.")
-    return res.params.to_numpy()
+    return data.to_user(res.params.to_numpy())    # (fitted about the means, with one)
 
 
 def _check_methods(methods: Sequence[str]) -> tuple[str, ...]:

@@ -130,7 +130,7 @@ class NegDROResults(BootstrapViews, Saveable):
         self._bootstrap, self._deferred = bootstrap, deferred_bootstrap
         self.fit_seconds = float(fit_seconds)
         self.selection = solver.selection
-        self.params = pd.Series(solver.b, index=names, name="coef")
+        self.params = pd.Series(model.data.to_user(solver.b), index=names, name="coef")
         self.support = pd.Series(solver.support, index=names, name="selected")
         self.std_params = pd.Series(solver.b * d / s_y, index=names, name="std coef")
         self.weights = pd.Series(solver.w, index=envs, name="weight")
@@ -261,10 +261,11 @@ class NegDROResults(BootstrapViews, Saveable):
 
     @cached_property
     def _refit_cov(self) -> tuple[FloatArray, str]:
-        return refit_cov(self.model.moments, self.params.to_numpy(),
-                         self.support.to_numpy(), self.solver.refit,
-                         selection=self.selection, score_cov=self._score_cov(),
-                         const=self.intercept)
+        cov, method = refit_cov(self.model.data.moments, self.solver.b,
+                                self.support.to_numpy(), self.solver.refit,
+                                selection=self.selection, score_cov=self._score_cov(),
+                                const=self.intercept)
+        return self.model.data.cov_to_user(cov), method
 
     def cov_params(self) -> pd.DataFrame:
         """Analytic covariance of the coefficients **conditional on the selected
@@ -328,7 +329,7 @@ class NegDROResults(BootstrapViews, Saveable):
         cache = self.__dict__.setdefault("_robust_sets", {})
         if (alpha, test) not in cache:
             cache[alpha, test] = robust_set(
-                self.model.moments, self.params.to_numpy(), alpha=alpha,
+                self.model.data.moments, self.solver.b, alpha=alpha,
                 score_cov=self._score_cov(), test=test,
                 const=self.intercept)
         return cache[alpha, test]
@@ -360,7 +361,7 @@ class NegDROResults(BootstrapViews, Saveable):
         """Pooled R-squared: 1 - the pooled mean squared residual over the outcome's
         pooled mean square about its mean with an intercept, about 0 without one
         (statsmodels' uncentred R-squared), rows weighted as in pooled OLS."""
-        mom = self.model.moments
+        mom = self.model.data.moments
         w = mom.pooled_weights()
         total = float(w @ mom.syy) - (float(w @ mom.mean_y) ** 2 if self.fit_intercept else 0.0)
         return 1.0 - float(w @ self.risks.to_numpy()) / total

@@ -196,7 +196,7 @@ def walk(std: Moments, alpha: float,
     model) chooses a support, and it is rerun with one weight for every support at the
     choice, again while the J test rejects every support (``SCORE_ITERATIONS``); the walks'
     choices are then compared under the last weight (:func:`_best_of`)."""
-    pooled = std if recentre is None else replace(std, sxy=std.sxy - recentre)
+    pooled = std if recentre is None else replace(std, sxy=std.sxy - recentre, cov=None)
     p, E = std.p, std.n_envs
     every = np.arange(p)
     n_min = float(std.n.min())
