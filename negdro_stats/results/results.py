@@ -71,7 +71,9 @@ class NegDROResults(BootstrapViews, Saveable):
         (``selection.route == "invariance"``), by Algorithm 3's hard threshold on its
         route and with ``refit="negdro"``.
     std_params : pandas.Series
-        Standardised coefficients ``b_j d_j / s_y`` (the scale of ``threshold``).
+        Standardised coefficients ``b_j d_j / s_y`` (the scale of ``threshold``): root
+        mean squares ``d_j``, ``s_y`` of the working moments, about the pooled means with
+        an intercept (whose own is then 0).
     weights : pandas.Series
         Worst-case simplex weights ``w`` at the estimate, eq. (20), by environment.
     risks : pandas.Series
@@ -119,6 +121,8 @@ class NegDROResults(BootstrapViews, Saveable):
         names = pd.Index(moments.names, name="covariate")
         envs = pd.Index(moments.envs, name="environment")
         d, s_y = moments.scales()
+        if fit_intercept:           # about the pooled means a constant has no spread
+            d = np.append(d[:-1], 0.0)
         self.model = model
         self.endog_name = moments.outcome
         self.fit_intercept = bool(fit_intercept)

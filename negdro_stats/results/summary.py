@@ -309,8 +309,10 @@ def _selection_notes(res: Results, kind: str) -> list[str]:
     """How the support and the coefficients were chosen (the first notes)."""
     sel = res.selection
     on_condition_4 = sel is not None and res.verdict == "if Condition 4"
+    std = ("std coef = coef x RMS(X_j) / RMS(Y), root mean squares about the pooled means"
+           if res.fit_intercept else "std coef = coef x RMS(X_j) / RMS(Y)")
     if sel is not None and sel.exact:
-        return [f"std coef = coef x RMS(X_j) / RMS(Y).  Reported: pooled OLS, because "
+        return [f"{std}.  Reported: pooled OLS, because "
                 f"{sel.reason}."]
     if sel is not None and np.isfinite(sel.fixed_test[3]):
         J, df, pvalue, level = sel.fixed_test
@@ -324,7 +326,7 @@ def _selection_notes(res: Results, kind: str) -> list[str]:
                   "(pooled OLS was not invariant: hidden confounding, or a child of the "
                   "outcome)")
         notes = [
-            "std coef = coef x RMS(X_j) / RMS(Y).  The environment differences do not "
+            f"{std}.  The environment differences do not "
             "determine the coefficients, so the support is the one, among those whose "
             f"{fitted}.  Test at the reported fit: J = {J:.3g}, df = {df}, p = "
             f"{pvalue:.3g}, accepted at level alpha / p = {level:.2g}." + (
@@ -337,7 +339,7 @@ def _selection_notes(res: Results, kind: str) -> list[str]:
         ]
     elif sel is not None and sel.estimator != "negdro":
         notes = [
-            "std coef = coef x RMS(X_j) / RMS(Y).  Support chosen by invariance: GMM-BIC "
+            f"{std}.  Support chosen by invariance: GMM-BIC "
             "over nested supports of the gradient-invariance conditions (Lemma 1), "
             + ("no support passed the J test" if sel.rejected else
                "grown until the J test accepts") + ", pruned by abs(t) >= "
@@ -359,7 +361,7 @@ def _selection_notes(res: Results, kind: str) -> list[str]:
         ]
     else:
         notes = [
-            "std coef = coef x RMS(X_j) / RMS(Y); Algorithm 3 keeps covariates with "
+            f"{std}; Algorithm 3 keeps covariates with "
             "|std coef| >= c0 and refits on them.",
         ]
         if sel is not None:
