@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from negdro_stats import DataError, DataWarning, NegDRO, simulate
+from negdro_stats import DataError, DataWarning, IdentificationWarning, NegDRO, simulate
 from negdro_stats.cli import main
 
 
@@ -180,7 +180,9 @@ def test_warnings_are_one_line_each_once_per_fit(arrays):
     """Issue 41 item 4: every README example emitted 2-5 warnings of 300-600 characters.
     On fits that warn for each reason (invariance rejected on Sachs, not identified with
     mean shifts only, an intercept left out, no convergence), each warning is one line
-    of at most 250 characters, with the cause and what to do, and none repeats."""
+    of at most 250 characters, with the cause and what to do, and none repeats; the
+    causes of doubt are one IdentificationWarning (Sachs gave two: the J test and
+    Condition 1b)."""
     from negdro_stats.datasets import load_sachs
 
     df = arrays[0]
@@ -198,6 +200,7 @@ def test_warnings_are_one_line_each_once_per_fit(arrays):
             fit()
         messages = [str(w.message) for w in caught]
         assert messages and len(set(messages)) == len(messages), messages
+        assert sum(isinstance(w.message, IdentificationWarning) for w in caught) <= 1
         for message in messages:
             assert "\n" not in message and len(message) <= 250, message
         seen |= {type(w.message).__name__ for w in caught}

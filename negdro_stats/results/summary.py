@@ -305,12 +305,16 @@ def _outside(res: Results, ci: Any, kind: str, robust: RobustSet | None) -> list
             "read these coefficients with care."]
 
 
+def _std_coef_rule(res: Results) -> str:
+    return "std coef = coef x RMS(X_j) / RMS(Y)" + (
+        ", root mean squares about the pooled means" if res.fit_intercept else "")
+
+
 def _selection_notes(res: Results, kind: str) -> list[str]:
     """How the support and the coefficients were chosen (the first notes)."""
     sel = res.selection
     on_condition_4 = sel is not None and res.verdict == "if Condition 4"
-    std = ("std coef = coef x RMS(X_j) / RMS(Y), root mean squares about the pooled means"
-           if res.fit_intercept else "std coef = coef x RMS(X_j) / RMS(Y)")
+    std = _std_coef_rule(res)
     if sel is not None and sel.exact:
         return [f"{std}.  Reported: pooled OLS, because "
                 f"{sel.reason}."]
