@@ -314,9 +314,8 @@ def _selection_notes(res: Results, kind: str) -> list[str]:
     """How the support and the coefficients were chosen (the first notes)."""
     sel = res.selection
     on_condition_4 = sel is not None and res.verdict == "if Condition 4"
-    std = _std_coef_rule(res)
     if sel is not None and sel.exact:
-        return [f"{std}.  Reported: pooled OLS, because "
+        return [f"{_std_coef_rule(res)}.  Reported: pooled OLS, because "
                 f"{sel.reason}."]
     if sel is not None and np.isfinite(sel.fixed_test[3]):
         J, df, pvalue, level = sel.fixed_test
@@ -330,7 +329,7 @@ def _selection_notes(res: Results, kind: str) -> list[str]:
                   "(pooled OLS was not invariant: hidden confounding, or a child of the "
                   "outcome)")
         notes = [
-            f"{std}.  The environment differences do not "
+            f"{_std_coef_rule(res)}.  The environment differences do not "
             "determine the coefficients, so the support is the one, among those whose "
             f"{fitted}.  Test at the reported fit: J = {J:.3g}, df = {df}, p = "
             f"{pvalue:.3g}, accepted at level alpha / p = {level:.2g}." + (
@@ -343,7 +342,7 @@ def _selection_notes(res: Results, kind: str) -> list[str]:
         ]
     elif sel is not None and sel.estimator != "negdro":
         notes = [
-            f"{std}.  Support chosen by invariance: GMM-BIC "
+            f"{_std_coef_rule(res)}.  Support chosen by invariance: GMM-BIC "
             "over nested supports of the gradient-invariance conditions (Lemma 1), "
             + ("no support passed the J test" if sel.rejected else
                "grown until the J test accepts") + ", pruned by abs(t) >= "
@@ -365,7 +364,7 @@ def _selection_notes(res: Results, kind: str) -> list[str]:
         ]
     else:
         notes = [
-            f"{std}; Algorithm 3 keeps covariates with "
+            f"{_std_coef_rule(res)}; Algorithm 3 keeps covariates with "
             "|std coef| >= c0 and refits on them.",
         ]
         if sel is not None:
