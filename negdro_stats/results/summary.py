@@ -108,10 +108,11 @@ def _robust_or_reason(res: Results, alpha: float, kind: str, asked: bool,
             f"fits per coefficient, so with {p} they are not computed for the summary: "
             "res.conf_int(kind='robust'), or summary(intervals='robust').")
     causes = rs.causes()
+    unbounded = rs.bounded.index[~rs.bounded & rs.estimate.notna()]
     state = ("The set is empty (no b passes the test)." if rs.empty else
-             "Bounded for " + (", ".join(rs.bounded.index[rs.bounded]) or "none")
-             + "; +-inf where the environments leave a coefficient undetermined.  Direct "
-             f"causes at family-wise error {rs.alpha:g} (Holm on robust p): "
+             ("Every interval is bounded" if not len(unbounded) else "+-inf where the "
+              f"environments leave a coefficient undetermined ({listed(unbounded, 5)})")
+             + f".  Direct causes at family-wise error {rs.alpha:g} (Holm on robust p): "
              + (", ".join(causes.index[causes]) or "none") + ".")
     tested = ("every covariate's" if len(rs.instruments) == rs.estimate.notna().sum()
               else f"{len(rs.instruments)} covariates' (those whose second moments vary "
@@ -426,8 +427,7 @@ def _bootstrap_note(res: Results, ci_method: str, kind: str) -> str:
                 "estimator, selection included) runs on request: res.run_bootstrap(), "
                 "then res.boot_se, res.support_freq, summary(intervals='bootstrap'); or "
                 "fit(n_boot=B) to run it with the fit and show it here.")
-    return (f"{analytic}No bootstrap (n_boot=0, or a model built from moments): no "
-            "bootstrap standard errors, intervals or selection frequencies"
+    return (f"{analytic}No bootstrap (n_boot=0, or a model built from moments)"
             + ("; robust intervals: summary(intervals='robust')." if kind == "wald" else "."))
 
 
@@ -463,9 +463,8 @@ def _fit_notes(res: Results, *, shown: int, show: str) -> list[str]:
                      "NegDRO.diagnose() gives a confidence bound).")
     why = gamma_not_used(res)
     if why is not None:
-        notes.append(f"gamma = {res.gamma:g} does not enter these coefficients: {why}.  "
-                     "NegDRO's risk-heterogeneity trade-off along gamma: fit_path(), or "
-                     "fit(refit='negdro') for the paper's estimator.")
+        notes.append(f"gamma = {res.gamma:g} does not enter these coefficients: {why}; "
+                     "the trade-off along gamma: fit_path(), fit(refit='negdro').")
     if not res.converged:
         notes.append(f"The solver did not reach tol = {s['tol']:g}: treat the estimate "
                      "with care, or raise max_iter.")

@@ -184,10 +184,8 @@ def gamma_not_used(res: Results) -> str | None:
     if sel is None or sel.estimator == "negdro":
         return None
     if sel.route == "invariance":
-        return ("the environment differences determine every coefficient, and the "
-                "invariance fit is the gamma -> infinity end of NegDRO's trade-off "
-                "(beta* under identification, Theorem 4's bias bound 1 / (margin (1 + "
-                "gamma |E|)) at 0)")
-    return ("the estimate is the invariant fit of least pooled risk (Theorem 6), which "
-            "does not depend on gamma; gamma enters only Theorem 4's bound 1 / (margin "
-            "(1 + gamma |E|)) that decides whether Algorithm 3's fit is trusted")
+        return ("the environments determine every coefficient, and the invariance fit is "
+                "NegDRO's gamma -> infinity end (Theorem 4's bias bound at 0)")
+    return ("the invariant fit of least pooled risk (Theorem 6) does not depend on it; "
+            "gamma enters only Theorem 4's bound, which decides whether Algorithm 3's fit "
+            "is trusted")
