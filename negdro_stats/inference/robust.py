@@ -156,13 +156,13 @@ class RobustSet:
     _subvector: _Subvector           # the subvector tests, on the same
     _slopes: np.ndarray              # the coefficients it covers (model order)
     _to_std: FloatArray              # b -> standardised b, entrywise
-    _starts: tuple[FloatArray, FloatArray, FloatArray]   # CUE, fit, CUE's s.e. (std)
+    _starts: tuple          # residual moments' CUE, fit, s.e., joint CUE (standardised)
 
     @cached_property
     def _projections(self) -> tuple[pd.Series, pd.Series, pd.Series]:
         """``(lower, upper, pvalues)``, computed on first use: the joint test alone
         (:attr:`empty`, :meth:`contains`) costs a few fits, these ~20 per coefficient."""
-        cue_b, b0, se = self._starts
+        cue_b, b0, se, *joint = self._starts     # (files before 2026-12-05: no joint CUE)
         stat, p = self._subvector, len(cue_b)
         lower, upper, pvalues = np.full(p, np.nan), np.full(p, np.nan), np.full(p, np.nan)
         for j in range(0 if self.empty else p):         # empty: so is every projection
@@ -170,8 +170,8 @@ class RobustSet:
             if stat.limit <= stat.critical:
                 lower[j], upper[j] = -np.inf, np.inf  # far out on both sides is inside
                 continue
-            centre = _inside(lambda x, j=j: stat(j, x), [cue_b[j], b0[j], 0.0], se[j],
-                             stat.critical)
+            centre = _inside(lambda x, j=j: stat(j, x),
+                             [*(b[j] for b in joint), cue_b[j], b0[j], 0.0], se[j], stat.critical)
             if centre is None:
                 continue                             # the set's projection on b_j is empty
             lower[j], upper[j] = (_endpoint(stat, j, centre, side * se[j])
@@ -266,6 +266,7 @@ class RobustSet:
 
     def __repr__(self) -> str:
         state = ("empty" if self.empty else "not empty" if "_projections" not in self.__dict__
+                 else "no interval" if self.lower.isna().all()
                  else "bounded" if self.bounded.loc[self.lower.notna()].all()
                  else "unbounded")
         return (f"<RobustSet: {state}, level {1 - self.alpha:g}, min AR = "
@@ -472,9 +473,10 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
     critical = chi2_ppf(1 - alpha, df)
     df_sub = df - (p - 1)
     profile = _Profile(std, R, K, chi2_ppf(1 - alpha, df_sub), (cue.b, b0))
-    subvector = _Subvector(profile, joint, alpha, df_sub, test)
     best = min((joint.fit_cue(every, start=x) for x in (cue.b, b0)), key=lambda f: f.J)
     statistic = min(best.J, profile.limit)       # the least may lie at infinity
+    subvector = _Subvector(profile, joint, alpha, df_sub, test, least=statistic,
+                           joint_critical=critical)
     # the searches' step: the joint statistic's standard errors at its CUE (the
     # curvature of every profile near it), else the residual moments' CUE's
     with np.errstate(all="ignore"):
@@ -488,7 +490,7 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
                      estimate=estimate, df_sub=df_sub, critical_sub=subvector.critical,
                      instruments=tuple(work.names[k] for k in R), test=test, _gmm=joint,
                      _subvector=subvector, _slopes=slopes, _to_std=1.0 / scale,
-                     _starts=(cue.b, b0, se))
+                     _starts=(cue.b, b0, se, best.b))
 
 
 class _Profile:
@@ -617,10 +619,21 @@ class _Subvector:
     identified (Kleibergen 2005); where they are not, the benchmark measures it."""
 
     def __init__(self, profile: _Profile, joint: _RiskAR, alpha: float, df_sub: int,
-                 test: Literal["ar", "kj"]) -> None:
+                 test: Literal["ar", "kj"], *, least: float, joint_critical: float) -> None:
         self.profile, self.joint, self.test, self.df_sub = profile, joint, test, df_sub
         self.c_K = chi2_ppf(1 - KJ_SHARE * alpha, 1)
         self.c_J = chi2_ppf(1 - (1 - KJ_SHARE) * alpha, df_sub - 1)
+        # The set is not empty (its ``least`` AR is below the joint quantile), yet the
+        # subvector test would reject every value (AR_j at its least is the set's least
+        # AR, above AR's or J's own quantile): issue 41 met NaN bounds beside "not empty"
+        # there.  That quantile is then the joint one -- the projection of the joint set,
+        # valid and wider -- so the joint CUE is inside every interval.
+        self.projected = least <= joint_critical and least > (
+            profile.critical if test == "ar" else self.c_J)
+        if self.projected and test == "ar":
+            profile.critical = joint_critical
+        elif self.projected:
+            self.c_J = joint_critical
         self.critical = profile.critical if test == "ar" else self.c_K
         self._K: dict[tuple[int, float], tuple[float, float]] = {}   # -> (AR_j, K_j)
         self._verified: set[tuple[int, float]] = set()
