@@ -321,8 +321,8 @@ def _non_gaussian(sem, n: int, law: str, seed: int) -> pd.DataFrame:
 def test_a_set_that_is_not_empty_bounds_every_coefficient(law, seed):
     """Issue 41 item 7: a non-empty set gave NaN bounds.  Gaussian seed: min AR 58.97 <=
     60.48, the joint quantile, but above the KJ test's J quantile chi2_0.99(34) = 56.06,
-    so every value of every coefficient was rejected (20 NaN bounds of 20); the
-    quantile is then the joint one (the projection of the joint set).  Skewed seed: X9's
+    so every value of every coefficient was rejected (20 NaN bounds of 20); J's
+    quantile is then the joint one (K_j <= c_K still applies).  Skewed seed: X9's
     search started from the worst of its candidates (b = 0, on the plateau far out) and
     stepped over the interval, [1.20, 1.40] (NaN); the joint CUE is now the first."""
     sem = simulate.random_sem(10, n_parents=2, n_children=2, strong_env=True, rng=7)
