@@ -110,3 +110,22 @@ def test_the_models_moments_are_in_the_datas_frame():
         a = model.fit(n_boot=0).params
         b = NegDRO.from_moments(model.moments).fit(n_boot=0).params
     np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("method", ["erm", "anchor", "drig", "causal_dantzig", "eills"])
+def test_peers_on_the_models_moments_ignore_offsets(method):
+    """fit_baseline(method, model.moments) with an intercept: the same slopes and the
+    intercept moved by what the offsets imply (peers fitted raw moments with the
+    constant: at offsets of 1e6 causal Dantzig's intercept was -1.93e6 for -4.15e5, erm's
+    slopes moved by 1e-4)."""
+    from negdro_stats import fit_baseline
+
+    frame = simulate.eq33(p=5).sample(500, rng=4)
+    moved = frame.assign(X1=frame["X1"] + 1e6, Y=frame["Y"] + 1e5)
+    options = {"gamma": 0.5} if method == "drig" else {}
+    fits = [fit_baseline(method, NegDRO(f, env="env", outcome="Y", fit_intercept=True)
+                         .moments, **options).params for f in (frame, moved)]
+    np.testing.assert_allclose(fits[1].drop("const"), fits[0].drop("const"),
+                               rtol=1e-7, atol=1e-8)
+    want = fits[0]["const"] + 1e5 - fits[1]["X1"] * 1e6
+    np.testing.assert_allclose(fits[1]["const"], want, rtol=1e-8)

@@ -190,9 +190,7 @@ class MultiEnvData:
             raise DataError(f"moments must be a negdro_stats.Moments; got "
                             f"{type(moments).__name__}.")
         _check_form(moments)
-        ones = [j for j in range(moments.p)
-                if np.allclose(moments.mean_x[:, j], 1.0, rtol=0, atol=1e-12)
-                and np.allclose(moments.Sigma[:, j, j], 1.0, rtol=0, atol=1e-12)]
+        ones = moments.ones()
         fit_intercept = bool(ones) if fit_intercept is None else check_bool(
             fit_intercept, "fit_intercept", "NegDRO.from_moments")
         if ones and not fit_intercept:

@@ -246,6 +246,26 @@ class Moments:
                 np.insert(self.cov, p, 0.0, axis=1), p, 0.0, axis=2),   # no variation
         )
 
+    def ones(self) -> list[int]:
+        """The covariates that are the constant 1 in every environment (an intercept)."""
+        return [j for j in range(self.p)
+                if np.allclose(self.mean_x[:, j], 1.0, rtol=0, atol=1e-12)
+                and np.allclose(self.Sigma[:, j, j], 1.0, rtol=0, atol=1e-12)]
+
+    def about_means(self, const: int) -> tuple[Moments, FloatArray]:
+        """With the constant covariate ``const``: the moments of the other covariates and
+        the outcome less their pooled means, the constant in its place, and those means
+        ``(xbar, ybar)`` (p + 1 numbers, the constant's 0).  A linear fit with the
+        constant has the same residuals here, and its intercept in the data's frame is
+        ``c_0 + ybar - b^T xbar`` (:meth:`negdro_stats.data.MultiEnvData.to_user` does
+        the same for the model's moments); no product of moments cancels digits here."""
+        others = [j for j in range(self.p) if j != const]
+        w = self.pooled_weights()
+        origin = np.append(w @ self.mean_x[:, others], w @ self.mean_y)
+        moved = self.subset(others).shifted(origin).add_constant(self.names[const])
+        order = np.insert(np.arange(self.p - 1), const, self.p - 1)
+        return moved.subset(order), np.insert(origin, const, 0.0)
+
     def with_outcome(self, u: FloatArray) -> Moments:
         """Moments of ``(X, [X, Y] @ u)``: the outcome replaced by a linear combination of
         the covariates and itself (``u``, length p + 1), e.g. ``Y - beta0 X_j``; the

@@ -236,12 +236,29 @@ def fit_baseline(method: str, moments: Moments, **options) -> BaselineResult:
     """Fit a peer method on per-environment moments; see the module docstring.
 
     ``moments`` may come from :class:`negdro_stats.NegDRO` (``model.moments``), from data
-    via :meth:`Moments.from_arrays`, or from a design (``sem.moments()``).
+    via :meth:`Moments.from_arrays`, or from a design (``sem.moments()``).  A covariate
+    that is the constant 1 is an intercept: the peer is fitted about the pooled means
+    (:meth:`Moments.about_means`), as in the leave-one-environment-out validation, and
+    the intercept reported in the data's frame (ICP's interval for it is NaN: a bound of
+    the centred intercept alone does not map).  On raw moments DRIG's and causal
+    Dantzig's estimates depended on the data's origin (they difference raw second
+    moments), and offsets of 1e6 cost digits (causal Dantzig's intercept -1.93e6 for
+    -4.15e5); about the means they do neither.
     """
     if method not in BASELINES:
         raise DataError(f"Unknown baseline {method!r}; choose from {sorted(BASELINES)}.")
     start = time.perf_counter()
-    b, details = BASELINES[method](moments, **options)
+    ones = moments.ones()
+    if len(ones) == 1:              # an intercept: fitted about the pooled means
+        work, origin = moments.about_means(ones[0])
+        b, details = BASELINES[method](work, **options)
+        b = np.array(b, dtype=np.float64)
+        b[ones[0]] += origin[-1] - b @ origin[:-1]             # (origin's const entry: 0)
+        if details.get("conf_int") is not None:      # (a bound of c_0 alone does not map)
+            details["conf_int"] = tuple(np.where(np.arange(len(b)) == ones[0], np.nan, v)
+                                        for v in details["conf_int"])
+    else:
+        b, details = BASELINES[method](moments, **options)
     seconds = time.perf_counter() - start
     names = pd.Index(moments.names, name="covariate")
     ci = details.pop("conf_int", None)
