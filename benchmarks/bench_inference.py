@@ -1,7 +1,8 @@
 """Inference benchmark (issue: inference): bootstrap cost, interval coverage, gamma="auto".
 
 Usage:  python benchmarks/bench_inference.py [--quick] [--reps 100] [--seeds 20]
-        [--only cost|defaults|coverage|auto_gamma|robust|robust_cost|robust_width]
+        [--only cost|defaults|coverage|auto_gamma|robust|robust_cost|robust_width|
+                robust_noise]
         [--designs ...]
         [--ns ...] [--test kj|ar]
         [--out benchmarks/results/inference.json]
@@ -38,6 +39,13 @@ Usage:  python benchmarks/bench_inference.py [--quick] [--reps 100] [--seeds 20]
    on random SEMs at p = 10 and 30 (:func:`robust_cost`).
 6. Robust width (``--only robust_width``): robust (KJ, AR) and efficient-Wald widths /
    the bootstrap's at n = 20,000 on the in-model designs (:func:`robust_width`).
+7. Robust sets on non-Gaussian noise (``--only robust_noise``, issue 41 item 7): random
+   SEMs (p = 10 and 30, three parents, three children, strong shifts) whose every
+   standardised component is normal, t(5) or Exp(1) - 1 (``LinearSEM.sample(noise=)``:
+   the same beta* and invariance), 2,000 rows x 5 environments, ``--reps`` samples:
+   coverage of the parents' and the other coefficients' KJ intervals and of the joint set,
+   the share of empty sets, the Bartlett factor (median, max), the parents' median width
+   (:func:`robust_noise`).
 """
 
 from __future__ import annotations
@@ -300,13 +308,53 @@ def robust_cost(seeds: int, ps=(10, 30)) -> list[dict]:
     return rows
 
 
+NOISE_DESIGNS = (("p10", 10, 7), ("p30", 30, 7), ("p30b", 30, 3))   # (name, p, SEM seed)
+
+
+def robust_noise(reps: int, laws=("normal", "t5", "exponential"),
+                 designs=NOISE_DESIGNS) -> list[dict]:
+    """Module docstring, 7: per design and noise law, ``reps`` samples (seeds 0, 1, ...)."""
+    rows = []
+    for name, p, seed in designs:
+        sem = simulate.random_sem(p, n_parents=3, n_children=3, strong_env=True, rng=seed)
+        beta = np.asarray(sem.beta_star)
+        for law in laws:
+            inside, joint, empty, factors, widths, secs = [], [], [], [], [], []
+            for r in range(reps):
+                _, rs, _, t_set = _timed_set(NegDRO(sem.sample(2000, rng=r, noise=law),
+                                                    env="env", outcome="Y"))
+                ci = rs.conf_int().to_numpy()
+                inside.append((ci[:, 0] <= beta) & (beta <= ci[:, 1]))
+                joint.append(rs.contains(beta))
+                empty.append(rs.empty)
+                factors.append(rs.bartlett)
+                widths.append(ci[beta != 0, 1] - ci[beta != 0, 0])
+                secs.append(t_set)
+            inside = np.array(inside)
+            parents = inside[:, beta != 0]
+            row = dict(design=name, p=p, noise=law, reps=reps,
+                       parents=float(parents.mean()),
+                       parents_se=float(np.sqrt(parents.mean() * (1 - parents.mean())
+                                                / parents.size)),
+                       others=float(inside[:, beta == 0].mean()),
+                       joint=float(np.mean(joint)), empty=float(np.mean(empty)),
+                       bartlett_median=float(np.median(factors)),
+                       bartlett_max=float(np.max(factors)),
+                       parents_width=float(np.nanmedian(widths)),   # (NaN: empty)
+                       median_s=float(np.median(secs)))
+            print(row, flush=True)
+            rows.append(row)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=100)
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--only", choices=["cost", "defaults", "coverage", "auto_gamma",
-                                       "robust", "robust_cost", "robust_width"],
+                                       "robust", "robust_cost", "robust_width",
+                                       "robust_noise"],
                     default=None,
                     help="run one part and keep the others of an existing --out file")
     ap.add_argument("--designs", default=",".join(ROBUST_DESIGNS),
@@ -331,6 +379,7 @@ def main():
         "robust_width": lambda: robust_width(2 if a.quick else a.reps,
                                              n=2000 if a.quick else 20_000,
                                              B=50 if a.quick else 200),
+        "robust_noise": lambda: robust_noise(2 if a.quick else a.reps),
     }
     for name, run in parts.items():
         if a.only in (None, name):

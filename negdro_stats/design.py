@@ -32,14 +32,21 @@ import pandas as pd
 
 from ._json import jsonable
 from ._typing import ArrayLike, FloatArray
-from ._validation import check_int, check_rng, did_you_mean
+from ._validation import check_int, check_option, check_rng, did_you_mean
 from .data.moments import Moments
 from .exceptions import DataError
 from .identification.conditions import CONDITIONS, IdentificationResult
 
 __all__ = ["DesignReport", "Intervention", "InterventionAdvice", "LinearSEM"]
 
-DISTRIBUTIONS = ("normal", "uniform")
+# the laws of standardised (mean 0, variance 1) components: only sampling uses them
+STANDARD_LAWS = {
+    "normal": lambda rng, shape: rng.standard_normal(shape),
+    "uniform": lambda rng, shape: rng.uniform(-np.sqrt(3.0), np.sqrt(3.0), size=shape),
+    "t5": lambda rng, shape: rng.standard_t(5, size=shape) / np.sqrt(5.0 / 3.0),
+    "exponential": lambda rng, shape: rng.exponential(1.0, size=shape) - 1.0,   # skewed
+}
+DISTRIBUTIONS = tuple(STANDARD_LAWS)
 
 
 def _sqrt_psd(C: FloatArray, name: str) -> FloatArray:
@@ -54,9 +61,9 @@ def _sqrt_psd(C: FloatArray, name: str) -> FloatArray:
 def _standard_draws(dists: Sequence[str], n: int, rng: np.random.Generator) -> FloatArray:
     """n draws of independent mean-0, variance-1 components with the given laws."""
     z = rng.standard_normal((n, len(dists)))
-    uni = np.array([d == "uniform" for d in dists])
-    if uni.any():
-        z[:, uni] = rng.uniform(-np.sqrt(3.0), np.sqrt(3.0), size=(n, int(uni.sum())))
+    for law in sorted(set(dists) - {"normal"}):
+        cols = np.array([d == law for d in dists])
+        z[:, cols] = STANDARD_LAWS[law](rng, (n, int(cols.sum())))
     return z
 
 
@@ -71,8 +78,9 @@ class Intervention:
     cov : array (p, p)
         ``Cov(delta^e)``.
     dist : str or sequence of str
-        Law of the independent standardised components (``"normal"`` or ``"uniform"``),
-        one for all or one per covariate.  Only sampling uses it.
+        Law of the independent standardised components (``"normal"``, ``"uniform"``,
+        ``"t5"`` (t(5), heavy tails) or ``"exponential"`` (Exp(1) - 1, skewed)), one for
+        all or one per covariate.  Only sampling uses it.
     """
 
     mean: FloatArray
@@ -88,8 +96,8 @@ class Intervention:
         dist = (dist,) * len(mean) if isinstance(dist, str) else tuple(dist)
         bad = [d for d in dist if d not in DISTRIBUTIONS]
         if bad or len(dist) != len(mean):
-            raise DataError(f"Intervention dist must be 'normal' or 'uniform' (or one per "
-                            f"covariate); got {dist!r}.")
+            raise DataError(f"Intervention dist must be one of {list(DISTRIBUTIONS)} (or one "
+                            f"per covariate); got {dist!r}.")
         object.__setattr__(self, "mean", mean)
         object.__setattr__(self, "cov", cov)
         object.__setattr__(self, "dist", dist)
@@ -439,9 +447,13 @@ class LinearSEM:
 
     def sample(
         self, n_per_env: int | Sequence[int], rng: np.random.Generator | int | None = None,
-        *, env_column: str = "env",
+        *, env_column: str = "env", noise: str | None = None,
     ) -> pd.DataFrame:
-        """Draw rows from every environment; a DataFrame with the outcome first."""
+        """Draw rows from every environment; a DataFrame with the outcome first.
+        ``noise`` draws every standardised component (noises and interventions) from one
+        law of :data:`STANDARD_LAWS` instead of the design's (the same moments up to
+        order 2, so the same ``beta*`` and invariance): ``"t5"`` for heavy tails,
+        ``"exponential"`` for skewed noise."""
         if env_column in self.names:
             raise DataError(f"env_column={env_column!r} is the name of a variable of the SEM "
                             f"{list(self.names)}; choose another name.")
@@ -451,10 +463,14 @@ class LinearSEM:
             raise DataError(f"n_per_env has {len(ns)} entries; the SEM has {self.n_envs} "
                             "environments (give one count, or one per environment).")
         ns = [check_int(n, "n_per_env", "LinearSEM.sample", min_val=1) for n in ns]
+        if noise is not None:
+            noise = check_option(noise, "noise", "LinearSEM.sample", DISTRIBUTIONS)
         frames = []
         for label, n, m, L, dists in zip(self.envs, ns, self._means, self._loadings,
                                          self._dists, strict=True):
-            eps = m + _standard_draws(dists, int(n), rng) @ L.T
+            z = (_standard_draws(dists, int(n), rng) if noise is None
+                 else STANDARD_LAWS[noise](rng, (int(n), L.shape[1])))
+            eps = m + z @ L.T
             frame = pd.DataFrame(eps @ self._T.T, columns=list(self.names))
             frame[env_column] = label
             frames.append(frame)

@@ -212,11 +212,33 @@ class FourthMoments:
         cols = np.asarray(cols, dtype=int)
         T, alpha = self._maps(b, cols)
         h = np.einsum("emn,en->em", self.second, alpha)
-        C = np.stack([(w := v * (v @ a)[:, None]).T @ w / len(v)
-                      for v, a in zip(self.rows, alpha, strict=True)])
+        C = np.stack([w.T @ w / len(w) for w in self._products(alpha)])
         C -= np.einsum("ei,ej->eij", h, h)
         V = T @ C @ T.transpose(0, 2, 1)
         return (V + V.transpose(0, 2, 1)) / 2.0          # symmetric to the last bit
+
+    def _products(self, alpha: FloatArray) -> list[FloatArray]:
+        """Per environment the rows' ``v r``, ``r = alpha_e^T v``."""
+        return [v * (v @ a)[:, None] for v, a in zip(self.rows, alpha, strict=True)]
+
+    def score_draws(self, b: FloatArray, cols: np.ndarray, draws: int,
+                    rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:
+        """Resamples of every environment's rows (with replacement, ``draws`` times):
+        per resample the mean of ``X_cols r`` less the sample's, ``(draws, E, q)``, and
+        the covariance :meth:`score_cov` gives on it, ``(draws, E, q, q)``."""
+        cols = np.asarray(cols, dtype=int)
+        T, alpha = self._maps(b, cols)
+        E, q = len(self.rows), len(cols)
+        dev, cov = np.empty((draws, E, q)), np.empty((draws, E, q, q))
+        for e, w in enumerate(self._products(alpha)):
+            n = len(w)
+            weights = rng.multinomial(n, np.full(n, 1.0 / n), size=draws) / n
+            h = weights @ w                                 # (draws, m)
+            C = np.stack([(w * c[:, None]).T @ w for c in weights]) - outer(h, h)
+            dev[:, e] = (h - w.mean(axis=0)) @ T[e].T
+            V = T[e] @ C @ T[e].T
+            cov[:, e] = (V + V.transpose(0, 2, 1)) / 2.0
+        return dev, cov
 
     def risk_moments(self, b: FloatArray) -> tuple[FloatArray, FloatArray]:
         """``E_e[r^2]`` and ``E_e[r^4]``, ``r = Y - b^T X``."""

@@ -73,14 +73,24 @@ def _robust_disagrees(res: Results, robust: RobustSet | None) -> list[str]:
             "determined), so read the standard errors with care"] if names else []
 
 
+def _unreliable(rs: RobustSet) -> str:
+    """What the set's verdict and intervals rest on where the chi2 reference does not
+    hold (:attr:`RobustSet.reliable`), else ''."""
+    return "" if rs.reliable else (
+        f"  The chi2 reference is unreliable on these data: resampling the rows inflates "
+        f"the statistic {rs.bartlett:.3g}-fold (a few rows dominate the scores' fourth "
+        f"moments), so quantiles x {rs.scale:g} are a rough guide only; a log transform "
+        "of skewed measurements may help.")
+
+
 def _verdict(problems: list[str], robust: RobustSet | None) -> str | None:
     """One line above the tables: an empty robust set first, then the problems."""
     lines = []
     if robust is not None and robust.empty:
         lines.append(f"WARNING: NO INVARIANT LINEAR MODEL is consistent with these data: the "
                      f"invariance test rejects every b (least AR = {robust.statistic:.4g} > "
-                     f"{robust.critical:.4g}, the chi2({robust.df}) quantile at level "
-                     f"{robust.alpha:g}); no interval is reported.")
+                     f"{robust.critical:.4g}, the {robust.reference} quantile at level "
+                     f"{robust.alpha:g}); no interval is reported." + _unreliable(robust))
     if problems:
         lines.append("WARNING: " + "; ".join(problems) + " -- see the notes below.")
     return "\n".join(lines) or None
@@ -104,7 +114,7 @@ def _robust_or_reason(res: Results, alpha: float, kind: str, asked: bool,
     if kind != "robust" and (rs.empty or p > ROBUST_TABLE_MAX_P):
         return rs, False, None if rs.empty else (
             f"The robust set is not empty (least AR = {rs.statistic:.4g} <= "
-            f"{rs.critical:.4g}, chi2({rs.df})); its p-values and intervals cost about 15 "
+            f"{rs.critical:.4g}, {rs.reference}); its p-values and intervals cost about 15 "
             f"fits per coefficient, so with {p} they are not computed for the summary: "
             "res.conf_int(kind='robust'), or summary(intervals='robust').")
     causes = rs.causes()
@@ -113,12 +123,14 @@ def _robust_or_reason(res: Results, alpha: float, kind: str, asked: bool,
              ("Every interval is bounded" if not len(unbounded) else "+-inf where the "
               f"environments leave a coefficient undetermined ({listed(unbounded, 5)})")
              + f".  Direct causes at family-wise error {rs.alpha:g} (Holm on robust p): "
-             + (", ".join(causes.index[causes]) or "none") + ".")
+             + (", ".join(causes.index[causes]) or "none") + "." + _unreliable(rs))
     tested = ("every covariate's" if len(rs.instruments) == rs.estimate.notna().sum()
               else f"{len(rs.instruments)} covariates' (those whose second moments vary "
               "most across environments; too few rows for all)")
     test = (f"the invariance test of {tested} residual moments and of the risks "
-            f"({_SUBVECTOR_TESTS[rs.test].format(df=rs.df_sub)} at level {rs.alpha:g})")
+            f"({_SUBVECTOR_TESTS[rs.test].format(df=rs.df_sub)} at level {rs.alpha:g}"
+            + (f"; quantiles x {rs.scale:.3f}, the bootstrap's Bartlett factor"
+               if rs.scale > 1.0 else "") + ")")
     if kind != "robust":
         return rs, True, (f"robust p: the p-value of b_j = 0 by {test}, valid however weak "
                           "the identification and without Condition 4; the robust "
