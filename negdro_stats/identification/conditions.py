@@ -65,6 +65,7 @@ __all__ = [
 
 SDP_MAX_DIM = 30
 POLISH_STEPS = 6          # Newton steps of _polish
+MET = 1e-12              # bounds of a margin this close (relative) have met: its value
 # Clarabel's chordal decomposition panicked (a Rust index error, not a Python exception)
 # on Condition 6's block-diagonal SDP of a p = 41 design; the SDPs here are dense blocks
 CLARABEL_SETTINGS = {"chordal_decomposition_enable": False}
@@ -410,7 +411,10 @@ def relative_margin_bounds(S: FloatArray, weights: FloatArray) -> tuple[float, f
     U = vecs[:, :, 0]
     upper = float(np.einsum("ki,eij,kj->ke", U, D, U).max(axis=1).min())
     lower, polished = _polish(D, weights)
-    return max(lower, float(vals[:, 0].max())), min(upper, polished)
+    lower, upper = max(lower, float(vals[:, 0].max())), min(upper, polished)
+    if upper - lower <= MET * max(1.0, abs(upper)):   # met (to rounding, or crossed by it:
+        lower = upper = (lower + upper) / 2.0          # an exact value, not two bounds)
+    return lower, upper
 
 
 def _polish(D: FloatArray, weights: FloatArray) -> tuple[float, float]:
@@ -435,7 +439,7 @@ def _polish(D: FloatArray, weights: FloatArray) -> tuple[float, float]:
         lower, upper = max(lower, float(vals[0])), min(upper, float(grad.max()))
         if len(vals) == 1:                       # A(w) is linear in w: the best vertex
             return upper, upper
-        if upper - lower <= 1e-12 * max(1.0, abs(upper)) or vals[1] - vals[0] <= 1e-9:
+        if upper - lower <= MET * max(1.0, abs(upper)) or vals[1] - vals[0] <= 1e-9:
             break                                        # met, or not simple: no Newton
         cross = np.einsum("i,eij,jk->ek", u, D[face], vecs[:, 1:])        # u^T D_e v_j
         H = 2.0 * (cross / (vals[0] - vals[1:])) @ cross.T
