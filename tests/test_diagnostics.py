@@ -239,6 +239,17 @@ def test_the_bound_is_a_number_whatever_the_seed():
         assert margins.min() <= rep.margin_lcb <= rep.boot_bounds[:, 1].max(), seed
 
 
+def test_a_zero_margin_is_not_significant():
+    """Mean shifts only: the margin is 0 (the solver returns ~-1e-9) and so is every
+    permuted margin; the permutation p-value counted rounding errors above the observed
+    one (0.65 with 19 permutations here; 0.25-0.75 on other such designs), now ties."""
+    df = simulate.random_sem(8, n_envs=3, shift="mean", rng=4).sample(600, rng=4)
+    rep = NegDRO(df, env="env", outcome="Y").diagnose(n_boot=19, n_perm=19, rng=0,
+                                                       verbose=False)
+    assert abs(rep.condition_1b.relative_margin) < 1e-7 and not rep.condition_1b.holds
+    assert rep.perm_pvalue == 1.0 and not rep.holds_with_confidence
+
+
 def test_diagnose_without_heterogeneity():
     """All environments drawn from one distribution: the margin is not significant."""
     sem = simulate.eq33(p=5)
