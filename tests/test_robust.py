@@ -162,7 +162,12 @@ def test_the_score_statistic_uses_the_gradient_of_the_statistic():
     score covariance in it equals the complex step's (the Gaussian form is a polynomial
     in b, so the step is exact), with and without the risk; K is 0 at the CUE and at
     most AR (the profiled mean)."""
-    from negdro_stats.data.fourth import gaussian_score_cov, isserlis_parts, score_cov_derivative
+    from negdro_stats.data.fourth import (
+        gaussian_score_cov,
+        isserlis_parts,
+        score_cov_derivative,
+        score_cov_form,
+    )
     from negdro_stats.inference.robust import _RiskAR
 
     ar = _statistic_with_cumulant(seed=1)
@@ -173,9 +178,13 @@ def test_the_score_statistic_uses_the_gradient_of_the_statistic():
         a_s = a[:, :len(stat.cols)]
         step = [np.einsum("eij,ej->ei", gaussian_score_cov(
             stat.mom, b + 1e-30j * e, stat.cols).imag / 1e-30, a_s) for e in np.eye(3)]
-        assert_allclose(score_cov_derivative(stat.mom, isserlis_parts(stat.mom, b, stat.cols),
-                                             stat.cols, a_s),
+        parts = isserlis_parts(stat.mom, b, stat.cols)
+        assert_allclose(score_cov_derivative(stat.mom, parts, stat.cols, a_s),
                         np.stack(step, axis=-1), atol=1e-12)
+        for S in (every, np.array([2, 0])):       # the gradients' form a^T dV a
+            assert_allclose(score_cov_form(stat.mom, parts, stat.cols, a_s, S),
+                            np.einsum("eqk,eq->ek", np.stack(step, axis=-1)[:, :, S], a_s),
+                            atol=1e-12)
     score, _ = ar._score(b)
     J, grad = ar.objective(b, every)
     assert_allclose(score, grad, rtol=1e-8)
@@ -336,8 +345,9 @@ def test_a_set_that_is_not_empty_bounds_every_coefficient(law, seed):
 class _EvenRows:
     """A generator whose every resample is the even rows of the sample, twice each."""
 
-    def multinomial(self, n, pvals, size):
-        return np.tile(np.arange(n) % 2 == 0, (size, 1)) * 2.0
+    def integers(self, low, high, size):
+        draws, n = size
+        return np.tile(np.arange(n) // 2 * 2, (draws, 1))     # 0, 0, 2, 2, 4, 4, ...
 
 
 def test_the_bartlett_resamples_compute_the_statistic_as_the_set_does():
@@ -377,8 +387,8 @@ def test_the_bartlett_resamples_compute_the_statistic_as_the_set_does():
     assert_allclose(ours, by_hand, rtol=1e-8)
 
     class _Itself:
-        def multinomial(self, n, pvals, size):
-            return np.ones((size, n))
+        def integers(self, low, high, size):
+            return np.tile(np.arange(size[1]), (size[0], 1))
 
     dev, V = std.fourth.score_draws(b0, cols, 2, _Itself())
     assert_allclose(dev, 0.0, atol=1e-12)

@@ -44,7 +44,7 @@ import numpy as np
 from .._typing import FloatArray
 
 __all__ = ["FourthMoments", "FourthAccumulator", "gaussian_score_cov", "isserlis_parts",
-           "score_cov_derivative",
+           "score_cov_derivative", "score_cov_form",
            "MAX_P", "MAX_ENTRIES", "SAMPLE_ROWS", "RESIDUAL"]
 
 MAX_P = 30                  # covariates carried at most (an appended constant not counted)
@@ -104,6 +104,32 @@ def gaussian_score_cov(mom, b: FloatArray, cols: np.ndarray | None = None,
     mu, mu_r, _, g, risk, c, Sig = isserlis_parts(mom, b, cols) if parts is None else parts
     return (Sig * risk[:, None, None] + 2.0 * mu_r[:, None, None] * (outer(mu, c)
             + outer(c, mu)) + 2.0 * outer(c, c) - outer(g, g))
+
+
+def score_cov_form(mom, parts: tuple, cols: np.ndarray, a: FloatArray,
+                   S: np.ndarray) -> FloatArray:
+    """``a_e^T (dV_e / db_k) a_e`` for ``k`` in ``S``, shape (E, |S|): the only part of
+    :func:`score_cov_derivative` the CUE gradients need, without forming ``dV a``
+    (O(|E| p |S|) in a few vector operations; ``dV a`` took 15 operations on (E, q, |S|)
+    arrays, a quarter of a robust set's time at p = 30).  Differentiating ``a^T V a =
+    a^T E[W W^T] a rho + 4 mu_r (mu^T a) (c^T a) + 2 (c^T a)^2 - (g^T a)^2`` (the terms of
+    :func:`score_cov_derivative`, where only ``r`` moves) with ``a_r`` the weight of the
+    residual's column: ``a^T dE[W W^T] a = 2 a_r (dg^T a) - a_r^2 d rho``."""
+    mu, mu_r, g_full, g, rho, c, Sig = parts
+    is_r = cols == RESIDUAL
+    a_r = a[:, is_r].sum(axis=1)                                      # (E,)
+    a_x = np.zeros_like(mom.mean_x)                                   # a on the covariates
+    a_x[:, cols[~is_r]] = a[:, ~is_r]
+    d_rho, d_mur = -2.0 * g_full[:, S], -mom.mean_x[:, S]              # (E, |S|)
+    d_ga = a_r[:, None] * d_rho - np.einsum("ep,epk->ek", a_x, mom.Sigma[:, :, S])
+    ca, mua, ga = (np.einsum("ei,ei->e", v, a) for v in (c, mu, g))
+    d_mua = a_r[:, None] * d_mur
+    d_ca = d_ga - mu_r[:, None] * d_mua - mua[:, None] * d_mur
+    aSa = np.einsum("ei,eij,ej->e", a, Sig, a)
+    return ((2.0 * a_r[:, None] * d_ga - (a_r**2)[:, None] * d_rho) * rho[:, None]
+            + aSa[:, None] * d_rho + 4.0 * d_mur * (mua * ca)[:, None]
+            + 4.0 * mu_r[:, None] * (d_mua * ca[:, None] + mua[:, None] * d_ca)
+            + 4.0 * ca[:, None] * d_ca - 2.0 * ga[:, None] * d_ga)
 
 
 def score_cov_derivative(mom, parts: tuple, cols: np.ndarray, a: FloatArray,
@@ -232,7 +258,8 @@ class FourthMoments:
         dev, cov = np.empty((draws, E, q)), np.empty((draws, E, q, q))
         for e, w in enumerate(self._products(alpha)):
             n = len(w)
-            weights = rng.multinomial(n, np.full(n, 1.0 / n), size=draws) / n
+            picks = rng.integers(0, n, size=(draws, n)) + n * np.arange(draws)[:, None]
+            weights = np.bincount(picks.ravel(), minlength=draws * n).reshape(draws, n) / n
             h = weights @ w                                 # (draws, m)
             C = np.stack([(w * c[:, None]).T @ w for c in weights]) - outer(h, h)
             dev[:, e] = (h - w.mean(axis=0)) @ T[e].T

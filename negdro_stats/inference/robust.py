@@ -95,7 +95,13 @@ from scipy import linalg, optimize
 from .._stats import chi2_ppf, chi2_sf
 from .._typing import ArrayLike, FloatArray
 from .._validation import check_option, check_scalar
-from ..data.fourth import RESIDUAL, gaussian_score_cov, isserlis_parts, score_cov_derivative
+from ..data.fourth import (
+    RESIDUAL,
+    gaussian_score_cov,
+    isserlis_parts,
+    score_cov_derivative,
+    score_cov_form,
+)
 from ..data.moments import Moments
 from ..estimation import (
     N_POPULATION,
@@ -378,9 +384,8 @@ class _RiskAR:
         parts, _, D, W, Wbar_inv, dev = self._parts(b_S, S)
         a = np.einsum("eij,ej->ei", W, dev)
         J = float(np.einsum("ei,ei->", dev, a))
-        grad = 2.0 * np.einsum("eqk,eq->k", D, a) - np.einsum(   # the V's derivative
-            "eqk,eq,e->k", score_cov_derivative(self.mom, parts, self.cols, a, S), a,
-            1.0 / self.n)
+        grad = 2.0 * np.einsum("eqk,eq->k", D, a) - (             # the V's derivative
+            score_cov_form(self.mom, parts, self.cols, a, S).T @ (1.0 / self.n))
         if not information:
             return J, grad, None
         WD = W @ D
