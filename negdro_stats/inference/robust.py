@@ -64,7 +64,7 @@ by a Bartlett factor estimated by the bootstrap (Rocke 1989): the mean of ``AR``
 reported fit over ``BARTLETT_DRAWS`` resamples of the rows within each environment (the
 moments recentred so that the fit is invariant in the resampled world, the score
 covariances recomputed from each resample, exactly as the statistic computes them), over
-``df``, and at least 1 (:func:`_bartlett`).  It was 1.064 (median) there and the joint
+``df``, and at least 1 (:func:`_bartlett`).  It was 1.065 (median) there and the joint
 set then missed 3 of 40; 1.02 on Gaussian noise.  The same factor scales the subvector
 tests' quantiles (a score covariance off by a factor inflates ``K_j`` and ``J_j`` by it
 too).  It needs the moments' row sample (p <= 30:
