@@ -119,7 +119,7 @@ def score_cov_form(mom, parts: tuple, cols: np.ndarray, a: FloatArray,
     is_r = cols == RESIDUAL
     a_r = a[:, is_r].sum(axis=1)                                      # (E,)
     a_x = np.zeros_like(mom.mean_x)                                   # a on the covariates
-    a_x[:, cols[~is_r]] = a[:, ~is_r]
+    np.add.at(a_x, (slice(None), cols[~is_r]), a[:, ~is_r])           # (a column twice: sum)
     d_rho, d_mur = -2.0 * g_full[:, S], -mom.mean_x[:, S]              # (E, |S|)
     d_ga = a_r[:, None] * d_rho - np.einsum("ep,epk->ek", a_x, mom.Sigma[:, :, S])
     ca, mua, ga = (np.einsum("ei,ei->e", v, a) for v in (c, mu, g))

@@ -11,7 +11,8 @@ estimated: the continuously updated criterion with the score covariances
     AR(b) = min_m sum_e n_e (m_e(b) - m)^T V_e(b)^{-1} (m_e(b) - m)  ~  chi2((|E| - 1)(p + 1))
 
 at ``b = beta*``, whatever the strength of identification.  The joint set
-``{b : AR(b) <= chi2_{1 - alpha}((|E| - 1)(p + 1))}`` therefore covers ``beta*`` with
+``{b : AR(b) <= chi2_{1 - alpha}((|E| - 1)(p + 1))}`` (every quantile here times the
+Bartlett factor below) therefore covers ``beta*`` with
 probability ``1 - alpha`` in large samples; it is bounded where the environments
 identify ``beta*``, unbounded in the directions they leave undetermined, and empty when
 no ``b`` makes the moments and the risks invariant (then no invariant linear model is
@@ -42,7 +43,7 @@ it falls below the quantile again, the set has another piece and that end of the
 infinite.  About 15 statistic fits per coefficient where it is identified; at p = 30 the
 whole set costs ~18 fits of the model (median) (``bench_inference.py --only robust_cost``).
 The p-value of "X_j has no direct effect" is the least level at which the test rejects
-``b_j = 0`` (``P(chi2(df_sub) > AR_j(0))`` for ``"ar"``).
+``b_j = 0`` (``P(chi2(df_sub) > AR_j(0) / scale)`` for ``"ar"``).
 
 With more covariates than :func:`~negdro_stats.estimation.route.instrument_budget` allows (the
 score covariances of ``(|E| - 1) p`` moment conditions cannot be estimated from few rows),
@@ -63,20 +64,30 @@ and the joint set missed ``beta*`` in 7 of 40 samples.  So every quantile is mul
 by a Bartlett factor estimated by the bootstrap (Rocke 1989): the mean of ``AR`` at the
 reported fit over ``BARTLETT_DRAWS`` resamples of the rows within each environment (the
 moments recentred so that the fit is invariant in the resampled world, the score
-covariances recomputed from each resample, exactly as the statistic computes them), over
+covariances recomputed from each resample as the rows' own, which is what the statistic
+uses at that fit; the positive-definiteness floor is not applied), over
 ``df``, and at least 1 (:func:`_bartlett`).  It was 1.065 (median) there and the joint
 set then missed 3 of 40; 1.02 on Gaussian noise.  The same factor scales the subvector
 tests' quantiles (a score covariance off by a factor inflates ``K_j`` and ``J_j`` by it
 too).  It needs the moments' row sample (p <= 30:
-:data:`~negdro_stats.data.fourth.MAX_P`) and is 1 without it.  A Bartlett factor corrects
-a statistic that is nearly chi2; one above ``BARTLETT_MAX`` says it is not (the bundled
-Sachs data on their raw scale: 17.9, a few rows dominate the fourth moments; 1.05 after a
-log transform), and then neither the chi2 quantile nor a scaled one is reliable (nor,
-with scores that heavy-tailed, the bootstrap's own): the quantiles are scaled by
-``BARTLETT_MAX`` and :attr:`RobustSet.reliable` is False (the summary says so beside the
-set's verdict).
+:data:`~negdro_stats.data.fourth.MAX_P`) with at least ``BARTLETT_MIN_ROWS`` rows per
+moment condition in every environment: with fewer, resamples of tied rows inflate the
+statistic more than the data do (a review measured a mean factor of 1.74 on Gaussian rows,
+p = 4, 30 rows x 3 environments, where AR at ``beta*`` averaged 1.08 df; 1.06 against
+0.99 at p = 10, 300 rows x 5).  Where it is not measured it is NaN and the quantiles are
+chi2's.  Its Monte Carlo error is ~0.01 at 124 df and ~0.03 at 12; the resamples follow
+the row sample's order, so a frame with its rows shuffled can give another factor within
+that error.  Cost ~0.3 s at p = 30 and 2,000 rows x 5, linear in the rows (up to
+:data:`~negdro_stats.data.fourth.SAMPLE_ROWS`: ~2 s) and in the environments.
 
-Why one module of ~740 lines: the joint test, its continuously updated estimator, the
+A Bartlett factor corrects a statistic that is nearly chi2; one above ``BARTLETT_MAX``
+says it is not (the bundled Sachs data on their raw scale: 17.9, a few rows dominate the
+fourth moments; 1.05 after a log transform), and then neither the chi2 quantile nor a
+scaled one is reliable (nor, with scores that heavy-tailed, the bootstrap's own): the
+quantiles are scaled by ``BARTLETT_MAX`` and :attr:`RobustSet.reliable` is False (the
+summary says so beside the set's verdict).
+
+Why one module of ~880 lines: the joint test, its continuously updated estimator, the
 subvector statistics (AR and KJ) and the interval search are one inversion; each part is
 used only by the next.
 """
@@ -119,9 +130,10 @@ from ..exceptions import DataError
 
 __all__ = ["RobustSet", "robust_set"]
 
-BARTLETT_DRAWS = 199    # resamples of the rows for the Bartlett factor (its s.e. ~0.01)
+BARTLETT_DRAWS = 199    # resamples of the rows for the Bartlett factor (module docstring)
 BARTLETT_SEED = 41      # fixed: a set is a function of the data
 BARTLETT_MAX = 1.5      # beyond it the chi2 reference is unreliable (module docstring)
+BARTLETT_MIN_ROWS = 40  # rows per moment condition and environment for the factor
 
 ROBUST_TABLE_MAX_P = 30   # summaries show robust intervals for at most this many (cost)
 
@@ -138,7 +150,8 @@ CUE_FTOL = 1e-7     # L-BFGS-B's relative tolerance of the profile's fits (1e-3 
 
 @dataclass(frozen=True, eq=False)
 class RobustSet:
-    """The confidence set ``{b : AR(b) <= chi2_{1 - alpha}(df)}`` and its projections.
+    """The confidence set ``{b : AR(b) <= scale x chi2_{1 - alpha}(df)}`` and its
+    projections.
 
     Attributes
     ----------
@@ -165,16 +178,17 @@ class RobustSet:
         Degrees of freedom of the subvector Anderson-Rubin statistic ``AR_j`` and the
         value its test's statistic ``T_j`` is compared with (:meth:`profile`): the
         ``chi2(df_sub)`` quantile (``"ar"``), the ``chi2(1)`` quantile at level
-        ``0.8 alpha`` (``"kj"``).
+        ``0.8 alpha`` (``"kj"``), times :attr:`scale`.
     instruments : tuple of str
         The covariates whose residual moments are tested: all of them within the budget
         of :func:`~negdro_stats.estimation.route.instrument_budget`, else those whose second moments
         vary most across environments (a choice that does not look at ``Y``, so the
         test keeps its level; the set is then larger).
     bartlett : float
-        The bootstrap's mean of ``AR`` over ``df``, at least 1 (:func:`_bartlett`; 1
-        without a row sample); every chi2 quantile above is multiplied by it, up to
-        ``BARTLETT_MAX`` (:attr:`scale`).
+        The bootstrap's mean of ``AR`` over ``df``, at least 1 (:func:`_bartlett`); NaN
+        where it is not measured (no row sample, or too few rows per moment condition);
+        every chi2 quantile above is multiplied by it, up to ``BARTLETT_MAX``
+        (:attr:`scale`).
     """
 
     alpha: float
@@ -309,14 +323,15 @@ class RobustSet:
 
     @property
     def scale(self) -> float:
-        """The factor of every chi2 quantile: :attr:`bartlett`, at most ``BARTLETT_MAX``."""
-        return min(self.bartlett, BARTLETT_MAX)
+        """The factor of every chi2 quantile: :attr:`bartlett`, at most ``BARTLETT_MAX``
+        (1 where it is not measured)."""
+        return _scale(self.bartlett)
 
     @property
     def reliable(self) -> bool:
         """Whether the statistic is close enough to chi2 for its scaled quantile to hold
-        (:attr:`bartlett` at most ``BARTLETT_MAX``; module docstring)."""
-        return self.bartlett <= BARTLETT_MAX
+        (:attr:`bartlett` at most ``BARTLETT_MAX``, or not measured; module docstring)."""
+        return not self.bartlett > BARTLETT_MAX
 
     @property
     def reference(self) -> str:
@@ -514,8 +529,8 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
     cols = np.append(R, RESIDUAL)                 # the residual moments and the risk
     K = (np.zeros((E, len(cols), len(cols))) if rows_cov is None
          else rows_cov(b0, cols) - gaussian_score_cov(std, b0, cols))
-    bartlett = 1.0 if rows_cov is None else _bartlett(std, b0, cols)
-    factor = min(bartlett, BARTLETT_MAX)          # of every quantile (RobustSet.scale)
+    bartlett = np.nan if rows_cov is None else _bartlett(std, b0, cols)
+    factor = _scale(bartlett)                     # of every quantile (RobustSet.scale)
 
     moments_only = InvarianceGMM(std, instruments=R, cumulant=Cumulant(R, K[:, :-1, :-1]),
                                  b_ref=b0)
@@ -546,15 +561,22 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
                      _starts=(cue.b, b0, se, best.b), bartlett=bartlett)
 
 
+def _scale(bartlett: float) -> float:
+    """The factor of the quantiles from the Bartlett factor (module docstring)."""
+    return 1.0 if np.isnan(bartlett) else min(bartlett, BARTLETT_MAX)
+
+
 def _bartlett(std: Moments, b0: FloatArray, cols: np.ndarray) -> float:
     """The Bartlett factor of the invariance statistics (module docstring): the mean of
     ``AR(b0)`` over resamples of each environment's row sample, the resample's mean of
     ``(Z r, r^2)`` less the sample's (so ``b0`` is invariant in the resampled world) and
     its score covariance recomputed, as :class:`_RiskAR` computes them at ``b0`` (there
-    its score covariance is the rows' own), divided by ``df``; at least 1, and 1 without
-    a row sample.  ~0.3 s at p = 30, n = 2,000 x 5."""
-    if std.fourth is None:
-        return 1.0
+    its score covariance is the rows' own), divided by ``df``; at least 1.  NaN without a
+    row sample or with fewer than ``BARTLETT_MIN_ROWS`` rows per condition in some
+    environment, or where no resample gives a finite statistic."""
+    if std.fourth is None or min(len(v) for v in std.fourth.rows) < (
+            BARTLETT_MIN_ROWS * len(cols)):
+        return np.nan
     dev, V = std.fourth.score_draws(b0, cols, BARTLETT_DRAWS,
                                     np.random.default_rng(BARTLETT_SEED))
     B, E, q = dev.shape
@@ -567,7 +589,7 @@ def _bartlett(std: Moments, b0: FloatArray, cols: np.ndarray) -> float:
             "bi,bij,bj->b", total, inv_psd(W.sum(axis=1)), total)
     AR = AR[np.isfinite(AR)]
     if not len(AR):
-        return 1.0
+        return np.nan
     return round(max(1.0, float(np.mean(AR)) / ((E - 1) * q)), 3)   # (its s.e. ~0.01)
 
 
@@ -684,7 +706,8 @@ class _Subvector:
     """The subvector test of ``b_j = beta_0`` as one statistic ``T_j`` against
     ``critical`` (the interval is where ``T_j <= critical``), from the profile's fits.
 
-    ``test="ar"``: ``T_j = AR_j`` against ``chi2_{1 - alpha}(df_sub)``.
+    ``test="ar"``: ``T_j = AR_j`` against ``chi2_{1 - alpha}(df_sub)`` (every quantile
+    times the Bartlett factor's scale, :attr:`RobustSet.scale`).
     ``test="kj"``: Kleibergen's KJ test, ``K_j`` (:meth:`_RiskAR.score_statistic` at the
     restricted CUE, ``chi2(1)``) at level ``0.8 alpha`` and ``J_j = AR_j - K_j``
     (``chi2(df_sub - 1)``) at ``0.2 alpha``, rejecting when either does (size <= alpha

@@ -79,7 +79,7 @@ def _unreliable(rs: RobustSet) -> str:
     return "" if rs.reliable else (
         f"  The chi2 reference is unreliable on these data: resampling the rows inflates "
         f"the statistic {rs.bartlett:.3g}-fold (a few rows dominate the scores' fourth "
-        f"moments), so quantiles x {rs.scale:g} are a rough guide only; a log transform "
+        f"moments), so quantiles x {rs.scale:.3f} are a rough guide only; a log transform "
         "of skewed measurements may help.")
 
 
