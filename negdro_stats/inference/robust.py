@@ -205,7 +205,7 @@ class RobustSet:
     _slopes: np.ndarray              # the coefficients it covers (model order)
     _to_std: FloatArray              # b -> standardised b, entrywise
     _starts: tuple          # residual moments' CUE, fit, s.e., joint CUE (standardised)
-    bartlett: float = 1.0   # (files before 2026-12-06: none)
+    bartlett: float = np.nan   # (a set saved before the factor existed: not measured)
 
     @cached_property
     def _projections(self) -> tuple[pd.Series, pd.Series, pd.Series]:
@@ -719,7 +719,7 @@ class _Subvector:
     restricted CUE in for the other coefficients keeps the level where they are
     identified (Kleibergen 2005); where they are not, the benchmark measures it."""
 
-    scale = 1.0                 # (a set saved before 2026-12-06 has none)
+    scale = 1.0                 # (a set saved before the factor existed has none)
 
     def __init__(self, profile: _Profile, joint: _RiskAR, alpha: float, df_sub: int,
                  test: Literal["ar", "kj"], *, least: float, joint_critical: float,
