@@ -33,6 +33,9 @@ Two solution paths, reported in the result:
     beyond; the margin at the returned weights is always re-checked densely).
     Measured (benchmarks/bench_conditions.py): on a dense p = 100 design the SDP takes
     19 s and the cutting planes 0.02 s, with margins equal to 1e-10 relative.
+    Condition 6 beyond ``SDP_MAX_DIM`` takes the same path with feasibility cuts
+    (:func:`_condition_6_planes`): its 2p x 2p SDP took 41 s and 2.8 GB at p = 60 and
+    ran out of 24 GB at p = 120 (now 0.4 s).
 """
 
 from __future__ import annotations
@@ -205,9 +208,14 @@ def _bottom_eigpair(S: FloatArray, v0: FloatArray | None) -> tuple[float, FloatA
     return float(vals[0]), vecs[:, 0]
 
 
-def _cutting_plane(M: FloatArray, C: FloatArray, *, tol: float, max_iter: int = 300
+def _cutting_plane(evaluate: Callable[[FloatArray], tuple[float, FloatArray, bool]],
+                   E: int, *, tol: float, max_iter: int = 300, start: FloatArray | None = None
                    ) -> tuple[FloatArray, float, float, str]:
-    """Cutting planes with a trust region for max_{w in simplex} lambda_min(sum_e w_e M_e + C).
+    """Cutting planes with a trust region for the maximum over the simplex of a concave
+    ``f``: ``evaluate(w)`` gives ``(f(w), g, True)``, ``g`` a supergradient, or, where
+    ``w`` is outside the feasible set, ``(c(w), g, False)`` for a concave ``c`` that is
+    non-negative on it (a feasibility cut ``c(w) + g.(w' - w) >= 0``).  ``start`` (default
+    the uniform weights) must be feasible.
 
     Every evaluation adds the cut ``f(w') <= f(w) + g.(w' - w)``; the next point maximises
     the cuts within a box of radius r around the best point (r halves after a step that
@@ -216,33 +224,36 @@ def _cutting_plane(M: FloatArray, C: FloatArray, *, tol: float, max_iter: int = 
     it is that bound already (a local maximum of a concave function), else the whole-
     simplex LP is solved for it.
     """
-    E = M.shape[0]
-    w = np.full(E, 1.0 / E)
-    cuts_g, cuts_c = [], []                  # t <= g.w + c  for every cut
-    best_w, best_f, upper, v, radius = w, -np.inf, np.inf, None, 0.5
+    w = np.full(E, 1.0 / E) if start is None else np.asarray(start, dtype=float)
+    rows, rhs = [], []                       # A_ub [w, t] <= b_ub, one row per cut
+    best_w, best_f, upper, radius = w, -np.inf, np.inf, 0.5
     status = "max_iter"
     objective_lp = np.r_[np.zeros(E), -1.0]
     A_eq, b_eq = np.r_[np.ones(E), 0.0][None, :], [1.0]
     for _ in range(max_iter):
-        f, v = _bottom_eigpair(np.tensordot(w, M, axes=1) + C, v)
-        g = np.einsum("i,eij,j->e", v, M, v)              # supergradient of lambda_min
-        if f > best_f + 1e-15:
+        f, g, feasible = evaluate(w)
+        if feasible and f > best_f + 1e-15:
             best_w, best_f = w, f
         else:
             radius *= 0.5
-        cuts_g.append(g)
-        cuts_c.append(f - g @ w)
-        A_ub = np.column_stack([-np.array(cuts_g), np.ones(len(cuts_g))])
-        b_ub = np.array(cuts_c)
+        rows.append(np.r_[-g, 1.0 if feasible else 0.0])   # t <= f + g.(w' - w), or
+        rhs.append(f - g @ w)                               # 0 <= c + g.(w' - w)
+        A_ub, b_ub = np.array(rows), np.array(rhs)
         box = [(max(0.0, x - radius), min(1.0, x + radius)) for x in best_w]
         lp = optimize.linprog(objective_lp, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq,
                               bounds=box + [(None, None)], method="highs")
+        glob = None
+        if lp.status != 0:       # a box shrunk to rounding: the step from the whole simplex
+            lp = glob = optimize.linprog(objective_lp, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq,
+                                         b_eq=b_eq, bounds=[(0, 1)] * E + [(None, None)],
+                                         method="highs")
         if lp.status != 0:
             status = f"lp status {lp.status}"
             break
         x = lp.x[:E]
-        on_box = any((lo > 0 and x_i <= lo + 1e-12) or (hi < 1 and x_i >= hi - 1e-12)
-                     for x_i, (lo, hi) in zip(x, box, strict=True))
+        on_box = glob is None and any(
+            (lo > 0 and x_i <= lo + 1e-12) or (hi < 1 and x_i >= hi - 1e-12)
+            for x_i, (lo, hi) in zip(x, box, strict=True))
         bound = -lp.fun                       # the global LP value if the box is not active
         if on_box:
             glob = optimize.linprog(objective_lp, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq,
@@ -255,6 +266,18 @@ def _cutting_plane(M: FloatArray, C: FloatArray, *, tol: float, max_iter: int = 
         w = np.maximum(x, 0.0)
         w /= w.sum()
     return best_w, best_f, max(upper - best_f, 0.0), status
+
+
+def _lambda_min_cuts(M: FloatArray, C: FloatArray
+                     ) -> Callable[[FloatArray], tuple[float, FloatArray, bool]]:
+    """``w -> lambda_min(sum_e w_e M_e + C)`` and its supergradient ``(v^T M_e v)_e`` (v
+    the bottom eigenvector, the last one the start of the next Lanczos run)."""
+    last: list = [None]
+
+    def evaluate(w: FloatArray) -> tuple[float, FloatArray, bool]:
+        f, last[0] = _bottom_eigpair(np.tensordot(w, M, axes=1) + C, last[0])
+        return f, np.einsum("i,eij,j->e", last[0], M, last[0]), True
+    return evaluate
 
 
 def _sdp(M: FloatArray, C: FloatArray, N: FloatArray) -> tuple[FloatArray, str, str]:
@@ -294,7 +317,7 @@ def max_min_eigenvalue(
         w0, solver, status = _sdp(M, C, np.eye(k))
         value = float(np.linalg.eigvalsh(np.tensordot(w0, M, axes=1) + C)[0])
         return w0, value, dict(path="sdp", solver=solver, status=status, gap=0.0)
-    w0, value, gap, status = _cutting_plane(M, C, tol=tol)
+    w0, value, gap, status = _cutting_plane(_lambda_min_cuts(M, C), M.shape[0], tol=tol)
     if status != "optimal" and gap <= 100 * tol:
         status = "optimal_inaccurate"
     elif status != "optimal":
@@ -532,15 +555,19 @@ def check_condition_6(
     hn = np.linalg.norm(h)
     P = np.outer(h, h) / hn**2 if hn > 0 else np.zeros((p, p))
     scale = max(float(np.linalg.eigvalsh(H + Delta.mean(axis=0))[-1]), 1e-300)
-    M = _block_diag(Delta / scale, Delta / scale)
-    C = _block_diag(-Delta.mean(axis=0) / scale, H / scale)
-    N = _block_diag(P, np.eye(p))
-    w0, solver, status = _sdp(M, C, N)
-    Dw = np.tensordot(w0 - 1.0 / E, Delta, axes=1)
-    vals, vecs = np.linalg.eigh(Dw)
+    if p <= SDP_MAX_DIM:
+        M = _block_diag(Delta / scale, Delta / scale)
+        C = _block_diag(-Delta.mean(axis=0) / scale, H / scale)
+        w0, solver, status = _sdp(M, C, _block_diag(P, np.eye(p)))
+        path, gap = "sdp", 0.0
+    else:
+        w0, gap, status = _condition_6_planes(Delta / scale, H / scale, h, tol=tol)
+        path, solver = "cutting-plane", "HiGHS LP + eigh"
+    vals, vecs = np.linalg.eigh(np.tensordot(w0 - 1.0 / E, Delta, axes=1))
     psd = vals[0] >= -tol * scale
-    pos = vecs[:, vals > tol * scale]
-    in_range = hn == 0 or np.linalg.norm(h - pos @ (pos.T @ h)) <= 1e-6 * hn
+    pos = vals > tol * scale
+    coef = vecs.T @ h                                # h in Delta(w0)'s eigenvectors
+    in_range = hn == 0 or np.linalg.norm(coef[~pos]) <= 1e-6 * hn
     lam_H = float(np.linalg.eigvalsh(H + np.tensordot(w0, Delta, axes=1))[0])
     failing = []
     if not psd:
@@ -550,27 +577,75 @@ def check_condition_6(
                        "paper's eq. (57))")
     if lam_H <= tol * scale:
         failing.append("H + sum_e w_e E[delta delta^T] is singular (the paper's eq. (56))")
-    t_rel = min(vals[0] / scale if hn == 0 else _range_margin(Dw, h) / scale, lam_H / scale)
+    # the largest t with Delta(w0) >= t h h^T / ||h||^2: ||h||^2 / (h^T Delta(w0)^+ h)
+    # where it is semidefinite with h in its range, eigenvalues within the tolerance
+    # taken as zero (an SDP's weights leave a kernel that the design forces at -2e-11:
+    # at 1e-12 Condition 6 failed on 2 of 46 random confounded designs where it holds)
+    t_range = (vals[0] if hn == 0 or not psd else 0.0 if not in_range
+               else hn**2 / float(np.sum(coef[pos] ** 2 / vals[pos])))
+    t_rel = min(t_range / scale, lam_H / scale)
     if not failing and t_rel <= tol:
         failing.append("the margin is not above the tolerance")
     return IdentificationResult(
         condition="6", holds=not failing, margin=t_rel, relative_margin=t_rel,
-        weights=w0, envs=envs, certificate=None, failing=tuple(failing), path="sdp",
-        solver=solver, status=status, gap=0.0, tol=tol, source="population",
+        weights=w0, envs=envs, certificate=None, failing=tuple(failing), path=path,
+        solver=solver, status=status, gap=gap, tol=tol, source="population",
         extras=dict(lambda_H=lam_H))
 
 
-def _range_margin(Dw: FloatArray, h: FloatArray) -> float:
-    """Largest t with ``Dw >= t h h^T / ||h||^2``: ``||h||^2 / (h^T Dw^+ h)`` if ``Dw >= 0``
-    and h lies in its range; otherwise <= 0."""
-    vals, vecs = np.linalg.eigh(Dw)
-    if vals[0] < -1e-12 * max(1.0, abs(vals[-1])):
-        return float(vals[0])
-    keep = vals > 1e-10 * max(1.0, vals[-1])
-    coef = vecs.T @ h
-    if np.linalg.norm(coef[~keep]) > 1e-6 * np.linalg.norm(h):
-        return 0.0
-    return float((h @ h) / np.sum(coef[keep] ** 2 / vals[keep]))
+def _condition_6_planes(Delta: FloatArray, H: FloatArray, h: FloatArray, *, tol: float
+                        ) -> tuple[FloatArray, float, str]:
+    """Condition 6's weights by cutting planes (:func:`_cutting_plane`) beyond
+    ``SDP_MAX_DIM`` covariates, where its 2p x 2p SDP costs minutes and gigabytes (41 s
+    and 2.8 GB at p = 60; at p = 120 it ran out of 24 GB).  Returns ``(w0, gap, status)``.
+
+    ``Delta(w)`` lives in ``V``, the span of the ranges of ``Delta_e - mean(Delta)``.
+    First the weights that maximise ``lambda_min`` of ``Delta(w)`` on ``V`` (Condition
+    1b's problem there); where that is not above ``tol``, those weights, and the check
+    fails (a ``Delta(w)`` semidefinite only with a kernel in ``V`` is not sought: the SDP
+    could find one).  Else ``max min(t1(w), lambda_min(H + sum_e w_e E[delta
+    delta^T]))`` -- the SDP's ``t`` -- over the ``w`` that keep ``lambda_min`` of
+    ``Delta(w)`` on ``V`` above ``tol``, with ``t1(w) = max {t : Delta(w) >= t u u^T} =
+    min_{u.x = 1} x^T Delta(w) x``, ``u = h / ||h||``: a minimum of linear functions of
+    ``w``, so concave, the minimiser ``x = Delta^+ u / (u^T Delta^+ u)`` giving the
+    supergradient ``(x^T Delta_e x)_e``.  Where ``h = 0`` or ``h`` is outside ``V``
+    (never in a range: the check says so), ``t1`` is left out.  Where the optimum sits
+    on a kernel that the design forces, the planes may stop at 300 steps short of it
+    (status "max_iter", gap ~ 0.002 on one of 40 random designs); the margin at ``w0``
+    stays a certificate."""
+    E = Delta.shape[0]
+    centred = Delta - Delta.mean(axis=0)
+    vals, vecs = np.linalg.eigh(np.einsum("eij,ejk->ik", centred, centred))
+    V = vecs[:, vals > 1e-12 * max(float(vals[-1]), 1e-300)]
+    DV = np.einsum("ia,eij,jb->eab", V, Delta, V)                      # V^T Delta_e V
+    start = None
+    if V.shape[1]:
+        start, lam_V, _, _ = _cutting_plane(_lambda_min_cuts(DV, -DV.mean(axis=0)), E,
+                                            tol=tol)
+        if not lam_V > tol:
+            return start, 0.0, "Delta(w) is not positive definite on its span"
+    hn = float(np.linalg.norm(h))
+    u = h / hn if hn > 0 else h
+    uV = V.T @ u
+    with_t1 = hn > 0 and float(np.linalg.norm(u - V @ uV)) <= 1e-6
+    lambda_H = _lambda_min_cuts(Delta, H)
+
+    def evaluate(w: FloatArray) -> tuple[float, FloatArray, bool]:
+        DVw = np.tensordot(w, DV, axes=1) - DV.mean(axis=0)
+        if V.shape[1]:
+            lam, v = _bottom_eigpair(DVw, None)
+            if lam <= tol:                                # a feasibility cut
+                return lam, np.einsum("i,eij,j->e", v, DV, v), False
+        f, g, _ = lambda_H(w)
+        if with_t1:
+            y = linalg.solve(DVw, uV, assume_a="pos")
+            t1 = 1.0 / float(uV @ y)
+            if t1 < f:
+                f, g = t1, np.einsum("i,eij,j->e", y * t1, DV, y * t1)
+        return f, g, True
+
+    w0, _, gap, status = _cutting_plane(evaluate, E, tol=tol, start=start)
+    return w0, gap, status
 
 
 # ------------------------------------------------------------------------- registry
