@@ -429,8 +429,19 @@ class SamplePlan:
             return []
         d = self.design
         if not d.identified:
-            return ["Design: no condition of the paper identifies beta* "
-                    "(LinearSEM.suggest_interventions()); fits should say 'not identified'."]
+            lines = ["Design: no condition of the paper identifies beta* "
+                     "(LinearSEM.suggest_interventions()); fits should say 'not identified'."]
+            if self.verdicts is not None and self.to_frame()["p_if_condition_4"].max() > 0:
+                missing = [c for c in d.D if c not in d.S_L]
+                why = (f"{missing}, children of Y, are never intervened on" if missing
+                       else "Condition 6 fails under the hidden confounding" if d.confounded
+                       else "Condition 4's matrix part fails")
+                lines.append("Where a fit says 'if Condition 4' (p_if_condition_4), it is "
+                             "wrong for this design: that verdict and its intervals assume "
+                             "every child of Y is intervened on (Condition 4, or 6 with "
+                             "confounding), which data cannot check and this design does "
+                             f"not meet ({why}).")
+            return lines
         children = (f"here every child of Y is (D = {list(d.D)} within S_L)"
                     if set(d.D) <= set(d.S_L) else "here not every child of Y is")
         lines = [f"Design: beta* is identified by Condition {' / '.join(d.routes)} "

@@ -282,3 +282,22 @@ def test_a_hand_built_plan_has_no_verdict_criterion():
     assert plan.verdicts is None and "p_identified" not in plan.to_frame()
     with pytest.raises(DataError, match="no fits' verdicts"):
         plan.required_n(criterion="verdict")
+
+
+def test_a_plan_whose_fits_assume_a_condition_the_design_breaks_says_so():
+    """Issue 40's design with the child X4 of Y never intervened on: no condition
+    identifies beta*, yet the fits say 'if Condition 4' (the data cannot see the
+    unshifted child).  The plan's summary said only "fits should say 'not identified'"
+    beside a table of p_if_condition_4 = 1; now it says those verdicts are wrong here,
+    and why."""
+    sem = LinearSEM.from_equations(
+        {"X2": {"X1": 0.8}, "Y": {"X1": 1.0, "X2": -0.5, "X3": 0.3}, "X4": {"Y": 0.7}},
+        covariates=[f"X{j}" for j in range(1, 7)], noise_var={"Y": 2.0, "X1": 2.0},
+        interventions=[{}, {"X1": (1.0, 1.0), "X3": 1.5}, {"X2": (0.5, 1.0), "X6": 1.0},
+                       {"X1": 2.0, "X3": (0.5, 0.5)}])
+    plan = plan_sample_size(sem, [2000], reps=4, rng=0, verbose=False)
+    assert not plan.identified
+    assert plan.to_frame().loc[2000, "p_if_condition_4"] > 0
+    text = " ".join(plan.summary().split())
+    assert "it is wrong for this design" in text
+    assert "(['X4'], children of Y, are never intervened on)" in text
