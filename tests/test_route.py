@@ -402,6 +402,30 @@ def test_the_verdict_never_contradicts_a_view(seed, shift, intervened, n_envs):
         assert np.isinf(ci.to_numpy()).all() and res.interval_kind != "wald"
     if res.interval_kind == "wald" and res.selection is not None and res.selection.least_risk:
         assert verdict == "if Condition 4"
+    if verdict == "identified" and res.selection is not None:   # every coefficient
+        assert not res.selection.undetermined and "cannot tell" not in text
+
+
+def test_a_fit_that_rests_on_condition_4_is_never_called_identified():
+    """Issue 40's design, the child X4 of Y shifted in one environment only, p = 50
+    (bench_partial's child_once, seed 7): Algorithm 3's fit on the directions the
+    environments determine, with the unshifted grandchild X5 (error 0.48), whose
+    least-risk test passed only at the search's level.  The header said "Identified:
+    yes" under a warning that the data cannot tell; the verdict is "not identified"."""
+    shifts = [{}, {"X1": (1.0, 1.0), "X3": 1.5}, {"X2": (0.5, 1.0), "X4": 1.0, "X6": 1.0},
+              {"X1": 2.0, "X3": (0.5, 0.5)}]
+    sem = LinearSEM.from_equations(
+        {"X2": {"X1": 0.8}, "Y": {"X1": 1.0, "X2": -0.5, "X3": 0.3}, "X4": {"Y": 0.7},
+         "X5": {"X4": 0.6}}, covariates=[f"X{j}" for j in range(1, 51)],
+        noise_var={"Y": 2.0, "X1": 2.0}, confounders={("X1", "Y"): 0.5},
+        interventions=shifts)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentificationWarning)
+        res = NegDRO(sem.sample(2000, rng=7), env="env", outcome="Y").fit(n_boot=0)
+    assert res.selection.assumes_condition_4 and res.selection.narrow
+    assert res.verdict == "not identified"
+    text = " ".join(str(res.summary()).split())
+    assert "Identified: NO " in text and text.startswith("WARNING:")
 
 
 def test_an_intervention_on_the_outcome_gives_negdros_own_fit():
