@@ -128,7 +128,7 @@ from ..estimation import (
 )
 from ..exceptions import DataError
 
-__all__ = ["RobustSet", "robust_set"]
+__all__ = ["RobustSet", "robust_set", "too_few_moments"]
 
 BARTLETT_DRAWS = 199    # resamples of the rows for the Bartlett factor (module docstring)
 BARTLETT_SEED = 41      # fixed: a set is a function of the data
@@ -491,6 +491,22 @@ def _with_outcome_shift(mom: Moments, j: int, beta0: float) -> Moments:
     return mom.with_outcome(u)
 
 
+def too_few_moments(mom: Moments, const: int | None = None) -> str | None:
+    """Why :func:`robust_set` cannot be computed from ``mom`` (``const`` the intercept's
+    column, profiled), or None where it can: the residual moments the rows allow to be
+    tested (:func:`~negdro_stats.estimation.route.search.instrument_budget`) give no
+    more moment conditions than coefficients."""
+    p, E, n_min = mom.p - (const is not None), mom.n_envs, float(mom.n.min())
+    q = instrument_budget(E, n_min, p)
+    if (E - 1) * q - (p - 1) >= 1:
+        return None
+    return (f"Robust confidence sets need more moment conditions than coefficients: with "
+            f"{p} covariates, {E} environments and {n_min:g} rows in the smallest "
+            f"environment at most {q} covariates' residual moments can be tested ((|E| - "
+            "1) q^2 <= 2 n and (|E| - 1) q <= 3 sqrt(n)), too few.  Use the bootstrap "
+            "intervals, or fit the selected covariates only.")
+
+
 def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
                score_cov: Callable[[FloatArray, np.ndarray], FloatArray] | None = None,
                const: int | None = None, test: Literal["kj", "ar"] = "kj"
@@ -511,15 +527,10 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
         b_work = b_hat[slopes]
     else:
         slopes, work, b_work = np.arange(mom.p), mom, b_hat
+    if (reason := too_few_moments(mom, const)) is not None:
+        raise DataError(reason)
     p, E = work.p, work.n_envs
     q = instrument_budget(E, float(work.n.min()), p)
-    if (E - 1) * q - (p - 1) < 1:
-        raise DataError(f"Robust confidence sets need more moment conditions than "
-                        f"coefficients: with {p} covariates, {E} environments and "
-                        f"{work.n.min():g} rows in the smallest environment at most {q} "
-                        f"covariates' residual moments can be tested ((|E| - 1) q^2 <= 2 n "
-                        "and (|E| - 1) q <= 3 sqrt(n)), too few.  Use the bootstrap "
-                        "intervals, or fit the selected covariates only.")
     d, s_y = work.scales()
     std = work.rescale(d, s_y)
     _, rows_cov = standardised_cov(score_cov, d, s_y)

@@ -17,7 +17,7 @@ from .._resampling import DEFAULT_N_BOOT
 from .._validation import listed
 from ..exceptions import DataError
 from ..identification.conditions import identification_advice
-from ..inference.robust import ROBUST_TABLE_MAX_P, RobustSet
+from ..inference.robust import ROBUST_TABLE_MAX_P, RobustSet, too_few_moments
 from ..inference.stratified import SHOWN_FREQ, BootstrapResult
 from .labels import COV_SHORT, METHOD_LABELS, REFIT_LABELS, REFIT_SHORT, VERDICT_LABELS
 from .tables import (
@@ -162,6 +162,9 @@ def _wald_note(res: Results, alpha: float) -> str:
                 "same conditional test of b_j = 0; robust p needs neither condition.  The "
                 "bootstrap's intervals include the selection's variability: "
                 "res.conf_int(kind='bootstrap').")
+    if too_few_moments(res.model.data.moments, res.intercept) is not None:
+        return (f"Intervals: Wald, {what} (res.interval_kind; the rows allow too few "
+                "moment conditions for robust ones: res.robust_set() says why).")
     return (f"Intervals: Wald, {what} (res.interval_kind; the robust ones cost about 15 "
             "fits per coefficient: summary(intervals='robust')).")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._validation import listed
-from ..inference.robust import ROBUST_TABLE_MAX_P
+from ..inference.robust import ROBUST_TABLE_MAX_P, too_few_moments
 
 __all__ = ["fit_problems", "interval_kind", "conditional", "condition_1b", "verdict",
            "VERDICTS", "gamma_not_used"]
@@ -168,14 +168,18 @@ def interval_kind(res: Results) -> str:
     - else ``"robust"`` (test inversion, valid however weak the identification),
       for at most ``ROBUST_TABLE_MAX_P`` coefficients;
     - ``"wald"`` beyond that (the robust intervals cost about 15 fits per
-      coefficient), conditional on the selected support.
+      coefficient), or where the rows allow too few moment conditions for a robust
+      set (:func:`~negdro_stats.inference.robust.too_few_moments`: ``conf_int()``
+      raised where the summary showed Wald columns), conditional on the selected
+      support.
     """
     ran = res.fit_bootstrap is not None
     if conditional(res):
         return "bootstrap" if ran else "wald"
     if ran and not fit_problems(res):
         return "bootstrap"
-    return "robust" if len(res.params) <= ROBUST_TABLE_MAX_P else "wald"
+    return "robust" if len(res.params) <= ROBUST_TABLE_MAX_P and too_few_moments(
+        res.model.data.moments, res.intercept) is None else "wald"
 
 
 def gamma_not_used(res: Results) -> str | None:
