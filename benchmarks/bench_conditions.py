@@ -1,13 +1,19 @@
 """Identification diagnostics benchmark (issue: diagnostics).
 
 Usage:  python benchmarks/bench_conditions.py [--quick] [--reps 200]
-        [--out benchmarks/results/conditions.json]
+        [--only timing|design|permutation] [--out benchmarks/results/conditions.json]
 
 1. Condition 1b on population moments of eq. (33) (text variant), p in {10, 100, 200, 1000}
    and on random dense designs (p in {50, 100, 200}): wall time of the SDP path (cvxpy +
    CLARABEL; p <= 200 for eq. (33), p <= 100 dense) and of the cutting-plane path,
    median of 3, and their agreement.
-2. The permutation test of "no heterogeneity" (NegDRO.diagnose, 99 permutations):
+2. Design checks (``--only design``): ``LinearSEM.check_identification()``'s three
+   conditions on population moments of random designs up to p = 300 (half the
+   covariates intervened, hidden confounding; eight environments at p = 30 / 120, where
+   the cutting planes stall and SDPs on a subspace finish): wall time, path, status and
+   gap per condition, and Condition 4 by the full SDP (``path="sdp"``) as the reference
+   where it fits in memory (p <= 60).
+3. The permutation test of "no heterogeneity" (NegDRO.diagnose, 99 permutations):
    size -- all four environments drawn from environment 1 of eq. (33), p = 5,
    n = 500 per environment -- and power on eq. (33) itself at n = 2,000 per environment,
    over ``--reps`` repetitions each.
@@ -24,7 +30,8 @@ from pathlib import Path
 import numpy as np
 from _timing import timed
 
-from negdro_stats import NegDRO, check_condition_1b, simulate
+from negdro_stats import NegDRO, check_condition_1b, check_condition_4, simulate
+from negdro_stats.identification.conditions import CONDITIONS
 
 
 def timing(ps_eq33, ps_dense):
@@ -44,6 +51,33 @@ def timing(ps_eq33, ps_dense):
         rows.append(row)
         print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                        for k, v in row.items()), flush=True)
+    return rows
+
+
+DESIGNS = (("half, confounded", dict(intervened=0.5, confounding=True, rng=25), (30, 60, 120, 300)),
+           ("8 envs", dict(n_envs=8, rng=3), (30, 120)))
+
+
+def design_checks(quick: bool):
+    """Per condition of every design: seconds, path, status, gap, margin; Condition 4
+    by the full SDP beside it where p <= 60."""
+    rows = []
+    for name, kw, ps in DESIGNS:
+        for p in ps[:2] if quick else ps:
+            sem = simulate.random_sem(p, **kw)
+            mom = sem.moments()
+            for cond in CONDITIONS.values():
+                res, seconds = timed(lambda c=cond, m=mom, d=sem: c.check(m, d), reps=1)
+                row = dict(design=name, p=p, condition=cond.name, seconds=round(seconds, 3),
+                           holds=res.holds, margin=res.relative_margin, path=res.path,
+                           status=res.status, gap=res.gap)
+                if cond.name == "4" and p <= 60:
+                    ref, row["sdp_seconds"] = timed(lambda m=mom, d=sem: check_condition_4(
+                        m.Sigma, d.Delta, d.S_L, d.D, path="sdp"), reps=1)
+                    row["sdp_margin"] = ref.relative_margin
+                rows.append(row)
+                print(" ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                               for k, v in row.items()), flush=True)
     return rows
 
 
@@ -72,20 +106,23 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=200)
-    ap.add_argument("--only", choices=["timing", "permutation"], default=None,
+    ap.add_argument("--only", choices=["timing", "design", "permutation"], default=None,
                     help="run one part and keep the other part of an existing --out file")
     ap.add_argument("--out", default="benchmarks/results/conditions.json")
     a = ap.parse_args()
     old = json.loads(Path(a.out).read_text()) if a.only and Path(a.out).exists() else {}
-    tm, pm = old.get("timing"), old.get("permutation")
-    if a.only != "permutation":
+    tm, dm, pm = old.get("timing"), old.get("design"), old.get("permutation")
+    if a.only in (None, "timing"):
         tm = timing([10, 100], [50]) if a.quick else timing([10, 100, 200, 1000], [50, 100, 200])
-    if a.only != "timing":
+    if a.only in (None, "design"):
+        dm = design_checks(a.quick)
+    if a.only in (None, "permutation"):
         pm = permutation(5, 500, 2000) if a.quick else permutation(a.reps, 500, 2000)
     meta = dict(machine=platform.platform(), python=platform.python_version(),
                 date=time.strftime("%Y-%m-%d"))
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(dict(meta=meta, timing=tm, permutation=pm), indent=1))
+    Path(a.out).write_text(json.dumps(dict(meta=meta, timing=tm, design=dm, permutation=pm),
+                                      indent=1, default=str))
     print(f"wrote {a.out}")
 
 
