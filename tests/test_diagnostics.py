@@ -207,6 +207,25 @@ def test_condition6_at_large_p_by_cutting_planes():
         assert res.path == "cutting-plane" and res.holds == holds, res
 
 
+def test_condition6_edge_cases_by_cutting_planes():
+    """The known answers of test_condition6_h_zero_and_failure with 40 covariates, where
+    the cutting planes solve Condition 6: h = 0 (only Delta(w) >= 0 and (56), with the
+    unshifted covariates making H's block, not Delta's, decide), and a child of Y never
+    intervened on (h outside the span of every Delta(w))."""
+    names = [f"X{j}" for j in range(1, 41)]
+    every = {name: 1.0 for name in names}
+    sem = LinearSEM.from_equations({"Y": {"X1": 1.0}}, interventions=[{}, every],
+                                   covariates=names)
+    assert np.allclose(sem.h, 0)
+    res = check_condition_6(sem.Delta, sem.H, sem.h)
+    assert res.path == "cutting-plane" and res.holds, res
+    sem = LinearSEM.from_equations({"Y": {"X1": 1.0}, "X2": {"Y": 1.0}},
+                                   interventions=[{}, {"X1": 1.0}], covariates=names)
+    res = check_condition_6(sem.Delta, sem.H, sem.h)
+    assert res.path == "cutting-plane" and not res.holds
+    assert any("span" in f for f in res.failing)
+
+
 def test_condition4_reports_the_failing_requirement():
     sem = LinearSEM.from_equations({"Y": {"X1": 1.0}, "X2": {"Y": 1.0}},
                                    interventions=[{}, {"X1": 1.0}])
