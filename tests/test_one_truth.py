@@ -119,7 +119,7 @@ def test_a_result_holds_one_bootstrap():
         res.run_bootstrap(n_boot=10)
 
 
-def test_a_result_without_a_robust_set_reports_wald_in_every_view():
+def test_a_result_without_a_robust_set_reports_wald_in_every_view(tmp_path):
     """30 covariates, three environments of 200 rows: too few moment conditions for a
     robust set.  The kind was "robust", so conf_int() raised a DataError while the
     summary showed Wald columns; now the kind is "wald" and every view agrees (a
@@ -131,3 +131,4 @@ def test_a_result_without_a_robust_set_reports_wald_in_every_view():
     assert res.interval_kind == "wald"
     _views_agree(res)
     assert "too few moment conditions for robust ones" in " ".join(str(res.summary()).split())
+    _round_trips(res, tmp_path / "wald.pkl")

@@ -321,13 +321,13 @@ def max_min_eigenvalue(
         value = float(np.linalg.eigvalsh(np.tensordot(w0, M, axes=1) + C)[0])
         return w0, value, dict(path="sdp", solver=solver, status=status, gap=0.0)
     w0, value, gap, status = _cutting_plane(_lambda_min_cuts(M, C), M.shape[0], tol=tol)
-    solver = "HiGHS LP + eigh"
+    solver, stalled = "HiGHS LP + eigh", None
     if status != "optimal" and gap > 100 * tol:  # Kelley's planes stall with many
         stalled = gap                              # environments: SDPs on a subspace
         w0, value, gap, status, solver = _subspace_sdp(M, C, w0, value, tol=tol)
     if status != "optimal" and gap <= 100 * tol:
         status = "optimal_inaccurate"
-    if solver != "HiGHS LP + eigh":
+    if stalled is not None:
         status = f"{status} (cutting planes stalled at gap {stalled:.2g})"
     return w0, value, dict(path="cutting-plane", solver=solver, status=status, gap=gap)
 
@@ -594,9 +594,9 @@ def check_condition_6(
     E, p, _ = Delta.shape
     envs = tuple(range(E)) if envs is None else tuple(envs)
     hn = np.linalg.norm(h)
-    P = np.outer(h, h) / hn**2 if hn > 0 else np.zeros((p, p))
     scale = max(float(np.linalg.eigvalsh(H + Delta.mean(axis=0))[-1]), 1e-300)
     if p <= SDP_MAX_DIM:
+        P = np.outer(h, h) / hn**2 if hn > 0 else np.zeros((p, p))
         M = _block_diag(Delta / scale, Delta / scale)
         C = _block_diag(-Delta.mean(axis=0) / scale, H / scale)
         w0, solver, status, _ = _sdp(M, C, _block_diag(P, np.eye(p)))
