@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 from scipy import optimize
 
-from negdro_stats import IdentificationWarning, NegDRO, simulate
+from negdro_stats import IdentificationWarning, LinearSEM, NegDRO, simulate
 from negdro_stats import testing as nt
 from negdro_stats.data.fourth import gaussian_score_cov
-from negdro_stats.estimation.gmm import Cumulant, InvarianceGMM
+from negdro_stats.estimation.gmm import Cumulant, InvarianceGMM, first_stage_wald
 from negdro_stats.estimation.walk import augment_support
 
 from .helpers import cause_effects, descendants
@@ -82,6 +82,47 @@ def test_gaussian_score_cov_matches_rows_for_gaussian_data():
     rows = model.data.score_cov(b)
     gauss = gaussian_score_cov(model.moments, b)
     assert np.abs(rows - gauss).max() < 0.03 * np.abs(rows).max()
+
+
+def test_first_stage_wald_matches_the_rows_variances():
+    """The first-stage statistic of :meth:`InvarianceGMM.relevant` with Isserlis'
+    variances of ``z X_S`` equals the one with the rows' own variances up to sampling
+    noise (Gaussian rows, non-zero means, every instrument)."""
+    sem = simulate.random_sem(6, n_envs=3, n_parents=2, n_children=1, shift="mean",
+                              rng=4)
+    df = sem.sample(100_000, rng=5)
+    mom = NegDRO(df, env="env", outcome="Y").moments
+    S = np.array([0, 2, 5])
+    T = first_stage_wald(mom, np.arange(6), S, mom.n)
+    by_rows = np.zeros(6)
+    for z in range(6):
+        d, W = [], []
+        for _, rows in df.groupby("env"):
+            X = rows[[f"X{j + 1}" for j in range(6)]].to_numpy()
+            zx = X[:, [z]] * X[:, S]
+            d.append(zx.mean(axis=0))
+            W.append(len(X) * np.linalg.inv(np.cov(zx.T)))
+        centre = np.linalg.solve(sum(W), sum(w @ m for w, m in zip(W, d, strict=True)))
+        by_rows[z] = sum((m - centre) @ w @ (m - centre) for w, m in zip(W, d, strict=True))
+    assert T.min() > 100                    # every instrument informs b_S here
+    assert_allclose(T, by_rows, rtol=0.05)
+
+
+def test_only_instruments_whose_first_stage_moves_inform_the_constrained_fit():
+    """Y = X1 + X2, both shifted; a child X5 of X1 that no environment shifts moves with
+    X1 (an instrument); X3 (never shifted) and X4 (shifted, independent of X1 and X2)
+    have the same ``E_e[z X_S]`` in every environment: they add moment conditions, not
+    information, and the constrained fit leaves them out."""
+    sem = LinearSEM.from_equations(
+        {"Y": {"X1": 1.0, "X2": 1.0}, "X5": {"X1": 0.8}},
+        covariates=["X1", "X2", "X3", "X4", "X5"],
+        interventions=[{}, {"X1": 2.0, "X4": 3.0}, {"X2": (1.0, 2.0), "X4": 0.5}])
+    for mom in (sem.moments(), NegDRO(sem.sample(5000, rng=1), env="env",
+                                      outcome="Y").moments):
+        gmm = InvarianceGMM(mom, instruments=np.arange(5), cumulant=Cumulant.zero(3),
+                            b_ref=np.zeros(5))
+        assert list(gmm.relevant(np.array([0, 1]), 0.05).R) == [0, 1, 4]
+        assert gmm.relevant(np.array([2]), 0.05) is None      # X3 itself: nothing moves
 
 
 def test_cue_gradient_matches_finite_differences():

@@ -21,7 +21,8 @@ unconditional ones.  By the estimator that produced the coefficients on ``S``:
   directions the conditions leave open the sandwich ``C_r = A^{-1} B A^{-1}`` of the
   pooled score at the estimate (``B = sum_e n_e Var_e(X_S r)``: the score's mean
   ``E_e[X r]`` is invariant there, not 0) and along the others the GMM's inverse
-  information (:attr:`SelectionReport.constrained`).  The cross term
+  information, on the instruments that inform the support, with the weight at the
+  constrained fit (:attr:`SelectionReport.constrained`).  The cross term
   ``Cov(b_ols, b_gmm)`` is left out: the GMM uses the environments' differences of
   ``E_e[X r]``, OLS their pooled mean, and these are uncorrelated where the scores'
   variances are equal across environments (``Cov = (V_e - sum_f w_f V_f) / N``);

@@ -343,11 +343,11 @@ def _least_risk(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, *,
         return J + risk.statistic, df + risk.df, min(1.0, 2.0 * min(pvalue, risk.pvalue))
 
     def constrained(S: np.ndarray, b_S: FloatArray) -> tuple:
-        """:func:`invariant_ls` on the continuously updated GMM fit (the two-step
-        fit's many-moment bias towards OLS kept a child of Y: random half-shifted
-        design p = 30, n = 2,000, seed 11, 56 equations)."""
-        g = gmm_on(S, b_S)
-        return invariant_ls(g.fit_cue(S), pooled, df=g.df_base, alpha=alpha)
+        """:func:`invariant_ls` on the continuously updated GMM fit, or on the
+        instruments that inform ``S`` where some do not (the two-step fit on every
+        instrument had a many-moment bias towards OLS that kept a child of Y: random
+        half-shifted design p = 30, n = 2,000, seed 11, 56 equations)."""
+        return invariant_ls(gmm_on(S, b_S), S, pooled, alpha=alpha)
 
     reliable = holds or (E - 1) * len(instruments) ** 2 <= n_min    # (the docstring)
     keep = ()                   # Algorithm 3's support, unless decisively not invariant
@@ -408,7 +408,7 @@ def _determined(w: Walked, fit: GMMFit, ols: ExogenousSupport, verdict: str, *,
         b_std[S] = pooled_ols(w.pooled, S)[0]
     elif doubted:       # Theorem 6 on the fit's support (the docstring)
         S, b_std, estimator = fit.support, np.zeros(std.p), "ils"
-        ils = invariant_ls(fit, w.pooled, df=w.gmm.df_base, alpha=alpha)
+        ils = invariant_ls(w.gmm, S, w.pooled, alpha=alpha, fit=fit)
         b_std[S] = ils.b
     else:
         b_std, estimator = w.at(fit), "gmm"
