@@ -58,6 +58,23 @@ def test_add_constant_and_rescale(rows):
     assert_allclose(std.syy.mean(), 1.0)
 
 
+def test_a_subset_of_environments_is_their_own_moments(rows):
+    """Moments.environments(keep) equals the moments of those environments' rows, their
+    fourth moments (score covariances) included."""
+    X, y, env = rows
+    mom = Moments.from_arrays(X, y, env)
+    part = mom.environments([2, 0])
+    rows_of = np.isin(env, ["c", "a"])
+    direct = Moments.from_arrays(X[rows_of], y[rows_of], env[rows_of])
+    order = [1, 0]                                   # direct's envs are ("a", "c")
+    assert part.envs == ("c", "a")
+    for field in ("n", "mean_x", "mean_y", "Sigma", "sxy", "syy", "cov"):
+        assert_allclose(getattr(part, field), getattr(direct, field)[order], rtol=1e-12)
+    b = np.array([0.5, -1.0, 0.2, 0.0])
+    assert_allclose(part.fourth.score_cov(b, np.arange(4)),
+                    direct.fourth.score_cov(b, np.arange(4))[order], rtol=1e-10)
+
+
 def test_offsets_keep_their_variance():
     """Centred accumulation merged exactly (Chan et al.): a covariate 1e5 + N(0, 1) keeps
     its variance to 1e-5 relative through raw moments (rounding of E[X^2] ~ 1e10 only),

@@ -204,6 +204,11 @@ class FourthMoments:
         new_shift = np.where(src[:-1] >= 0, self.shift[:, at[:-1]], constant)
         return FourthMoments(new_shift, tuple(rows), second)
 
+    def environments(self, keep: np.ndarray) -> FourthMoments:
+        """The samples of the environments ``keep`` (integer indices)."""
+        return FourthMoments(self.shift[keep], tuple(self.rows[e] for e in keep),
+                             self.second[keep])
+
     def moved(self, offset: FloatArray) -> FourthMoments:
         """Of ``(X, Y) - offset`` (the same rows about the same points)."""
         return FourthMoments(self.shift - offset, self.rows, self.second)

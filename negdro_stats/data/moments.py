@@ -227,6 +227,17 @@ class Moments:
             cov=None if self.cov is None else self.cov[:, z][:, :, z],
         )
 
+    def environments(self, keep: ArrayLike) -> Moments:
+        """Moments of the environments ``keep`` (integer indices, in that order)."""
+        keep = np.asarray(keep, dtype=int)
+        return replace(
+            self, n=self.n[keep], mean_x=self.mean_x[keep], mean_y=self.mean_y[keep],
+            Sigma=self.Sigma[keep], sxy=self.sxy[keep], syy=self.syy[keep],
+            envs=tuple(self.envs[e] for e in keep),
+            fourth=None if self.fourth is None else self.fourth.environments(keep),
+            cov=None if self.cov is None else self.cov[keep],
+        )
+
     def add_constant(self, name: str = "const") -> Moments:
         """Append a constant covariate ``1``; its moments follow from the first moments."""
         E, p = self.n_envs, self.p

@@ -445,6 +445,10 @@ class Cumulant:
             np.ix_(np.arange(len(out)), pos[known], pos[known])]
         return out
 
+    def environments(self, keep: np.ndarray) -> Cumulant:
+        """The blocks of the environments ``keep`` (integer indices)."""
+        return Cumulant(self.cols, self.block[keep])
+
     def scaled(self, unit: FloatArray) -> Cumulant:
         """Multiplied entrywise by ``unit[cols, cols]`` (a change of scale)."""
         return Cumulant(self.cols, self.block * unit[np.ix_(self.cols, self.cols)])

@@ -279,6 +279,21 @@ def _contest(readings: Readings, names: tuple) -> tuple[tuple, str]:
         f"tell whether the outcome's mechanism is linear, so beta* is not identified")
 
 
+def _instrumented(w: Walked, b: FloatArray, R: np.ndarray,
+                  keep: np.ndarray | None) -> InvarianceGMM:
+    """The invariance GMM of the route's moments on the instruments ``R``, the weight and
+    the cumulant at ``b``; of the environments ``keep`` (default all).  (The constrained
+    fit on its informed instruments, :func:`invariant_ls`: the two-step fit on every
+    instrument had a many-moment bias towards OLS that kept a child of Y, random
+    half-shifted design p = 30, n = 2,000, seed 11, 56 equations.)"""
+    K, mom, rec = (w.cumulant_at(b, R) if w.refresh else w.cumulant), w.std, w.recentre
+    if keep is not None:
+        K, mom = K.environments(keep), mom.environments(keep)
+        rec = None if rec is None else rec[keep]
+    return InvarianceGMM(mom, instruments=R, cumulant=K, b_ref=b, own_weight=False,
+                         recentre=rec)
+
+
 def _least_risk(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, *,
                 holds: bool, alg3_support: np.ndarray | None, instruments: np.ndarray):
     """Theorem 6's least-risk invariant fit (:func:`~.least_risk.invariant_ols`) from the
@@ -306,25 +321,25 @@ def _least_risk(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, *,
     mean_only family at n = 2,000, 2 of 20 fits).  Alone, Theorem 6's reading chose
     worse on linear designs (bench_limited's confounded p = 12 seed 0: error 0.06 ->
     1.46, an own-moments pass with a child of Y), hence the held-out arbiter."""
-    std, pooled, recentre, alpha, n_min = w.std, w.pooled, w.recentre, w.alpha, w.n_min
+    std, pooled, alpha, n_min = w.std, w.pooled, w.alpha, w.n_min
     p, E, every = std.p, std.n_envs, np.arange(std.p)
     starts = [S for S in (alg3_support, None if fit is None else fit.support,
                           None if ols is None else ols.support, np.zeros(0, dtype=int))
               if S is not None]
     built: dict[tuple, InvarianceGMM] = {}     # OLS is tested, then constrained, at
                                                # the same b: one pass over the rows
-    def gmm_on(S: np.ndarray, b_S: FloatArray, own: bool = False) -> InvarianceGMM:
+    def gmm_on(S: np.ndarray, b_S: FloatArray, own: bool = False,
+               keep: np.ndarray | None = None) -> InvarianceGMM:
         """The residual moments of the instruments and of ``S`` itself (a child of Y
         in ``S`` shows there first; ``own``: of ``S`` alone), the weight and the
-        cumulant at ``b``."""
-        key = (tuple(np.asarray(S).tolist()), np.asarray(b_S, dtype=float).tobytes(), own)
+        cumulant at ``b``; of the environments ``keep`` (default all)."""
+        key = (tuple(np.asarray(S).tolist()), np.asarray(b_S, dtype=float).tobytes(), own,
+               None if keep is None else tuple(keep))
         if key not in built:
             b = np.zeros(p)
             b[S] = b_S
             R = np.asarray(S, dtype=int) if own else np.union1d(instruments, S).astype(int)
-            built[key] = InvarianceGMM(
-                std, instruments=R, cumulant=w.cumulant_at(b, R) if w.refresh else w.cumulant,
-                b_ref=b, own_weight=False, recentre=recentre)
+            built[key] = _instrumented(w, b, R, keep)
         return built[key]
 
     def test_at(S: np.ndarray, b_S: FloatArray) -> tuple:
@@ -342,12 +357,10 @@ def _least_risk(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, *,
         J, df, pvalue = gmm_on(S, b_S, own=True).test_at(S, b_S)
         return J + risk.statistic, df + risk.df, min(1.0, 2.0 * min(pvalue, risk.pvalue))
 
-    def constrained(S: np.ndarray, b_S: FloatArray) -> tuple:
-        """:func:`invariant_ls` on the continuously updated GMM fit, or on the
-        instruments that inform ``S`` where some do not (the two-step fit on every
-        instrument had a many-moment bias towards OLS that kept a child of Y: random
-        half-shifted design p = 30, n = 2,000, seed 11, 56 equations)."""
-        return invariant_ls(gmm_on(S, b_S), S, pooled, alpha=alpha)
+    def constrained(S: np.ndarray, b_S: FloatArray, keep: np.ndarray | None = None):
+        """:func:`invariant_ls` (on the environments ``keep``: the readings' refits)."""
+        data = pooled if keep is None else pooled.environments(keep)
+        return invariant_ls(gmm_on(S, b_S, keep=keep), S, data, alpha=alpha)
 
     reliable = holds or (E - 1) * len(instruments) ** 2 <= n_min    # (the docstring)
     keep = ()                   # Algorithm 3's support, unless decisively not invariant
@@ -383,8 +396,10 @@ def _least_risk(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, *,
                         n_min=n_min, keep=keep)
     if own is None or np.array_equal(own.support, linear.support):
         return linear, None
-    readings = Readings(linear=linear, own=own, alpha=alpha,
-                        held_out=tuple(held_out_risks(pooled, f.support) for f in (linear, own)))
+    readings = Readings(linear=linear, own=own, alpha=alpha, held_out=tuple(
+        held_out_risks(pooled, f.support, None if f.ils is None else
+                       lambda keep, f=f: constrained(f.support, f.b, keep).b)
+        for f in (linear, own)))
     return (own, readings) if readings.own_predicts_better else (linear, None)
 
 
