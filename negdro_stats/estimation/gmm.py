@@ -177,6 +177,14 @@ class InvarianceGMM:
                              b_ref=self.b_ref, own_weight=self.own_weight,
                              recentre=self.recentre)
 
+    def environments(self, keep: np.ndarray) -> InvarianceGMM:
+        """The same conditions on the environments ``keep`` (integer indices): the
+        cumulant estimated on every environment's rows, not again."""
+        return InvarianceGMM(self.mom.environments(keep), instruments=self.R,
+                             cumulant=self.cumulant.environments(keep), b_ref=self.b_ref,
+                             own_weight=self.own_weight,
+                             recentre=None if self.recentre is None else self.recentre[keep])
+
     def _score(self, b: FloatArray) -> FloatArray:
         """``Var_e(Z r)`` at ``b``: :func:`gaussian_score_cov` on the instruments plus the
         cumulant.  The cumulant was estimated at another ``b``; a covariance, unlike the

@@ -279,21 +279,6 @@ def _contest(readings: Readings, names: tuple) -> tuple[tuple, str]:
         f"tell whether the outcome's mechanism is linear, so beta* is not identified")
 
 
-def _instrumented(w: Walked, b: FloatArray, R: np.ndarray,
-                  keep: np.ndarray | None) -> InvarianceGMM:
-    """The invariance GMM of the route's moments on the instruments ``R``, the weight and
-    the cumulant at ``b``; of the environments ``keep`` (default all).  (The constrained
-    fit on its informed instruments, :func:`invariant_ls`: the two-step fit on every
-    instrument had a many-moment bias towards OLS that kept a child of Y, random
-    half-shifted design p = 30, n = 2,000, seed 11, 56 equations.)"""
-    K, mom, rec = (w.cumulant_at(b, R) if w.refresh else w.cumulant), w.std, w.recentre
-    if keep is not None:
-        K, mom = K.environments(keep), mom.environments(keep)
-        rec = None if rec is None else rec[keep]
-    return InvarianceGMM(mom, instruments=R, cumulant=K, b_ref=b, own_weight=False,
-                         recentre=rec)
-
-
 def _least_risk(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, *,
                 holds: bool, alg3_support: np.ndarray | None, instruments: np.ndarray):
     """Theorem 6's least-risk invariant fit (:func:`~.least_risk.invariant_ols`) from the
@@ -332,15 +317,16 @@ def _least_risk(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, *,
                keep: np.ndarray | None = None) -> InvarianceGMM:
         """The residual moments of the instruments and of ``S`` itself (a child of Y
         in ``S`` shows there first; ``own``: of ``S`` alone), the weight and the
-        cumulant at ``b``; of the environments ``keep`` (default all)."""
-        key = (tuple(np.asarray(S).tolist()), np.asarray(b_S, dtype=float).tobytes(), own,
-               None if keep is None else tuple(keep))
+        cumulant at ``b`` (on every environment's rows); of the environments ``keep``."""
+        key = (tuple(np.asarray(S).tolist()), np.asarray(b_S, dtype=float).tobytes(), own)
         if key not in built:
             b = np.zeros(p)
             b[S] = b_S
             R = np.asarray(S, dtype=int) if own else np.union1d(instruments, S).astype(int)
-            built[key] = _instrumented(w, b, R, keep)
-        return built[key]
+            built[key] = InvarianceGMM(
+                std, instruments=R, cumulant=w.cumulant_at(b, R) if w.refresh else w.cumulant,
+                b_ref=b, own_weight=False, recentre=w.recentre)
+        return built[key] if keep is None else built[key].environments(keep)
 
     def test_at(S: np.ndarray, b_S: FloatArray) -> tuple:
         return gmm_on(S, b_S).test_at(S, b_S)
@@ -396,10 +382,9 @@ def _least_risk(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, *,
                         n_min=n_min, keep=keep)
     if own is None or np.array_equal(own.support, linear.support):
         return linear, None
-    readings = Readings(linear=linear, own=own, alpha=alpha, held_out=tuple(
-        held_out_risks(pooled, f.support, None if f.ils is None else
-                       lambda keep, f=f: constrained(f.support, f.b, keep).b)
-        for f in (linear, own)))
+    readings = Readings(linear=linear, own=own, alpha=alpha, held_out=tuple(held_out_risks(
+        pooled, f.support, None if f.ils is None else
+        lambda keep, f=f: constrained(f.support, f.b, keep).b) for f in (linear, own)))
     return (own, readings) if readings.own_predicts_better else (linear, None)
 
 
