@@ -54,6 +54,26 @@ def test_verdict_line_on_top_when_identification_fails():
     assert not str(ok.summary()).startswith("WARNING")
 
 
+def test_an_exact_fit_has_zero_standard_errors_not_nan():
+    """A covariate that copies the outcome: every residual is 0, the sandwich is 0 up to
+    rounding (s.e. ~ 1e-9, the square root of 1e-18), and a rounding error's negative
+    variance must not become a NaN s.e. (the fuzz test's seed 4910 found it; seeds 0..29
+    here hit it twice before the mend)."""
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        env = np.repeat(np.arange(4), 12)
+        y = rng.normal(size=48) * (1 + env)
+        df = pd.DataFrame({"Y": y, "X1": rng.normal(size=48), "env": env, "Xc": 2 * y})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = NegDRO(df, env="env", outcome="Y", fit_intercept=True).fit(n_boot=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            se = res.bse[["Xc", "const"]]
+            str(res.summary())
+        assert res.params["Xc"] == pytest.approx(0.5) and (se >= 0).all() and (se < 1e-6).all()
+
+
 def test_moment_models_are_not_sent_to_diagnose():
     sem = simulate.random_sem(8, n_envs=4, n_parents=2, n_children=2, shift="mean", rng=3)
     with pytest.warns(IdentificationWarning, match="check_identification") as record:
