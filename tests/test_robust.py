@@ -137,6 +137,51 @@ def test_interval_ends_are_where_the_profile_crosses_the_quantile(test):
         res.robust_set(test="clr")
 
 
+@pytest.mark.parametrize("design", ["mean_shifts", "confounded"])
+def test_shortcuts_of_the_profile_fits_leave_the_intervals_as_they_were(design, monkeypatch):
+    """The profile's fits start on the line through the two nearest fits and stop after
+    RUN_OFF Gauss-Newton steps while above the limit (issue 42): every bound and p-value
+    is what the nearest fit's start and 30 steps give, to the root search's tolerance.
+    These designs are the sensitive ones of seven measured: stopping after 0 steps makes
+    an end of the second infinite and moves a p-value of the first by 0.37; 2 to 30
+    steps agree."""
+    import negdro_stats.inference.robust as robust
+
+    if design == "mean_shifts":
+        sem = simulate.random_sem(8, n_envs=4, n_parents=2, n_children=2, shift="mean", rng=3)
+        data = sem.sample(2000, rng=0)
+    else:
+        data = simulate.random_sem(15, n_envs=4, confounding=True, rng=8).sample(1000, rng=0)
+    fast = _fit(NegDRO(data, env="env", outcome="Y")).robust_set()
+    fast = (fast.lower, fast.upper, fast.pvalues)            # (intervals are computed lazily)
+    monkeypatch.setattr(robust, "RUN_OFF", 30)
+    monkeypatch.setattr(robust, "_along", lambda seen, beta0, limit: None if not seen else
+                        seen[min(seen, key=lambda x: abs(x - beta0))][1])
+    slow = _fit(NegDRO(data, env="env", outcome="Y")).robust_set()      # (sets are cached)
+    # the ends to the root search's precision (T_j within ROOT_TOL = 0.01 of c_K ~ 4.2:
+    # ~0.0012 of the width where T_j is a parabola), p-values (no search) to 1e-4
+    width = (slow.upper - slow.lower).to_numpy()
+    for a, b, tol in zip(fast, (slow.lower, slow.upper, slow.pvalues),
+                         (0.002 * width, 0.002 * width, np.full(len(width), 1e-4)),
+                         strict=True):
+        a, b = a.to_numpy(), b.to_numpy()
+        assert np.array_equal(np.isfinite(a), np.isfinite(b))
+        ok = np.isfinite(b)
+        assert (np.abs(a[ok] - b[ok]) <= tol[ok]).all(), (a, b)
+
+
+def test_the_profile_start_lies_on_the_line_through_the_nearest_fits():
+    from negdro_stats.inference.robust import _along
+
+    seen = {0.0: (1.0, np.array([1.0, 2.0]), True), 1.0: (2.0, np.array([2.0, 4.0]), True),
+            5.0: (9.0, np.array([0.0, 0.0]), True)}
+    assert_allclose(_along(seen, 1.5, limit=10.0), [2.5, 5.0])     # extrapolated
+    assert_allclose(_along(seen, 0.25, limit=10.0), [1.25, 2.5])   # interpolated
+    assert_allclose(_along(seen, 30.0, limit=10.0), [0.0, 0.0])    # too far: the nearest
+    assert_allclose(_along(seen, 4.0, limit=8.0), [5.0, 10.0])     # a run-off fit skipped
+    assert _along({}, 1.0, limit=10.0) is None
+
+
 def test_kj_intervals_are_the_efficient_wald_intervals_where_identified():
     """Strongly identified: K_j is the Wald statistic of the efficient GMM, so the KJ
     interval is 2 sqrt(c_K) of its standard errors wide (c_K the chi2(1) quantile at
