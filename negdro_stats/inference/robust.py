@@ -41,7 +41,7 @@ step, then the secant method on ``sqrt(AR_j - AR_j(centre))`` (close to linear i
 ``beta_0``), and points at 8x steps beyond it are checked until the profile levels off: if
 it falls below the quantile again, the set has another piece and that end of the hull is
 infinite.  About 15 statistic fits per coefficient where it is identified; at p = 30 the
-whole set costs ~18 fits of the model (median) (``bench_inference.py --only robust_cost``).
+whole set costs ~14 fits of the model (median) (``bench_inference.py --only robust_cost``).
 The p-value of "X_j has no direct effect" is the least level at which the test rejects
 ``b_j = 0`` (``P(chi2(df_sub) > AR_j(0) / scale)`` for ``"ar"``).
 

@@ -325,7 +325,7 @@ class NegDROResults(BootstrapViews, Saveable):
         depend on how strongly the environments identify ``beta*``; it is unbounded along
         what they leave undetermined and empty when no invariant linear model fits.
         Computed on first use for each ``alpha`` (its intervals on first use of them):
-        about 15 statistic fits per coefficient (~18 fits of the model at p = 30, 13 at
+        about 15 statistic fits per coefficient (~14 fits of the model at p = 30, 10 at
         p = 10), a few in all where no interval is bounded.  ``test``: the subvector
         test of the intervals and p-values, Kleibergen's KJ (``"kj"``, default: about the
         efficient GMM's Wald interval where ``beta*`` is identified) or Anderson-Rubin's
