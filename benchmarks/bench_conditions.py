@@ -1,7 +1,7 @@
 """Identification diagnostics benchmark (issue: diagnostics).
 
 Usage:  python benchmarks/bench_conditions.py [--quick] [--reps 200]
-        [--only timing|design|permutation] [--out benchmarks/results/conditions.json]
+        [--only timing|design|permutation|blocks] [--out benchmarks/results/conditions.json]
 
 1. Condition 1b on population moments of eq. (33) (text variant), p in {10, 100, 200, 1000}
    and on random dense designs (p in {50, 100, 200}): wall time of the SDP path (cvxpy +
@@ -17,6 +17,8 @@ Usage:  python benchmarks/bench_conditions.py [--quick] [--reps 200]
    size -- all four environments drawn from environment 1 of eq. (33), p = 5,
    n = 500 per environment -- and power on eq. (33) itself at n = 2,000 per environment,
    over ``--reps`` repetitions each.
+4. ``--only blocks`` (only when asked): diagnose()'s draws from block moments against
+   draws of rows at 20,000 rows per environment (:func:`blocks`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -102,27 +105,87 @@ def permutation(reps, n_null, n_alt):
     return out
 
 
+def blocks(reps: int, n: int = 20_000):
+    """``NegDRO.diagnose()`` with its draws from 200 blocks per environment (the default
+    from 10,000 rows per environment on) against draws of rows, on the same samples:
+    eq. (33) p = 10 and random_sem(8, rng=3) (identified: the bound's coverage of the
+    population relative margin), and all four environments drawn from environment 1 of
+    eq. (33) p = 5 (the permutation test's size).  The rows' bound is computed twice
+    (two seeds): the spread of those two is the Monte Carlo error the blocks' bound is
+    compared with.  Times in fits of the model (``fit(n_boot=0)``)."""
+    from negdro_stats.data.container import MultiEnvData
+
+    def by_rows(model, seed):
+        real = MultiEnvData.margin_resamplers
+        MultiEnvData.margin_resamplers = lambda self: (self.resample, self.permute)
+        try:
+            return timed(lambda: model.diagnose(rng=seed, verbose=False), reps=1)
+        finally:
+            MultiEnvData.margin_resamplers = real
+
+    designs = [("eq33_p10", simulate.eq33(p=10), False),
+               ("random_p8", simulate.random_sem(8, rng=3), False),
+               ("null_p5", simulate.eq33(p=5), True)]
+    out = {}
+    for name, sem, null in designs:
+        truth = check_condition_1b(sem.moments()).relative_margin
+        rows = []
+        for r in range(reps):
+            df = sem.sample(n * (4 if null else 1), rng=20_000 + r)
+            if null:
+                df = df[df["env"] == 1].reset_index(drop=True)
+                df["env"] = np.random.default_rng(r).permutation(np.arange(len(df)) % 4)
+            model = NegDRO(df, env="env", outcome="Y")
+            fit_s = timed(lambda: model.fit(n_boot=0), reps=3)[1]  # noqa: B023
+            blk, blk_s = timed(lambda: model.diagnose(rng=r, verbose=False), reps=1)  # noqa: B023
+            row, row_s = by_rows(model, r)
+            row2, _ = by_rows(model, r + 1_000_000)
+            rows.append(dict(blocks=blk.margin_lcb, rows=row.margin_lcb, rows2=row2.margin_lcb,
+                             p_blocks=blk.perm_pvalue, p_rows=row.perm_pvalue,
+                             same_verdict=blk.holds_with_confidence == row.holds_with_confidence,
+                             blocks_fits=blk_s / fit_s, rows_fits=row_s / fit_s))
+        col = {k: np.array([x[k] for x in rows], dtype=float) for k in rows[0]}
+        out[name] = dict(
+            reps=reps, n_per_env=n, truth=truth,
+            cover_blocks=float(np.mean(col["blocks"] <= truth)),
+            cover_rows=float(np.mean(col["rows"] <= truth)),
+            sd_blocks_minus_rows=float(np.std(col["blocks"] - col["rows"])),
+            sd_rows_minus_rows=float(np.std(col["rows2"] - col["rows"])),
+            mean_blocks_minus_rows=float(np.mean(col["blocks"] - col["rows"])),
+            same_verdict=float(np.mean(col["same_verdict"])),
+            perm_reject_blocks=float(np.mean(col["p_blocks"] <= 0.05)),
+            perm_reject_rows=float(np.mean(col["p_rows"] <= 0.05)),
+            median_fits_blocks=float(np.median(col["blocks_fits"])),
+            median_fits_rows=float(np.median(col["rows_fits"])))
+        print(name, out[name], flush=True)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=200)
-    ap.add_argument("--only", choices=["timing", "design", "permutation"], default=None,
-                    help="run one part and keep the other part of an existing --out file")
+    ap.add_argument("--only", choices=["timing", "design", "permutation", "blocks"],
+                    default=None, help="run one part and keep the other part of an existing "
+                    "--out file (blocks: only when asked, --reps samples per design)")
     ap.add_argument("--out", default="benchmarks/results/conditions.json")
     a = ap.parse_args()
     old = json.loads(Path(a.out).read_text()) if a.only and Path(a.out).exists() else {}
     tm, dm, pm = old.get("timing"), old.get("design"), old.get("permutation")
+    bm = old.get("blocks")
     if a.only in (None, "timing"):
         tm = timing([10, 100], [50]) if a.quick else timing([10, 100, 200, 1000], [50, 100, 200])
     if a.only in (None, "design"):
         dm = design_checks(a.quick)
     if a.only in (None, "permutation"):
         pm = permutation(5, 500, 2000) if a.quick else permutation(a.reps, 500, 2000)
+    if a.only == "blocks":
+        bm = blocks(3 if a.quick else a.reps)
     meta = dict(machine=platform.platform(), python=platform.python_version(),
-                date=time.strftime("%Y-%m-%d"))
+                date=time.strftime("%Y-%m-%d"), command=" ".join(sys.argv))
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(a.out).write_text(json.dumps(dict(meta=meta, timing=tm, design=dm, permutation=pm),
-                                      indent=1, default=str))
+    Path(a.out).write_text(json.dumps(dict(meta=meta, timing=tm, design=dm, permutation=pm,
+                                           blocks=bm), indent=1, default=str))
     print(f"wrote {a.out}")
 
 

@@ -278,6 +278,45 @@ def test_diagnose_on_eq33():
     assert "Cond. 1b rel. margin" in str(res.summary())
 
 
+def test_diagnose_draws_from_blocks_of_many_rows():
+    """From 10,000 rows per environment on, diagnose() draws from 200 blocks per
+    environment (one pass) instead of the rows (a pass per draw, issue 42): the blocks
+    are the rows' moments, a permutation keeps every environment's blocks, the bound is
+    within the row bootstrap's own Monte Carlo error of the rows' (two seeds of it), the
+    verdicts agree; below 10,000 rows the rows are drawn; a saved model keeps no blocks."""
+    import pickle
+
+    from negdro_stats.data import container
+
+    df = simulate.eq33(p=5).sample(10_000, rng=3)
+    model = NegDRO(df, env="env", outcome="Y")
+    data = model.data
+    resample, permute = data.margin_resamplers()
+    assert resample != data.resample                          # the blocks' draws
+    blocks = data._margin_blocks
+    assert blocks.n.shape == (4, container.MARGIN_BLOCKS) and blocks.n.sum() == len(df)
+    merged = blocks.moments()
+    assert_allclose(merged.Sigma, data.moments.Sigma, rtol=1e-10, atol=1e-12)
+    shuffled = permute(np.random.default_rng(0)).n             # (blocks of ~50 rows each:
+    assert shuffled.sum() == len(df)                           # sizes move by about 1%)
+    assert_allclose(shuffled, data.moments.n, rtol=0.03)
+    by_blocks = model.diagnose(n_boot=99, n_perm=49, rng=0, verbose=False)
+    real = container.MultiEnvData.margin_resamplers
+    try:
+        container.MultiEnvData.margin_resamplers = lambda self: (self.resample, self.permute)
+        by_rows = [model.diagnose(n_boot=99, n_perm=49, rng=seed, verbose=False)
+                   for seed in (0, 1)]
+    finally:
+        container.MultiEnvData.margin_resamplers = real
+    spread = abs(by_rows[0].margin_lcb - by_rows[1].margin_lcb)
+    assert abs(by_blocks.margin_lcb - by_rows[0].margin_lcb) <= 3 * spread + 1e-12
+    assert by_blocks.holds_with_confidence == by_rows[0].holds_with_confidence
+    assert (by_blocks.perm_pvalue <= 0.05) == (by_rows[0].perm_pvalue <= 0.05)
+    assert "_margin_blocks" not in pickle.loads(pickle.dumps(data)).__dict__
+    small = NegDRO(df.groupby("env").head(9_999), env="env", outcome="Y").data
+    assert small.margin_resamplers()[0] == small.resample
+
+
 def test_the_bound_is_a_number_whatever_the_seed():
     """Resampled margins whose two bounds meet only to rounding (1e-15 apart, or crossed
     by 5e-17) were neither exact values nor open intervals: they stood in as +-inf, and

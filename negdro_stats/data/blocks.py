@@ -14,7 +14,7 @@ from .._typing import ArrayLike, FloatArray
 from .fourth import FourthAccumulator, FourthMoments
 from .moments import SAMPLE_SEED, Moments, block_of, splitmix
 
-__all__ = ["BlockAccumulator", "BlockMoments", "DEFAULT_BLOCKS"]
+__all__ = ["BlockAccumulator", "BlockMoments", "DEFAULT_BLOCKS", "blocks_of_rows"]
 
 DEFAULT_BLOCKS = 50
 _SLICE_ROWS, _CELL_ROWS = 1 << 15, 256      # slices that stay in cache (measured)
@@ -121,6 +121,17 @@ class BlockAccumulator:
         n, mean, m2 = (np.stack([self.cells[k][i] for k in labels]) for i in range(3))
         return BlockMoments(n=n, mean=mean, m2=m2, envs=tuple(labels), names=tuple(names),
                             outcome=outcome, fourth=self.fourth.finish(labels))
+
+
+def blocks_of_rows(chunks, *, p: int, n_blocks: int, envs: tuple, names: Sequence[str],
+                   outcome: str) -> BlockMoments:
+    """The block moments of rows given as chunks ``(X, y, codes)`` (``codes`` index
+    ``envs``), ``n_blocks`` per environment, in one pass (rows kept in memory whose
+    resamples would each be a pass: :meth:`MultiEnvData.margin_resamplers`)."""
+    acc = BlockAccumulator(p=p, n_blocks=n_blocks)
+    for X, y, codes in chunks:
+        acc.add(X, y, codes)
+    return replace(acc.finish(names=names, outcome=outcome), envs=tuple(envs))
 
 
 def _chan_merge(cell: list, k: np.ndarray, m: FloatArray, mean: FloatArray, m2: FloatArray

@@ -14,7 +14,7 @@ use.  Everything here pickles.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -24,7 +24,7 @@ import pandas as pd
 from .._typing import ArrayLike, FloatArray
 from .._validation import check_bool, check_option, few, warn_user
 from ..exceptions import DataError, DataWarning
-from .blocks import DEFAULT_BLOCKS, BlockMoments
+from .blocks import DEFAULT_BLOCKS, BlockMoments, blocks_of_rows
 from .fourth import RESIDUAL, gaussian_score_cov
 from .moments import EXACT_FIT, N_POPULATION, Moments
 from .readers import (
@@ -47,6 +47,9 @@ from .readers import (
 __all__ = ["MultiEnvData", "MISSING", "intercept_index", "split_intercept", "risk_variances"]
 
 INTERCEPT_NAME = "const"
+MARGIN_BLOCKS = 200         # blocks per environment of diagnose()'s draws (margin_resamplers)
+MARGIN_BLOCK_ROWS = 50      # rows per block at least
+MAX_BLOCK_ENTRIES = 1 << 24     # numbers of their moments at most (128 MiB)
 
 
 def risk_variances(mom: Moments, b: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -113,6 +116,7 @@ class MultiEnvData:
     """
 
     origin: FloatArray | None = None        # (results saved before 2026-12-05 lack it)
+    _margin_blocks: BlockMoments | None = None      # made on first use (margin_resamplers)
 
     def __init__(self, moments: Moments, *, fit_intercept: bool = False,
                  rows: Rows | None = None, blocks: BlockMoments | None = None,
@@ -129,7 +133,8 @@ class MultiEnvData:
 
     def __getstate__(self) -> dict:
         """Pickled without the resamplers' sorted copy of the rows (made again on use)."""
-        return {k: v for k, v in self.__dict__.items() if k != "_sorted_rows"}
+        return {k: v for k, v in self.__dict__.items()
+                if k not in ("_sorted_rows", "_margin_blocks")}
 
     def __setstate__(self, state: dict) -> None:
         """A file saved before 2026-12-05 may hold the rows' sorted copy in the layout of
@@ -603,6 +608,29 @@ class MultiEnvData:
             c = np.bincount(rng.integers(0, len(Z), size=len(Z)), minlength=len(Z))
             weighted.append(Z * np.sqrt(c.astype(np.float64))[:, None])
         return self._working(self._moments_of(weighted))
+
+    def margin_resamplers(self) -> tuple[Callable[[np.random.Generator], Moments],
+                                         Callable[[np.random.Generator], Moments]]:
+        """``(resample, permute)`` for :meth:`NegDRO.diagnose`, whose hundreds of draws
+        need only second moments: where the rows are in memory, every environment has
+        ``MARGIN_BLOCK_ROWS`` rows per block for ``MARGIN_BLOCKS`` blocks, and their
+        moments fit in ``MAX_BLOCK_ENTRIES`` numbers, the blocks' (one pass, then each
+        draw a weighted sum of E K Gram matrices instead of a pass over the rows;
+        ``benchmarks/bench_conditions.py --only blocks`` compares the bound and the
+        permutation test with the rows'); else :meth:`resample` and :meth:`permute`."""
+        E, q = self.moments.n_envs, len(self.non_constant) + 1
+        if (self.blocks is not None or self._rows is None
+                or self.moments.n.min() < MARGIN_BLOCK_ROWS * MARGIN_BLOCKS
+                or E * MARGIN_BLOCKS * q * q > MAX_BLOCK_ENTRIES):
+            return self.resample, self.permute
+        if self._margin_blocks is None:
+            self._margin_blocks = blocks_of_rows(
+                self._rows.chunks(), p=q - 1, n_blocks=MARGIN_BLOCKS,
+                envs=self.moments.envs, names=self.exog_names[:q - 1],
+                outcome=self.endog_name)
+        blocks = self._margin_blocks
+        return (lambda rng: self._working(blocks.resample(rng)),
+                lambda rng: self._working(blocks.permute(rng)))
 
     def permute(self, rng: np.random.Generator) -> Moments:
         """Moments after a random permutation of the environment labels across all rows
