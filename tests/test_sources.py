@@ -251,6 +251,31 @@ def test_fourth_powers_past_float64_fall_back_quietly():
     assert np.isfinite(data.moments.Sigma).all()
 
 
+def test_score_covariance_from_rows_in_any_order():
+    """Past MAX_P covariates the score covariances come from the rows: per environment
+    the covariance of ``x r`` (and of ``r^2`` for a RESIDUAL column), the same whether
+    the frame is grouped by environment (slices of a chunk) or shuffled (masks)."""
+    rng = np.random.default_rng(3)
+    p = fourth.MAX_P + 2
+    env = np.repeat(np.arange(3), 400)
+    X = rng.standard_t(5, (len(env), p)) * (1.0 + env[:, None])
+    df = pd.DataFrame(X, columns=[f"X{j}" for j in range(p)]).assign(
+        Y=X[:, 0] - X[:, 1] + rng.normal(size=len(env)), env=env)
+    b = rng.normal(size=p) * 0.1
+    cols = np.array([0, 3, p - 1, fourth.RESIDUAL])
+    found = []
+    for frame in (df, df.sample(frac=1.0, random_state=1)):
+        data = MultiEnvData.from_frame(frame, "env", outcome="Y")
+        assert data.moments.fourth is None
+        found.append(data.score_cov(b, cols))
+    for e in range(3):
+        Xe, ye = X[env == e], df["Y"].to_numpy()[env == e]
+        r = ye - Xe @ b
+        Z = np.column_stack([Xe[:, cols[:-1]], r]) * r[:, None]
+        assert_allclose(found[0][e], np.cov(Z.T, bias=True), rtol=1e-10)
+    assert_allclose(found[1], found[0], rtol=1e-10)
+
+
 def test_past_max_p_without_rows_the_summary_says_gaussian_form(tmp_path):
     """Past MAX_P covariates the fourth moments are not carried: a Parquet fit then
     weights its J tests by the Gaussian form and its summary says so; a frame in memory

@@ -83,6 +83,20 @@ def split_intercept(b: ArrayLike, fit_intercept: bool) -> tuple[FloatArray, floa
     return (b, 0.0) if k is None else (np.delete(b, k), float(b[k]))
 
 
+def _by_environment(codes: np.ndarray) -> Iterator[tuple[int, slice | np.ndarray]]:
+    """``(e, rows)`` for every environment in a chunk: a slice where the chunk is sorted
+    by environment (a frame grouped by it; no copy of the rows), else a mask."""
+    if np.all(codes[1:] >= codes[:-1]):
+        present = np.unique(codes)
+        bounds = np.searchsorted(codes, np.append(present, present[-1] + 1)) if len(
+            present) else []
+        for k, e in enumerate(present):
+            yield int(e), slice(bounds[k], bounds[k + 1])
+    else:
+        for e in np.unique(codes):
+            yield int(e), codes == e
+
+
 class MultiEnvData:
     """Validated multi-environment data: moments, names, and (optionally) the rows.
 
@@ -550,14 +564,15 @@ class MultiEnvData:
         n, s1, s2 = np.zeros(E), np.zeros((E, q)), np.zeros((E, q, q))
         for X, y, codes in self._chunks("The score covariance"):
             r = y - X @ slope - intercept
-            Z = np.ones((len(r), q))
-            Z[:, is_x] = X[:, cols[is_x]]
-            Z[:, cols == RESIDUAL] = r[:, None]
-            for e in np.unique(codes):
-                Zr = Z[codes == e] * r[codes == e, None]
-                n[e] += len(Zr)
-                s1[e] += Zr.sum(axis=0)
-                s2[e] += Zr.T @ Zr
+            Zr = np.ones((len(r), q))
+            Zr[:, is_x] = X[:, cols[is_x]]
+            Zr[:, cols == RESIDUAL] = r[:, None]
+            Zr *= r[:, None]
+            for e, rows in _by_environment(codes):
+                W = Zr[rows]
+                n[e] += len(W)
+                s1[e] += W.sum(axis=0)
+                s2[e] += W.T @ W
         mean = s1 / n[:, None]
         return s2 / n[:, None, None] - np.einsum("ei,ej->eij", mean, mean)
 
