@@ -110,7 +110,7 @@ def blocks(reps: int, n: int = 20_000):
     from 10,000 rows per environment on) against draws of rows, on the same samples:
     eq. (33) p = 10 and random_sem(8, rng=3) (identified: the bound's coverage of the
     population relative margin), and all four environments drawn from environment 1 of
-    eq. (33) p = 5 (the permutation test's size).  The rows' bound is computed twice
+    eq. (33) p = 5 (the permutation test's size; margin 0).  The rows' bound is computed twice
     (two seeds): the spread of those two is the Monte Carlo error the blocks' bound is
     compared with.  Times in fits of the model (``fit(n_boot=0)``)."""
     from negdro_stats.data.container import MultiEnvData
@@ -128,7 +128,7 @@ def blocks(reps: int, n: int = 20_000):
                ("null_p5", simulate.eq33(p=5), True)]
     out = {}
     for name, sem, null in designs:
-        truth = check_condition_1b(sem.moments()).relative_margin
+        truth = 0.0 if null else check_condition_1b(sem.moments()).relative_margin
         rows = []
         for r in range(reps):
             df = sem.sample(n * (4 if null else 1), rng=20_000 + r)
