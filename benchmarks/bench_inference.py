@@ -85,7 +85,9 @@ def cost(p, n, B):
 def defaults(p, n, B):
     """What the defaults cost, in fits of the model (``fit(n_boot=0)``, median of 5) on
     eq. (33): ``fit()`` (the bootstrap deferred), ``fit()`` + ``summary()`` (the robust
-    intervals), the deferred B-replicate bootstrap on first use (``conf_int()``), and
+    intervals), ``conf_int()`` of the default kind, the deferred B-replicate bootstrap
+    on first use (``conf_int(kind="bootstrap")``; until 2026-12-06 this row timed
+    ``conf_int()``, which became the robust intervals when they became the default), and
     ``diagnose()``; and ``import negdro_stats`` against ``import pandas, scipy.stats``
     (fresh interpreters, median of 5)."""
     import subprocess
@@ -99,7 +101,10 @@ def defaults(p, n, B):
         summary = timed(lambda: model.fit(rng=0).summary(), reps=3)[1]
         res = model.fit(rng=0)
         t0 = time.perf_counter()
-        res.conf_int()                                   # runs the deferred bootstrap
+        res.conf_int()                      # the default kind (robust, unless identified
+        first = time.perf_counter() - t0    # with a bootstrap run: res.interval_kind)
+        t0 = time.perf_counter()
+        res.conf_int(kind="bootstrap")                   # runs the deferred bootstrap
         boot = time.perf_counter() - t0
         diag = timed(lambda: model.diagnose(rng=0, results=res), reps=1)[1]
 
@@ -110,7 +115,8 @@ def defaults(p, n, B):
 
     t_pkg, t_ref = imported("import negdro_stats"), imported("import pandas, scipy.stats")
     row = dict(p=p, n_per_env=n, B=B, one_fit_s=one, fit_default_fits=default / one,
-               fit_and_summary_fits=summary / one, bootstrap_on_first_use_fits=boot / one,
+               fit_and_summary_fits=summary / one, interval_kind=res.interval_kind,
+               conf_int_fits=first / one, bootstrap_on_first_use_fits=boot / one,
                diagnose_fits=diag / one, import_s=t_pkg, import_pandas_scipy_s=t_ref,
                import_ratio=t_pkg / t_ref)
     print(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"

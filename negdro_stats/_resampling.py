@@ -6,6 +6,7 @@ sample-size planner's replicates (:mod:`negdro_stats.planning`) all run through
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -13,13 +14,28 @@ from typing import TypeVar
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-__all__ = ["replicate", "DEFAULT_N_BOOT", "DEFAULT_N_RESAMPLE", "MAX_REPLICATES"]
+__all__ = ["replicate", "default_jobs", "DEFAULT_N_BOOT", "DEFAULT_N_RESAMPLE",
+           "MAX_REPLICATES"]
 
 T = TypeVar("T")
 MAX_REPLICATES = 10**6    # more is a typo: at a millisecond a refit, 17 minutes of work
 DEFAULT_N_BOOT = 200      # the estimator's bootstrap: fit() runs it on first use
 DEFAULT_N_RESAMPLE = 199  # diagnose(): bootstrap resamples and permutations each (with the
 #                           sample, 200 values: the 5% quantile falls on an order statistic)
+THREADS_MIN_WORK = 1e8    # rows x p^2 of a replicate's pass from which threads pay
+
+
+def default_jobs(data) -> int:
+    """The bootstrap's worker threads where the user names none: the cores where one
+    replicate's pass over the rows of ``data`` (a :class:`~negdro_stats.MultiEnvData`;
+    ``N p^2`` flops, which release the GIL) is at least ``THREADS_MIN_WORK``, else one.
+    Below it a replicate is many small numpy calls that hold the GIL: on eq. (33) with
+    B = 40, two threads took 1.28-1.46x the time of one at p = 10 / 30 / 60 and 2,000
+    rows x 4; 1.04x at p = 30, 20,000 x 4 and 1.00x at p = 100, 2,000 x 4 (about 1e8);
+    0.83x at p = 60, 20,000 x 4 and 0.68x at p = 200, 2,000 x 4 (issue 42)."""
+    m = data.moments
+    work = m.nobs * m.p**2 if data.blocks is None and data.has_rows else 0.0
+    return (os.cpu_count() or 1) if np.isfinite(work) and work >= THREADS_MIN_WORK else 1
 
 
 def replicate(one: Callable[[int, np.random.Generator], T], n: int,

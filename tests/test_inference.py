@@ -26,6 +26,28 @@ def test_same_seed_same_draws(model):
     assert not np.array_equal(d.bootstrap.draws, a.bootstrap.draws)
 
 
+def test_threads_only_where_a_replicate_pass_is_large(model, monkeypatch):
+    """The default n_jobs (issue 42): one where a replicate's pass over the rows is
+    small (its numpy calls hold the GIL: two threads were ~1.3x slower at p = 10), the
+    cores from rows x p^2 = 1e8 on; a model without rows resamples nothing."""
+    import os
+    from types import SimpleNamespace
+
+    from negdro_stats._resampling import THREADS_MIN_WORK, default_jobs
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    assert default_jobs(model.data) == 1                       # 8,000 rows, p = 6
+
+    def data(nobs, p, blocks=None, rows=True):
+        return SimpleNamespace(moments=SimpleNamespace(nobs=nobs, p=p), blocks=blocks,
+                               has_rows=rows)
+
+    assert default_jobs(data(THREADS_MIN_WORK / 100**2, 100)) == 8
+    assert default_jobs(data(THREADS_MIN_WORK / 100**2 - 1, 100)) == 1
+    assert default_jobs(data(1e9, 100, blocks=object())) == 1   # blocks: no row pass
+    assert default_jobs(data(np.inf, 100, rows=False)) == 1
+
+
 def test_the_default_bootstrap_runs_on_request(model, monkeypatch, tmp_path):
     """fit() runs no refit; no view and no property starts the bootstrap (a bootstrap
     quantity says how to run it); run_bootstrap() or conf_int(kind="bootstrap") runs
