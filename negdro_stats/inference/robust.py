@@ -213,20 +213,10 @@ class RobustSet:
     def _projections(self) -> tuple[pd.Series, pd.Series, pd.Series]:
         """``(lower, upper, pvalues)``, computed on first use: the joint test alone
         (:attr:`empty`, :meth:`contains`) costs a few fits, these ~20 per coefficient."""
-        cue_b, b0, se, *joint = self._starts     # (files before 2026-12-05: no joint CUE)
-        stat, p = self._subvector, len(cue_b)
+        p = len(self._starts[0])
         lower, upper, pvalues = np.full(p, np.nan), np.full(p, np.nan), np.full(p, np.nan)
         for j in range(0 if self.empty else p):         # empty: so is every projection
-            pvalues[j] = stat.pvalue(j)
-            if stat.limit <= stat.critical:
-                lower[j], upper[j] = -np.inf, np.inf  # far out on both sides is inside
-                continue
-            centre = _inside(lambda x, j=j: stat(j, x),
-                             [*(b[j] for b in joint), cue_b[j], b0[j], 0.0], se[j], stat.critical)
-            if centre is None:
-                continue                             # the set's projection on b_j is empty
-            lower[j], upper[j] = (_endpoint(stat, j, centre, side * se[j])
-                                  for side in (-1.0, 1.0))
+            lower[j], upper[j], pvalues[j] = self._projection(j)
 
         def series(values: FloatArray, name: str) -> pd.Series:
             out = pd.Series(np.nan, index=self.estimate.index, name=name)
@@ -235,6 +225,33 @@ class RobustSet:
 
         return (series(lower / self._to_std, "lower"), series(upper / self._to_std, "upper"),
                 series(pvalues, "robust p"))
+
+    def _projection(self, j: int) -> tuple[float, float, float]:
+        """``(lower, upper, pvalue)`` of the ``j``-th coefficient the set covers
+        (standardised), computed once: its p-value, then its interval, whichever other
+        coefficients were computed before (each has its own profile)."""
+        done = self.__dict__.setdefault("_projected", {})
+        if j not in done:
+            cue_b, b0, se, *joint = self._starts   # (files before 2026-12-05: no joint CUE)
+            stat, ends = self._subvector, (np.nan, np.nan)
+            pvalue = stat.pvalue(j)
+            if stat.limit <= stat.critical:
+                ends = (-np.inf, np.inf)             # far out on both sides is inside
+            elif (centre := _inside(lambda x: stat(j, x),
+                                    [*(b[j] for b in joint), cue_b[j], b0[j], 0.0], se[j],
+                                    stat.critical)) is not None:    # (None: no projection)
+                ends = tuple(_endpoint(stat, j, centre, side * se[j]) for side in (-1.0, 1.0))
+            done[j] = (*ends, pvalue)
+        return done[j]
+
+    def bounded_of(self, names: list[str]) -> pd.Series:
+        """Whether the intervals of the coefficients ``names`` are bounded, computing
+        only theirs (:attr:`bounded` computes every coefficient's, ~15 fits each); False
+        where the set is empty or does not cover a coefficient (the intercept)."""
+        covered = {self.estimate.index[k]: j for j, k in enumerate(self._slopes)}
+        return pd.Series([not self.empty and name in covered and bool(np.isfinite(
+            self._projection(covered[name])[:2]).all()) for name in names],
+            index=list(names), name="bounded", dtype=bool)
 
     @property
     def lower(self) -> pd.Series:

@@ -63,11 +63,11 @@ def _robust_disagrees(res: Results, robust: RobustSet | None) -> list[str]:
     if robust is None or robust.empty or sel is None or sel.exact or not sel.identified \
             or sel.undetermined:
         return []
-    bounded = robust.bounded
     const = res.intercept
-    names = [name for k, name in enumerate(res.params.index)
-             if res.support.iloc[k] and k != const and name in bounded.index
-             and not bounded[name]]
+    selected = [name for k, name in enumerate(res.params.index)
+                if res.support.iloc[k] and k != const]
+    bounded = robust.bounded_of(selected)          # (only these: ~15 fits each)
+    names = [name for name in selected if not bounded[name]]
     return [f"the robust intervals of {listed(names, 5)} are unbounded: the data allow "
             "other invariant fits (the selection's rank test found every coefficient "
             "determined), so read the standard errors with care"] if names else []
