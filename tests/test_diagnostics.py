@@ -4,6 +4,7 @@ checks, intervention advice and the data report."""
 import itertools
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -315,6 +316,12 @@ def test_diagnose_draws_from_blocks_of_many_rows():
     assert "_margin_blocks" not in pickle.loads(pickle.dumps(data)).__dict__
     small = NegDRO(df.groupby("env").head(9_999), env="env", outcome="Y").data
     assert small.margin_resamplers()[0] == small.resample
+    # unequal sizes: a block permutation would keep blocks, not rows, per environment
+    more = simulate.eq33(p=5).sample(12_000, rng=4)
+    uneven = NegDRO(pd.concat([df[df.env != 1], more[more.env == 1]]), env="env",
+                    outcome="Y").data
+    resample, permute = uneven.margin_resamplers()
+    assert resample != uneven.resample and permute == uneven.permute
 
 
 def test_the_bound_is_a_number_whatever_the_seed():

@@ -74,6 +74,19 @@ def test_an_exact_fit_has_zero_standard_errors_not_nan():
         assert res.params["Xc"] == pytest.approx(0.5) and (se >= 0).all() and (se < 1e-6).all()
 
 
+def test_standard_errors_follow_a_covariate_rescaled_by_1e7():
+    """The exact-fit mend first rebuilt every covariance from its clipped eigenvalues,
+    which lost the variance of a coefficient on a small scale (a covariate times 1e7:
+    its s.e. 3.8% low; the review of issue 42's session).  Now only the square root
+    sees a clamped diagonal, and the standard errors follow the rescaling."""
+    df = simulate.eq33(p=5).sample(2000, rng=0)
+    plain = NegDRO(df, env="env", outcome="Y", fit_intercept=True).fit(n_boot=0).bse
+    scaled = NegDRO(df.assign(X3=df.X3 * 1e7), env="env", outcome="Y",
+                    fit_intercept=True).fit(n_boot=0).bse
+    assert scaled["X3"] * 1e7 == pytest.approx(plain["X3"], rel=1e-6)
+    assert scaled["const"] == pytest.approx(plain["const"], rel=1e-6)
+
+
 def test_moment_models_are_not_sent_to_diagnose():
     sem = simulate.random_sem(8, n_envs=4, n_parents=2, n_children=2, shift="mean", rng=3)
     with pytest.warns(IdentificationWarning, match="check_identification") as record:

@@ -131,7 +131,8 @@ def blocks_of_rows(chunks, *, p: int, n_blocks: int, envs: tuple, names: Sequenc
     acc = BlockAccumulator(p=p, n_blocks=n_blocks)
     for X, y, codes in chunks:
         acc.add(X, y, codes)
-    return replace(acc.finish(names=names, outcome=outcome), envs=tuple(envs))
+    return replace(acc.finish(names=names, outcome=outcome), envs=tuple(envs),
+                   fourth=None)                  # (the rows' own moments keep theirs)
 
 
 def _chan_merge(cell: list, k: np.ndarray, m: FloatArray, mean: FloatArray, m2: FloatArray

@@ -50,6 +50,7 @@ INTERCEPT_NAME = "const"
 MARGIN_BLOCKS = 200         # blocks per environment of diagnose()'s draws (margin_resamplers)
 MARGIN_BLOCK_ROWS = 50      # rows per block at least
 MAX_BLOCK_ENTRIES = 1 << 24     # numbers of their moments at most (128 MiB)
+MARGIN_SIZES = 1.1          # permuted by blocks where the environments' sizes are this close
 
 
 def risk_variances(mom: Moments, b: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -632,7 +633,11 @@ class MultiEnvData:
         moments fit in ``MAX_BLOCK_ENTRIES`` numbers, the blocks' (one pass, then each
         draw a weighted sum of E K Gram matrices instead of a pass over the rows;
         ``benchmarks/bench_conditions.py --only blocks`` compares the bound and the
-        permutation test with the rows'); else :meth:`resample` and :meth:`permute`."""
+        permutation test with the rows'); else :meth:`resample` and :meth:`permute`.
+        The permutation is of blocks only where the environments' sizes are within
+        ``MARGIN_SIZES`` of each other: a block permutation keeps each environment's
+        number of blocks, not of rows (with 10,000 / 200,000 rows, every permuted
+        environment had ~57,000 and the null's margins were far wider than the rows')."""
         E, q = self.moments.n_envs, len(self.non_constant) + 1
         if (self.blocks is not None or self._rows is None
                 or self.moments.n.min() < MARGIN_BLOCK_ROWS * MARGIN_BLOCKS
@@ -643,9 +648,10 @@ class MultiEnvData:
                 self._rows.chunks(), p=q - 1, n_blocks=MARGIN_BLOCKS,
                 envs=self.moments.envs, names=self.exog_names[:q - 1],
                 outcome=self.endog_name)
-        blocks = self._margin_blocks
+        blocks, n = self._margin_blocks, self.moments.n
         return (lambda rng: self._working(blocks.resample(rng)),
-                lambda rng: self._working(blocks.permute(rng)))
+                (lambda rng: self._working(blocks.permute(rng)))
+                if n.max() <= MARGIN_SIZES * n.min() else self.permute)
 
     def permute(self, rng: np.random.Generator) -> Moments:
         """Moments after a random permutation of the environment labels across all rows

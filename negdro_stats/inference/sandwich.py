@@ -62,7 +62,7 @@ def refit_cov(mom: Moments, b: FloatArray, support: np.ndarray, refit: str, *,
         S = np.union1d(S, [const])
     cov = np.full((p, p), np.nan)
     if refit == "ols":
-        cov[np.ix_(S, S)] = _psd(_ols_hc0(mom, b, S, score_cov))
+        cov[np.ix_(S, S)] = _ols_hc0(mom, b, S, score_cov)
         return cov, "pooled OLS, heteroskedasticity-robust (HC0)"
     if refit == "gmm" and selection is not None:
         work, slopes, cov_score = mom, np.arange(p), score_cov
@@ -74,7 +74,7 @@ def refit_cov(mom: Moments, b: FloatArray, support: np.ndarray, refit: str, *,
                             b_ref=b[slopes])
         T = np.flatnonzero(support[slopes])
         if len(T):
-            cov[np.ix_(slopes[T], slopes[T])] = _psd(linalg.pinvh(gmm.information(T, b[slopes])))
+            cov[np.ix_(slopes[T], slopes[T])] = linalg.pinvh(gmm.information(T, b[slopes]))
         return cov, "invariance GMM, inverse information at the estimate"
     if refit == "ils" and selection is not None and selection.constrained is not None:
         slopes = np.arange(p) if const is None else np.setdiff1d(np.arange(p), [const])
@@ -83,22 +83,11 @@ def refit_cov(mom: Moments, b: FloatArray, support: np.ndarray, refit: str, *,
         cov_open = _ols_hc0(mom, b, S, score_cov, between=False)[np.ix_(at, at)]
         P, cov_d = selection.constrained
         free = np.eye(len(T)) - P
-        cov[np.ix_(T, T)] = _psd(free @ cov_open @ free.T + cov_d)
+        cov[np.ix_(T, T)] = free @ cov_open @ free.T + cov_d
         return cov, ("least squares constrained by invariance: the pooled score's sandwich "
                      "along the open directions, the GMM's inverse information along the "
                      "determined ones")
     return cov, f"not available for the {refit!r} refit"
-
-
-def _psd(C: FloatArray) -> FloatArray:
-    """``C`` as ``G G^T`` with ``G = V diag(max(lambda, 0))^(1/2)`` from its eigenvalues: the
-    same matrix up to rounding, with a diagonal of sums of squares, never a rounding
-    error's -1e-37 where a fit is exact (a zero sandwich; its square root would be NaN)."""
-    if not C.size or not np.isfinite(C).all():
-        return C
-    vals, vecs = np.linalg.eigh((C + C.T) / 2.0)
-    G = vecs * np.sqrt(np.maximum(vals, 0.0))
-    return G @ G.T
 
 
 def _ols_hc0(mom: Moments, b: FloatArray, S: np.ndarray,

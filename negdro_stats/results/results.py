@@ -208,8 +208,8 @@ class NegDROResults(BootstrapViews, Saveable):
         determine (:attr:`undetermined`) unless the fit is Theorem 6's least-risk fit,
         whose standard errors hold under Condition 4 (:attr:`interval_kind`).  The
         bootstrap's are :attr:`boot_se`."""
-        values = np.sqrt(np.diag(self._refit_cov[0]))
-        values = np.where(self._unbounded(), np.inf, values)
+        values = np.sqrt(np.maximum(np.diag(self._refit_cov[0]), 0.0))   # (an exact fit:
+        values = np.where(self._unbounded(), np.inf, values)          # -1e-37 by rounding)
         return pd.Series(values, index=self.params.index, name="std err")
 
     def conf_int(self, alpha: float = 0.05, method: str | None = None,
