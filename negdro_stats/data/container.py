@@ -89,10 +89,9 @@ def _by_environment(codes: np.ndarray) -> Iterator[tuple[int, slice | np.ndarray
     by environment (a frame grouped by it; no copy of the rows), else a mask."""
     if np.all(codes[1:] >= codes[:-1]):
         present = np.unique(codes)
-        bounds = np.searchsorted(codes, np.append(present, present[-1] + 1)) if len(
-            present) else []
-        for k, e in enumerate(present):
-            yield int(e), slice(bounds[k], bounds[k + 1])
+        starts = np.searchsorted(codes, present)
+        for e, a, b in zip(present, starts, np.append(starts[1:], len(codes)), strict=True):
+            yield int(e), slice(a, b)
     else:
         for e in np.unique(codes):
             yield int(e), codes == e
