@@ -1,8 +1,8 @@
 """Inference benchmark (issue: inference): bootstrap cost, interval coverage, gamma="auto".
 
 Usage:  python benchmarks/bench_inference.py [--quick] [--reps 100] [--seeds 20]
-        [--only cost|defaults|coverage|auto_gamma|robust|robust_cost|robust_width|
-                robust_noise]
+        [--only cost|defaults|replicates|coverage|auto_gamma|robust|robust_cost|
+                robust_width|robust_noise]
         [--designs ...]
         [--ns ...] [--test kj|ar]
         [--out benchmarks/results/inference.json]
@@ -10,6 +10,9 @@ Usage:  python benchmarks/bench_inference.py [--quick] [--reps 100] [--seeds 20]
 0. Defaults (``--only defaults``): on eq. (33), p = 10, n = 20,000 per environment, the
    cost in fits of ``fit()``, ``fit()`` + ``summary()``, the deferred bootstrap (B = 200)
    on first use and ``diagnose()``; import time against ``pandas`` + ``scipy.stats``.
+0b. Replicates (``--only replicates``): the deferred B = 200 bootstrap's cost in fits on
+   eq. (33) and a random confounded p = 15 design, and each replicate's distance from the
+   replicate whose continuously updated fits are minimised to the end (:func:`replicates`).
 1. Cost: B = 200 bootstrap refits at p = 100, n = 20,000 per environment (eq. (33)):
    wall time of fit(n_boot=200) minus fit(n_boot=0), vs 200 x one fit (from arrays,
    n_boot=0) and vs 200 x pooled OLS (numpy.linalg.lstsq), same data, same run.
@@ -122,6 +125,54 @@ def defaults(p, n, B):
     print(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
                    for k, v in row.items()), flush=True)
     return row
+
+
+def replicates(B: int = 200) -> list[dict]:
+    """Issue 42's bootstrap check (``--only replicates``): the deferred B-replicate
+    bootstrap with the default ``n_jobs`` on eq. (33) (p = 10, 20,000 rows x 4) and a
+    random confounded design (random_sem(15, n_envs=4, confounding=True, rng=2), 2,000
+    x 4), rng = 0: its cost in fits (``fit(n_boot=0)``, median of 5, same run) and how
+    far each replicate's estimate lies from the one whose continuously updated fits are
+    minimised far past the package's stopping rule (L-BFGS-B to ftol 1e-16, gtol 1e-12):
+    the same optimum, whatever the minimiser's start and steps."""
+    from scipy import optimize
+
+    from negdro_stats.estimation import gmm
+
+    def tight(evaluate, b, objective, **_):
+        opt = optimize.minimize(objective, np.array(b, dtype=float), jac=True,
+                                method="L-BFGS-B",
+                                options={"maxiter": 5000, "ftol": 1e-16, "gtol": 1e-12})
+        return gmm.Minimum(opt.x, float(opt.fun), True)
+
+    designs = {"eq33": (simulate.eq33(p=10), 20_000),
+               "confounded15": (simulate.random_sem(15, n_envs=4, confounding=True, rng=2),
+                                2000)}
+    rows = []
+    for name, (sem, n) in designs.items():
+        model = NegDRO(sem.sample(n, rng=1), env="env", outcome="Y")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            one = timed(lambda: model.fit(n_boot=0))[1]       # noqa: B023
+            res = model.fit(rng=0)
+            t0 = time.perf_counter()
+            draws = res.run_bootstrap(B).draws
+            boot = time.perf_counter() - t0
+            shipped, gmm.gauss_newton = gmm.gauss_newton, tight
+            try:
+                exact = model.fit(rng=0).run_bootstrap(B).draws
+            finally:
+                gmm.gauss_newton = shipped
+        gap = np.abs(draws - exact).max(axis=1)
+        row = dict(design=name, n_per_env=n, B=B, one_fit_s=one, bootstrap_s=boot,
+                   bootstrap_fits=boot / one, gap_median=float(np.median(gap)),
+                   gap_q99=float(np.quantile(gap, 0.99)), gap_max=float(gap.max()),
+                   replicates_over_1e6=int((gap > 1e-6).sum()),
+                   supports_differ=int(((draws != 0) != (exact != 0)).any(axis=1).sum()))
+        print(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+                       for k, v in row.items()), flush=True)
+        rows.append(row)
+    return rows
 
 
 def coverage(reps, n, p=10, B=200):
@@ -358,7 +409,8 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=100)
     ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--only", choices=["cost", "defaults", "coverage", "auto_gamma",
+    ap.add_argument("--only", choices=["cost", "defaults", "replicates", "coverage",
+                                       "auto_gamma",
                                        "robust", "robust_cost", "robust_width",
                                        "robust_noise"],
                     default=None,
@@ -375,6 +427,7 @@ def main():
     parts = {
         "cost": lambda: cost(20, 2000, 20) if a.quick else cost(100, 20_000, 200),
         "defaults": lambda: defaults(10, 2000 if a.quick else 20_000, 200),
+        "replicates": lambda: replicates(20 if a.quick else 200),
         "coverage": lambda: coverage(3, 1000, B=50) if a.quick else coverage(a.reps, 5000),
         "auto_gamma": lambda: auto_gamma(2 if a.quick else a.seeds),
         "robust": lambda: robust_coverage(3 if a.quick else a.reps,

@@ -420,6 +420,7 @@ def _sources(df: pd.DataFrame, folder: Path, options: dict) -> dict:
 @example(seed=8721591)     # an environment of 2 rows: the ridge's weight on its score
 @example(seed=3380555621)  # covariance's null directions split the frame and Dask
 @example(seed=262)         # Xc = 2 Y: zero residuals, the support decided by rounding
+@example(seed=1069)        # 2 x 13 rows: CUE fits stopped short split the frame and Dask
 def test_fuzz_every_source_agrees(tmp_path_factory, seed):
     """One defective frame through a frame, polars, a CSV stream, Parquet files, a
     generator of frames and Dask:

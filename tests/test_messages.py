@@ -212,7 +212,8 @@ def test_an_exact_fit_is_reported_as_such(arrays):
     to rounding; the equal-risk test rejected on that rounding (p = 0), so the verdict
     was "rejected" beside an exact fit.  Now: identified, the test at p = 1, and the
     robust intervals bounded around the estimate, their p-values agreeing (b = 0 is
-    outside X1's interval and has a tiny p)."""
+    outside X1's interval and has a tiny p).  The invariance statistic is 0 where every
+    risk is 0 (it was rounding over rounding there: X3's interval was NaN)."""
     df = arrays[0].assign(Y=lambda d: 0.5 * d["X1"] - 0.5 * d["X3"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -221,4 +222,6 @@ def test_an_exact_fit_is_reported_as_such(arrays):
     assert "WARNING" not in str(res.summary())
     ci = res.conf_int(kind="robust")
     assert ci.loc["X1", "lower"] <= 0.5 <= ci.loc["X1", "upper"] and ci.loc["X1", "lower"] > 0
+    assert np.isfinite(ci.to_numpy()).all()            # every end (X3's was NaN until
+    assert ((ci["lower"] <= res.params) & (res.params <= ci["upper"])).all()   # issue 42)
     assert res.robust_pvalues["X1"] < 1e-6 and res.robust_pvalues["X2"] > 0.05

@@ -31,14 +31,14 @@ def _manual(n: int, seed: int, shifts, y_shift_env: int | None = None) -> pd.Dat
 FOUR = ((0, 0, 0), (2, 0, 0), (0, 2, 0), (0, 0, 2))
 
 
-def _statistic_with_cumulant(seed: int):
-    """The joint statistic on a standardised sample with a small random non-Gaussian
-    part (one the positive-definiteness guard leaves as it is)."""
+def _statistic_with_cumulant(seed: int, size: float = 0.002):
+    """The joint statistic on a standardised sample with a random non-Gaussian part
+    (``size`` 0.002: one the positive-definiteness guard leaves as it is)."""
     from negdro_stats.inference.robust import _RiskAR
 
     mom = NegDRO(_manual(500, 9, FOUR), env="env", outcome="Y").moments
     d, s = mom.scales()
-    K = np.random.default_rng(seed).normal(size=(4, 4, 4)) * 0.002
+    K = np.random.default_rng(seed).normal(size=(4, 4, 4)) * size
     return _RiskAR(mom.rescale(d, s), np.arange(3), K + K.transpose(0, 2, 1))
 
 
@@ -343,13 +343,22 @@ def test_a_change_of_the_outcome_noise_scale_empties_the_set():
     assert rs.df == 3 * (3 + 1)                       # residual moments and the risk
 
 
-def test_the_statistic_gradient_is_exact():
+@pytest.mark.parametrize("size", [0.002, 3.0])
+def test_the_statistic_gradient_is_exact(size):
     """The joint statistic's analytic gradient (score covariances moving with b, the
-    risk's Jacobian) equals central differences, with a non-Gaussian part small enough
-    that the positive-definiteness guard leaves it as it is (the gradient treats the
-    guard's scale as fixed, as the selection's does)."""
-    ar = _statistic_with_cumulant(seed=0)
+    risk's Jacobian) equals central differences, with a non-Gaussian part the
+    positive-definiteness guard leaves as it is (0.002) and one it scales down in every
+    environment (3.0; the scale moves with b: until issue 42 the gradient held it
+    fixed)."""
+    from negdro_stats.data.fourth import gaussian_score_cov
+    from negdro_stats.estimation import cumulant_scaling
+
+    ar = _statistic_with_cumulant(seed=0, size=size)
     S, b = np.array([0, 2]), np.array([0.7, 0.3])
+    b_full = np.zeros(ar.mom.p)
+    b_full[S] = b
+    t, _ = cumulant_scaling(gaussian_score_cov(ar.mom, b_full, ar.cols), ar.K)
+    assert (t == 1).all() if size < 1 else (t < 1).all()
     _, grad = ar.objective(b, S)
     h = 1e-6
     numeric = [(ar.objective(b + e, S)[0] - ar.objective(b - e, S)[0]) / (2 * h)

@@ -120,12 +120,14 @@ def test_mean_shifts_only_on_rows_say_not_identified_in_every_view():
 
 def test_a_narrowly_invariant_least_risk_fit_cannot_tell():
     """Two environments, p = 30, hidden confounding: the least-risk fit the search finds
-    is pooled OLS on 21 covariates with three children of Y, accepted only at the
-    search's level alpha / p (p = 0.0018), error 1.8, and the environments' risks differ
-    at it decisively: no invariant linear model fits, so the answer is NegDRO's fit of
-    (9) (error 1.75), the verdict "rejected" in every view, intervals robust, unbounded
-    where the environments leave coefficients open."""
-    seed = 6
+    is accepted only at the search's level alpha / p (p = 0.0035), and the environments'
+    risks differ at it decisively: no invariant linear model fits, so the answer is
+    NegDRO's fit of (9) (error 2.3), the verdict "rejected" in every view, intervals
+    robust, unbounded where the environments leave coefficients open.  (Seed 6 until
+    issue 42: once the continuously updated fits reached their minimum, its search found
+    a least-risk fit accepted at p = 0.025, error 0.29, "not identified"; seed 27 is the
+    one of seeds 0-69 that meets this case now.)"""
+    seed = 27
     sem = simulate.random_sem(30, n_envs=2, n_parents=3, n_children=3, intervened=0.5,
                               shift_downstream=True, confounding=True, rng=seed)
     with pytest.warns(IdentificationWarning, match="(?i)not identified"):

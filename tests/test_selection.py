@@ -13,7 +13,12 @@ from scipy import optimize
 from negdro_stats import IdentificationWarning, LinearSEM, NegDRO, simulate
 from negdro_stats import testing as nt
 from negdro_stats.data.fourth import gaussian_score_cov
-from negdro_stats.estimation.gmm import Cumulant, InvarianceGMM, first_stage_wald
+from negdro_stats.estimation.gmm import (
+    Cumulant,
+    InvarianceGMM,
+    cumulant_scaling,
+    first_stage_wald,
+)
 from negdro_stats.estimation.walk import augment_support
 
 from .helpers import cause_effects, descendants
@@ -125,36 +130,69 @@ def test_only_instruments_whose_first_stage_moves_inform_the_constrained_fit():
         assert gmm.relevant(np.array([2]), 0.05) is None      # X3 itself: nothing moves
 
 
-def test_cue_gradient_matches_finite_differences():
+@pytest.mark.parametrize("size", [0.01, 5.0])
+def test_cue_gradient_matches_finite_differences(size):
+    """The CUE criterion's gradient equals finite differences with a small cumulant and
+    with one the positive-definiteness guard scales down (its scale moves with b)."""
     sem = simulate.random_sem(10, n_envs=4, weak_effects=(0.1,), confounding=True, rng=3)
     df = sem.sample(3000, rng=1)
     mom = NegDRO(df, env="env", outcome="Y", fit_intercept=True).moments
     d, s_y = mom.scales()
     std = mom.rescale(d, s_y)
     rng = np.random.default_rng(0)
-    K = rng.normal(size=(4, 11, 11)) * 0.01
+    K = rng.normal(size=(4, 11, 11)) * size
     gmm = InvarianceGMM(std, instruments=np.arange(11),
                         cumulant=Cumulant(np.arange(11), K + K.transpose(0, 2, 1)),
                         b_ref=np.zeros(11))
     S = np.array([0, 3, 5, 10])
     b = rng.normal(size=4) * 0.3
+    t, _ = cumulant_scaling(gaussian_score_cov(std, gmm._full(S, b), gmm.R), gmm.K)
+    assert (t == 1).all() if size < 1 else (t < 1).all()
     numeric = optimize.approx_fprime(b, lambda x: gmm._cue_objective(x, S)[0], 1e-7)
     assert_allclose(gmm._cue_objective(b, S)[1], numeric, rtol=1e-4)
 
 
-def test_children_and_weak_parents_on_a_random_design():
-    """p = 20, a weak parent (standardised 0.1), three children of Y, confounding:
-    n = 20,000 per environment finds exactly the parents; the paper's fixed threshold
-    drops the weak one."""
-    sem = simulate.random_sem(20, n_envs=5, weak_effects=(0.1,), confounding=True, rng=11)
-    df = sem.sample(20_000, rng=12)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", IdentificationWarning)
-        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
-        paper = NegDRO(df, env="env", outcome="Y").fit(n_boot=0, refit="negdro")
-    assert np.array_equal(res.support.to_numpy(), sem.beta_star != 0)
-    assert np.linalg.norm(res.params.to_numpy() - sem.beta_star) < 0.05
-    assert not np.array_equal(paper.support.to_numpy(), sem.beta_star != 0)
+@pytest.mark.parametrize("design", ["example3", "confounded"])
+def test_continuously_updated_fits_reach_their_minimum(design, monkeypatch):
+    """Every CUE fit of a fit's selection (Gauss-Newton, then BFGS updates) ends where
+    the criterion is stationary (Newton decrement), with the two-step information at the
+    fit, within 1e-4 standard errors (Mahalanobis, by the fit's information) of the
+    minimum.  On the confounded design the supports tried include misspecified ones (J
+    far above its degrees of freedom), where the criterion can fall on as ``b`` runs
+    off: those only improve on their start.
+    (L-BFGS-B with its default tolerance, used until issue 42, stopped 0.02 standard
+    errors from it on example 3 at n = 1,000: a J of 1.5 met its relative tolerance
+    early.)"""
+    if design == "example3":
+        df = simulate.example3("limited").sample(1000, rng=3)
+    else:
+        df = simulate.random_sem(10, n_envs=4, confounding=True, rng=0).sample(2000, rng=1)
+    fits, fit_cue = [], InvarianceGMM.fit_cue
+
+    def kept(self, S, start=None):
+        fit = fit_cue(self, S, start)
+        fits.append((self, fit))
+        return fit
+
+    monkeypatch.setattr(InvarianceGMM, "fit_cue", kept)
+    _default_fit(df)
+    assert len(fits) >= 3
+    if design == "confounded":
+        assert max(f.J / f.df for _, f in fits) > 3
+    for gmm, fit in fits:
+        J, grad, P = gmm._evaluate(fit.b, fit.support, information=True)
+        assert_allclose(P, gmm.fit_at(fit.support, gmm._full(fit.support, fit.b)).info,
+                        rtol=1e-10)
+        if fit.J > 3 * fit.df:      # misspecified: J can fall on as b runs off to infinity
+            assert fit.J <= gmm._cue_objective(gmm.fit(fit.support).b, fit.support)[0]
+            continue                # (a growing score variance): no minimum to reach
+        assert grad @ np.linalg.solve(P, grad) / 4.0 <= 1e-8 * max(J, 1.0)   # stationary
+        opt = optimize.minimize(gmm._cue_objective, fit.b, args=(fit.support,), jac=True,
+                                method="L-BFGS-B",
+                                options={"maxiter": 5000, "ftol": 1e-16, "gtol": 1e-12})
+        d = fit.b - opt.x
+        assert np.sqrt(d @ fit.info @ d) <= 1e-4
+        assert fit.J <= opt.fun + 1e-9 * max(opt.fun, 1.0)
 
 
 def _default_fit(df):

@@ -10,7 +10,18 @@ Imports the foundations, :mod:`negdro_stats.data` and
 :mod:`negdro_stats.identification`.  Its ``__all__`` is what later stages may import.
 """
 
-from .gmm import N_POPULATION, Cumulant, InvarianceGMM, inv_psd, score_weights, with_cumulant
+from .gmm import (
+    N_POPULATION,
+    SECANT_AFTER,
+    Cumulant,
+    InvarianceGMM,
+    cumulant_scaling,
+    gauss_newton,
+    inv_psd,
+    score_form,
+    score_weights,
+    with_cumulant,
+)
 from .objective import env_risks, gradient, negative_weight
 from .options import REFITS, SelectionReport, SolverOptions, SolverOutput
 from .route import centred_problem, instrument_budget, most_heterogeneous, solve, standardised_cov
@@ -19,5 +30,6 @@ __all__ = [
     "solve", "SolverOptions", "SolverOutput", "SelectionReport", "REFITS",
     "env_risks", "gradient", "negative_weight",
     "InvarianceGMM", "Cumulant", "N_POPULATION", "inv_psd", "score_weights", "with_cumulant",
+    "gauss_newton", "cumulant_scaling", "score_form", "SECANT_AFTER",
     "centred_problem", "standardised_cov", "instrument_budget", "most_heterogeneous",
 ]

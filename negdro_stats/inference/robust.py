@@ -101,7 +101,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy import linalg, optimize
+from scipy import linalg
 
 from .._stats import chi2_ppf, chi2_sf
 from .._typing import ArrayLike, FloatArray
@@ -111,20 +111,22 @@ from ..data.fourth import (
     gaussian_score_cov,
     isserlis_parts,
     score_cov_derivative,
-    score_cov_form,
 )
-from ..data.moments import Moments
+from ..data.moments import EXACT_FIT, Moments
 from ..estimation import (
     N_POPULATION,
+    SECANT_AFTER,
     Cumulant,
     InvarianceGMM,
     centred_problem,
+    cumulant_scaling,
+    gauss_newton,
     instrument_budget,
     inv_psd,
     most_heterogeneous,
+    score_form,
     score_weights,
     standardised_cov,
-    with_cumulant,
 )
 from ..exceptions import DataError
 
@@ -371,10 +373,10 @@ class _RiskAR:
     with ``V_e(b) = Var_e((Z r, r^2))``: the Gaussian form at ``b`` (Isserlis, with ``r``
     as one more instrument, :data:`~negdro_stats.data.fourth.RESIDUAL`) plus the fixed
     non-Gaussian part ``K`` (E, q + 1, q + 1), kept positive definite as the selection
-    keeps its score covariances (:func:`~negdro_stats.estimation.gmm.with_cumulant`).
+    keeps its score covariances (:func:`~negdro_stats.estimation.with_cumulant`).
     ``fit_cue(S, start)`` minimises it over the coefficients ``S`` (the others 0):
-    Gauss-Newton steps, then L-BFGS-B where they have not converged, with the exact
-    gradient."""
+    Gauss-Newton steps (:func:`~negdro_stats.estimation.gauss_newton`, the selection's
+    minimiser), then L-BFGS-B where they have not converged, with the exact gradient."""
 
     def __init__(self, mom: Moments, R: np.ndarray, K: FloatArray, risk: bool = True
                  ) -> None:
@@ -390,7 +392,12 @@ class _RiskAR:
         """The Gaussian form's parts (:func:`~negdro_stats.data.fourth.isserlis_parts`),
         ``m_e``, its Jacobian ``D_e`` on ``S``, the weights ``W_e = n_e V_e^{-1}``, the
         inverse of their sum and the deviations ``d_e = m_e - m`` at the best common
-        ``m``."""
+        ``m``, and the cumulant's ``scaling``
+        (:func:`~negdro_stats.estimation.cumulant_scaling`).  Where every environment's
+        risk is 0 to rounding (``EXACT_FIT``: an outcome the covariates give exactly), the
+        conditions hold exactly and the deviations are 0: ``V`` is 0 there too, and
+        ``d^T V^{-1} d`` was rounding over rounding (a statistic of 14.5 or 0 at the
+        estimate, by chance; an interval of NaN where it was 14.5)."""
         mom, R = self.mom, self.R
         b = np.zeros(mom.p)
         b[S] = b_S
@@ -400,11 +407,14 @@ class _RiskAR:
         if len(self.cols) > len(R):                                     # (E, q + 1)
             m = np.column_stack([m, risk])
             D = np.concatenate([D, -2.0 * g_full[:, None, S]], axis=1)
-        W = score_weights(with_cumulant(gaussian_score_cov(mom, b, self.cols, parts),
-                                        self.K), self.n)
+        gauss = gaussian_score_cov(mom, b, self.cols, parts)
+        scaling = cumulant_scaling(gauss, self.K)
+        W = score_weights(gauss + scaling[0][:, None, None] * self.K, self.n)
         Wbar_inv = inv_psd(W.sum(axis=0))
         dev = m - Wbar_inv @ np.einsum("eij,ej->i", W, m)
-        return parts, m, D, W, Wbar_inv, dev
+        if np.all(risk <= EXACT_FIT * np.maximum(mom.syy, 1.0)):   # (standardised units)
+            dev = np.zeros_like(dev)        # every residual 0: the conditions hold exactly
+        return parts, m, D, W, Wbar_inv, dev, scaling
 
     def objective(self, b_S: FloatArray, S: np.ndarray) -> tuple[float, FloatArray]:
         """``AR(b)`` and its gradient on ``S`` (envelope theorem: ``m`` profiled out):
@@ -415,11 +425,11 @@ class _RiskAR:
         """``(AR, gradient, P)`` from one evaluation of the weights; ``P`` (with
         ``information``) is ``sum_e D_e^T W_e D_e`` less the common mean's share, half the
         Gauss-Newton Hessian."""
-        parts, _, D, W, Wbar_inv, dev = self._parts(b_S, S)
+        parts, _, D, W, Wbar_inv, dev, scaling = self._parts(b_S, S)
         a = np.einsum("eij,ej->ei", W, dev)
         J = float(np.einsum("ei,ei->", dev, a))
         grad = 2.0 * np.einsum("eqk,eq->k", D, a) - (             # the V's derivative
-            score_cov_form(self.mom, parts, self.cols, a, S).T @ (1.0 / self.n))
+            score_form(self.mom, parts, self.cols, a, S, self.K, scaling).T @ (1.0 / self.n))
         if not information:
             return J, grad, None
         WD = W @ D
@@ -442,7 +452,7 @@ class _RiskAR:
     def _score(self, b: FloatArray) -> tuple[FloatArray, FloatArray]:
         """``(s, I~)`` of :meth:`score_statistic`."""
         b = np.asarray(b, dtype=np.float64)
-        parts, _, D, W, Wbar_inv, dev = self._parts(b, np.arange(self.mom.p))
+        parts, _, D, W, Wbar_inv, dev, _ = self._parts(b, np.arange(self.mom.p))
         a = np.einsum("eij,ej->ei", W, dev)
         Dt = D - 0.5 * score_cov_derivative(self.mom, parts, self.cols, a) / self.n[
             :, None, None]
@@ -475,34 +485,10 @@ class _RiskAR:
             return _ARFit(self.test_at(np.zeros(self.mom.p)), b)
         with np.errstate(all="ignore"):
             try:
-                J, grad, P = self._evaluate(b, S, information=True)
-                done = False
-                for it in range(30):                            # Gauss-Newton
-                    if it >= RUN_OFF and J > enough:
-                        break
-                    step = np.linalg.solve(2.0 * P + 1e-12 * np.trace(P) * np.eye(len(S)),
-                                           grad)                # (numpy's: no warning)
-                    if float(grad @ step) <= CUE_FTOL * max(J, 1.0):
-                        done = True
-                        break
-                    t = 1.0
-                    while t > 1e-4:
-                        J_new, grad_new, P_new = self._evaluate(b - t * step, S, True)
-                        if np.isfinite(J_new) and J_new <= J - 1e-4 * t * float(grad @ step):
-                            break
-                        t /= 2.0
-                    else:
-                        break
-                    b, J, grad, P, done = b - t * step, J_new, grad_new, P_new, J - J_new <= (
-                        CUE_FTOL * max(J, 1.0))
-                    if done:
-                        break
-                if not done and J <= enough:
-                    opt = optimize.minimize(self.objective, b, args=(S,), jac=True,
-                                            method="L-BFGS-B",
-                                            options={"maxiter": 200, "ftol": CUE_FTOL})
-                    if np.isfinite(opt.fun) and opt.fun < J and np.all(np.isfinite(opt.x)):
-                        b, J = opt.x, float(opt.fun)
+                b, J, _ = gauss_newton(lambda x: self._evaluate(x, S, information=True), b,
+                                       lambda x: self.objective(x, S), ftol=CUE_FTOL,
+                                       secant_after=SECANT_AFTER, enough=enough,
+                                       run_off=RUN_OFF)
             except (linalg.LinAlgError, ValueError):
                 J = self.objective(b, S)[0]
         return _ARFit(max(float(J), 0.0), b)
@@ -685,8 +671,11 @@ class _Profile:
         near = _along(seen, beta0, self.limit)
         redo = beta0 in seen                     # an unverified value: its start was tried
         tried = [near] if near is not None and not redo else []
-        if starts != "near" or not tried:
-            tried += [None, *(a[others] for a in self.anchors)]
+        anchors = [a[others] for a in self.anchors]
+        if redo:                                 # the anchors first: the first value of a
+            tried += [*anchors, None]            # profile was from None, and None again
+        elif starts != "near" or not tried:      # "agreed" with it (an exact fit: 14.5 at
+            tried += [None, *anchors]            # the estimate, the anchors' 0 not tried)
         best = seen[beta0][:2] if redo else (np.inf, np.zeros(len(others)))
         for x in tried:
             fit = gmm.fit_cue(others, start=None if x is None else x * d / s,
