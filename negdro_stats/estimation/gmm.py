@@ -151,6 +151,7 @@ class InvarianceGMM:
         self.own_weight = own_weight
         self.df_base = (mom.n_envs - 1) * len(R)
         self._W_ref = self._weights(b_ref)
+        self._done: dict[tuple, GMMFit] = {}      # fit and fit_cue (no start) per support
 
     def relevant(self, S: np.ndarray, alpha: float) -> InvarianceGMM | None:
         """The same conditions on the instruments that inform ``b_S``: those whose first
@@ -261,6 +262,9 @@ class InvarianceGMM:
         Minimised by :func:`gauss_newton` (Hessian ``2 P``), L-BFGS-B where that has not
         converged."""
         S = np.asarray(S, dtype=int)
+        key = ("cue", S.tobytes())
+        if start is None and key in self._done:
+            return self._done[key]
         two = self.fit(S)
         b_S = two.b
         if len(S) and two.identified:
@@ -275,8 +279,11 @@ class InvarianceGMM:
                     pass                                   # keep the two-step estimate
         J, _, info = self._evaluate(b_S, S, information=True)   # the weight at b_S itself
         J, df = max(J, 0.0), self.df_base - len(S)
-        return GMMFit(support=S, b=b_S, info=info, J=J, df=df, pvalue=chi2_sf(J, df),
-                      identified=_normal_solution(info, np.zeros(len(S)))[1])
+        fit = GMMFit(support=S, b=b_S, info=info, J=J, df=df, pvalue=chi2_sf(J, df),
+                     identified=_normal_solution(info, np.zeros(len(S)))[1])
+        if start is None:
+            self._done[key] = fit
+        return fit
 
     def _solve(self, S: np.ndarray, W: FloatArray):
         """Minimise ``J(b_S) = min_m sum_e (g_e - m)^T W_e (g_e - m)`` with m profiled out."""
@@ -334,12 +341,17 @@ class InvarianceGMM:
         return self._solve(np.arange(self.p), W)[1]
 
     def fit(self, S: np.ndarray) -> GMMFit:
-        """GMM estimate, covariance and J test on the support ``S``."""
+        """GMM estimate, covariance and J test on the support ``S`` (computed once per
+        support: the walk, the pruning and the CUE's start ask for the same supports, 35%
+        of the calls of a bootstrap on eq. (33))."""
         S = np.asarray(S, dtype=int)
-        fit = self._fitted(S, self._W_ref)
-        if self.own_weight:                                       # second step
-            fit = self._fitted(S, self._weights(self._full(S, fit.b)))
-        return fit
+        key = ("two", S.tobytes())
+        if key not in self._done:
+            fit = self._fitted(S, self._W_ref)
+            if self.own_weight:                                   # second step
+                fit = self._fitted(S, self._weights(self._full(S, fit.b)))
+            self._done[key] = fit
+        return self._done[key]
 
     def fit_at(self, S: np.ndarray, b: FloatArray) -> GMMFit:
         """GMM on the support ``S`` with the weight at ``b`` (p,): one quadratic."""
