@@ -195,7 +195,7 @@ class InvarianceGMM:
                              own_weight=self.own_weight,
                              recentre=None if self.recentre is None else self.recentre[keep])
 
-    def _score(self, b: FloatArray, parts: tuple | None = None) -> FloatArray:
+    def _score(self, b: FloatArray) -> FloatArray:
         """``Var_e(Z r)`` at ``b``: :func:`gaussian_score_cov` on the instruments plus the
         cumulant.  The cumulant was estimated at another ``b``; a covariance, unlike the
         estimate of a correction to it, must stay positive definite, so per environment
@@ -206,7 +206,7 @@ class InvarianceGMM:
         rounding between two sources of the same rows moved a J statistic from 1e3 to
         1.7e4.)  ``t = 1`` where ``G + K / (1 - FLOOR)`` is positive definite (one
         Cholesky, the common case)."""
-        return with_cumulant(gaussian_score_cov(self.mom, b, self.R, parts), self.K)
+        return with_cumulant(gaussian_score_cov(self.mom, b, self.R), self.K)
 
     def _weights(self, b: FloatArray) -> FloatArray:
         """``W_e = n_e Var_e(Z r)^{-1}`` at ``b`` (a tiny ridge keeps it finite)."""

@@ -148,8 +148,9 @@ RUN_OFF = 8        # Gauss-Newton steps after which a profile fit still above it
                    # run off (see fit_cue)
 AGREE = 1e-6       # two CUE fits this close (relative) found the same minimum: no more starts
 KJ_SHARE = 0.8      # of alpha spent on the score statistic K (the rest on J = AR - K)
-CUE_FTOL = 1e-7     # L-BFGS-B's relative tolerance of the profile's fits (1e-3 at AR ~ 1e4;
-                    # 20% fewer evaluations than its default, the same intervals to 1e-4)
+CUE_FTOL = 1e-7     # relative tolerance of the profile's fits (gauss_newton's and its
+                    # L-BFGS-B polish's; 1e-3 at AR ~ 1e4; with L-BFGS-B alone, 20% fewer
+                    # evaluations than its default, the same intervals to 1e-4)
 FAR_FTOL = 1e-3     # of the fits beyond an end, which only ask whether the profile dips
                     # below the quantile again or has levelled off (to 1%): 58% of a
                     # robust set's evaluations at p = 30 with CUE_FTOL
