@@ -150,6 +150,22 @@ def test_a_narrowly_invariant_least_risk_fit_cannot_tell():
     assert res.to_dict()["conf_int"]["kind"] == "robust"
 
 
+def test_algorithm_3s_fall_back_where_no_least_risk_fit_passes_is_not_identified():
+    """Example 3's limited regime, n = 20,000, seed 12: OLS on the parent is invariant
+    only at p = 0.0104, just below the search's level alpha / p, and no other least-risk
+    fit passes, so Algorithm 3's fit is reported (1.82 for 2: noisy along the direction
+    the environments leave open).  Condition 1b holds on the determined directions, and
+    it said "if Condition 4" with no warning; the search accepting nothing is no ground
+    for that: "not identified", with the warning."""
+    sem = simulate.example3("limited")
+    with pytest.warns(IdentificationWarning, match="(?i)not identified"):
+        res = NegDRO(sem.sample(20_000, rng=12), env="env", outcome="Y").fit(n_boot=0)
+    sel = res.selection
+    assert sel.estimator == "negdro" and "invariant on none of the supports" in sel.reason
+    assert res.verdict == "not identified" and not sel.assumes_condition_4
+    assert "NOT IDENTIFIED" in str(res.summary())
+
+
 def test_rank_test_counts_null_directions():
     """Population moments of Example 3's limited regime: one covariate is intervened on,
     so the invariance conditions leave three of the four directions undetermined."""

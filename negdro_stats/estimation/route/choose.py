@@ -245,7 +245,8 @@ def _undetermined(w: Walked, rank: RankTest, fit: GMMFit | None,
             contested=contested),
             (inv.support, b_std)), verdict
     if holds:
-        return (Decision(route="negdro", estimator="negdro", fit=fit, reason=(
+        return (Decision(route="negdro", estimator="negdro", fit=fit, identified=False,
+                         reason=(
             verdict + "; pooled OLS is invariant on none of the supports chosen: reported "
             "Algorithm 3's fit")), None), verdict
     if not reportable:

@@ -186,7 +186,7 @@ def invariant_ols(test_at: Callable, pooled: Moments, starts: list, *, alpha: fl
     that a cause is never traded for another covariate because its own test rejected
     narrowly (Example 3 at n = 20,000, seed 12: the parent's test p = 0.011, and without
     ``keep`` OLS on its parent X1 was reported as identified, error 2.8; with it,
-    Algorithm 3's fit, 0.18).
+    Algorithm 3's fit, 0.18, which says "not identified": the search accepted nothing).
 
     Each test is at level ``alpha / p``: the support chosen is the true one unless the
     true one's test rejects, so its level is what an error costs (at ``alpha``: Example
