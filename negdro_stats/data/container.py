@@ -564,8 +564,8 @@ class MultiEnvData:
         n, s1, s2 = np.zeros(E), np.zeros((E, q)), np.zeros((E, q, q))
         for X, y, codes in self._chunks("The score covariance"):
             r = y - X @ slope - intercept
-            Zr = np.ones((len(r), q))
-            Zr[:, is_x] = X[:, cols[is_x]]
+            Zr = np.take(X, np.where(is_x, cols, 0), axis=1)   # (one gather: 4x a mask's)
+            Zr[:, ~is_x] = 1.0                                 # the constant, and r below
             Zr[:, cols == RESIDUAL] = r[:, None]
             Zr *= r[:, None]
             for e, rows in _by_environment(codes):
