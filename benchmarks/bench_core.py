@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -153,7 +154,8 @@ def main():
         res["accuracy"] = (accuracy([5, 10], [2000], 3) if a.quick else
                            accuracy([5, 10, 20, 100], [2000, 20_000], a.seeds))
     res["meta"] = dict(machine=platform.platform(), python=platform.python_version(),
-                       numpy=np.__version__, date=time.strftime("%Y-%m-%d"))
+                       numpy=np.__version__, date=time.strftime("%Y-%m-%d %H:%M"),
+                       command=" ".join(sys.argv))
     Path(a.out).parent.mkdir(parents=True, exist_ok=True)
     Path(a.out).write_text(json.dumps(res, indent=1))
     print(f"wrote {a.out}")
