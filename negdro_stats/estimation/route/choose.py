@@ -247,8 +247,9 @@ def _undetermined(w: Walked, rank: RankTest, fit: GMMFit | None,
     if holds:
         return (Decision(route="negdro", estimator="negdro", fit=fit, identified=False,
                          reason=(
-            verdict + "; pooled OLS is invariant on none of the supports chosen: reported "
-            "Algorithm 3's fit")), None), verdict
+            verdict + "; pooled OLS is invariant on none of the supports chosen, which "
+            "Condition 4 makes unlikely, so the data cannot tell whether Algorithm 3's "
+            "fit, reported, is beta*: not identified")), None), verdict
     if not reportable:
         tested = "no support could be tested"
         if ols is not None:
