@@ -3,6 +3,7 @@
 - :mod:`.objective`: the risks, Phi (17) and Phi_mu (19), their gradients;
 - :mod:`.algorithms`: the paper's Algorithms 1, 2 and 3, the options and the output;
 - :mod:`.gmm`: the invariance GMM (Lemma 1) and the support walk;
+- :mod:`.newton`: the one minimiser of its continuously updated criteria;
 - :mod:`.route`: the default route (standardise, rank test, choose) and :func:`solve`,
   the one entry point that every caller uses to fit moments.
 
@@ -16,12 +17,12 @@ from .gmm import (
     Cumulant,
     InvarianceGMM,
     cumulant_scaling,
-    gauss_newton,
     inv_psd,
     score_form,
     score_weights,
     with_cumulant,
 )
+from .newton import gauss_newton
 from .objective import env_risks, gradient, negative_weight
 from .options import REFITS, SelectionReport, SolverOptions, SolverOutput
 from .route import centred_problem, instrument_budget, most_heterogeneous, solve, standardised_cov

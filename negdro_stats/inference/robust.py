@@ -489,10 +489,10 @@ class _RiskAR:
             return _ARFit(self.test_at(np.zeros(self.mom.p)), b)
         with np.errstate(all="ignore"):
             try:
-                b, J, _ = gauss_newton(lambda x: self._evaluate(x, S, information=True), b,
-                                       lambda x: self.objective(x, S), ftol=ftol,
-                                       secant_after=SECANT_AFTER, enough=enough,
-                                       run_off=RUN_OFF)
+                b, J = gauss_newton(lambda x: self._evaluate(x, S, information=True), b,
+                                    lambda x: self.objective(x, S), ftol=ftol,
+                                    secant_after=SECANT_AFTER, enough=enough,
+                                    run_off=RUN_OFF)[:2]
             except (linalg.LinAlgError, ValueError):
                 J = self.objective(b, S)[0]
         return _ARFit(max(float(J), 0.0), b)
