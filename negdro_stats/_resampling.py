@@ -2,20 +2,25 @@
 estimator (:mod:`negdro_stats.inference.stratified`), the identification report's
 bootstrap and permutations (:mod:`negdro_stats.identification.report`) and the
 sample-size planner's replicates (:mod:`negdro_stats.planning`) all run through
-:func:`replicate`."""
+:func:`replicate`; it and the robust sets' per-coefficient intervals
+(:mod:`negdro_stats.inference.robust`) through :func:`map_jobs`, the one place that
+chooses between forked processes, threads and one job."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import sys
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import TypeVar
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-__all__ = ["replicate", "default_jobs", "DEFAULT_N_BOOT", "DEFAULT_N_RESAMPLE",
-           "MAX_REPLICATES"]
+__all__ = ["replicate", "map_jobs", "process_jobs", "default_jobs", "DEFAULT_N_BOOT",
+           "DEFAULT_N_RESAMPLE", "MAX_REPLICATES"]
 
 T = TypeVar("T")
 MAX_REPLICATES = 10**6    # more is a typo: at a millisecond a refit, 17 minutes of work
@@ -25,28 +30,83 @@ DEFAULT_N_RESAMPLE = 199  # diagnose(): bootstrap resamples and permutations eac
 THREADS_MIN_WORK = 1e8    # rows x p^2 of a replicate's pass from which threads pay
 
 
+def can_fork() -> bool:
+    """Whether worker processes can be forked here and now: on Linux (macOS's system
+    libraries are not fork-safe and Windows has no fork), from a process that runs no
+    other thread (a fork copies the locks other threads hold, not the threads: a
+    notebook's kernel or a Dask client has them) and is not itself a daemon worker (a
+    Dask or multiprocessing worker may not have children)."""
+    return (sys.platform.startswith("linux") and threading.active_count() == 1
+            and not multiprocessing.current_process().daemon)
+
+
+def process_jobs() -> int:
+    """Workers for a loop of independent jobs: the cores where processes can be forked
+    (:func:`can_fork`), else one (threads do not pay for small numpy calls, which hold
+    the GIL)."""
+    return (os.cpu_count() or 1) if can_fork() else 1
+
+
 def default_jobs(data) -> int:
-    """The bootstrap's worker threads where the user names none: the cores where one
-    replicate's pass over the rows of ``data`` (a :class:`~negdro_stats.MultiEnvData`;
-    ``N p^2`` flops, which release the GIL) is at least ``THREADS_MIN_WORK``, else one.
-    Below it a replicate is many small numpy calls that hold the GIL: on eq. (33) with
-    B = 40, two threads took 1.28-1.46x the time of one at p = 10 / 30 / 60 and 2,000
-    rows x 4; 1.04x at p = 30, 20,000 x 4 and 1.00x at p = 100, 2,000 x 4 (about 1e8);
-    0.83x at p = 60, 20,000 x 4 and 0.68x at p = 200, 2,000 x 4 (issue 42)."""
+    """The resampling's workers where the user names none: :func:`process_jobs` where
+    processes can be forked (a replicate then runs wholly in its own process), else
+    the cores where one replicate's pass over the rows of ``data`` (a
+    :class:`~negdro_stats.MultiEnvData`; ``N p^2`` flops, which release the GIL) is at
+    least ``THREADS_MIN_WORK``, else one.  Threads pay only there: below it a replicate
+    is many small numpy calls that hold the GIL (on eq. (33) with B = 40, two threads
+    took 1.28-1.46x the time of one at p = 10 / 30 / 60 and 2,000 rows x 4; 1.04x at
+    p = 30, 20,000 x 4 and 1.00x at p = 100, 2,000 x 4 (about 1e8); 0.83x at p = 60,
+    20,000 x 4 and 0.68x at p = 200, 2,000 x 4, issue 42), while two forked processes
+    took 0.52x of one on eq. (33), p = 10, 20,000 x 4, B = 200 (a fork and its pool
+    cost about 15 ms)."""
     m = data.moments
     work = m.nobs * m.p**2 if data.blocks is None and data.has_rows else 0.0
-    return (os.cpu_count() or 1) if np.isfinite(work) and work >= THREADS_MIN_WORK else 1
+    threads_pay = np.isfinite(work) and work >= THREADS_MIN_WORK
+    return (os.cpu_count() or 1) if can_fork() or threads_pay else 1
+
+
+_TASK: Callable | None = None      # the forked workers' job (inherited, not pickled)
+
+
+def _forked(k: int):
+    return _TASK(k)
+
+
+def map_jobs(run: Callable[[int], T], n: int, *, n_jobs: int = 1,
+             progress: Callable | None = None) -> list[T]:
+    """``[run(k) for k in range(n)]``, with ``n_jobs > 1`` in that many forked processes
+    where :func:`can_fork` (``run`` and what it refers to are inherited, its results
+    pickled back), else threads; BLAS held to one thread per worker; a loop within a
+    job is serial.  ``progress`` wraps the iteration (a progress bar)."""
+    global _TASK
+    steps = range(n)
+    if n_jobs < 2 or n < 2 or _TASK is not None:          # (_TASK: within a job)
+        return [run(k) for k in (progress(steps) if progress is not None else steps)]
+    forked = can_fork()
+    with threadpool_limits(limits=1):
+        if forked:
+            _TASK = run
+            pool = ProcessPoolExecutor(min(n_jobs, n),
+                                       mp_context=multiprocessing.get_context("fork"))
+        else:
+            pool = ThreadPoolExecutor(max_workers=n_jobs)
+        try:
+            with pool:
+                results = pool.map(_forked if forked else run, steps,
+                                   chunksize=max(1, n // (16 * n_jobs)) if forked else 1)
+                return list(progress(results) if progress is not None else results)
+        finally:
+            _TASK = None
 
 
 def replicate(one: Callable[[int, np.random.Generator], T], n: int,
               rng: np.random.Generator, *, n_jobs: int = 1,
               progress: Callable | None = None) -> tuple[list[T | None], np.ndarray]:
     """The package's one resampling loop: ``one(k, child_k)`` for ``k < n``, each with its
-    own generator spawned from ``rng`` (the same draws whatever ``n_jobs``; BLAS held to
-    one thread per worker when ``n_jobs > 1``).  A replicate that raises a numerical error
-    (``LinAlgError``, ``ValueError``, ``ArithmeticError``) fails: its result is None and
-    its entry of the returned boolean mask True.  ``progress`` wraps the iteration (a
-    progress bar)."""
+    own generator spawned from ``rng`` (the same draws whatever ``n_jobs``), run by
+    :func:`map_jobs`.  A replicate that raises a numerical error (``LinAlgError``,
+    ``ValueError``, ``ArithmeticError``) fails: its result is None and its entry of the
+    returned boolean mask True."""
     children = rng.spawn(n)
 
     def run(k: int):
@@ -55,11 +115,5 @@ def replicate(one: Callable[[int, np.random.Generator], T], n: int,
         except (np.linalg.LinAlgError, ValueError, ArithmeticError):
             return None, True
 
-    steps = range(n)
-    if n_jobs > 1:
-        with threadpool_limits(limits=1), ThreadPoolExecutor(max_workers=n_jobs) as pool:
-            results = pool.map(run, steps)
-            results = list(progress(results) if progress is not None else results)
-    else:
-        results = [run(k) for k in (progress(steps) if progress is not None else steps)]
+    results = map_jobs(run, n, n_jobs=n_jobs, progress=progress)
     return [r for r, _ in results], np.array([f for _, f in results], dtype=bool)

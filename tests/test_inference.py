@@ -1,6 +1,8 @@
 """Bootstrap: reproducibility, intervals, selection frequency, edge cases."""
 
+import os
 import re
+import threading
 import warnings
 
 import numpy as np
@@ -16,27 +18,73 @@ def model():
     return NegDRO(simulate.eq33(p=6).sample(2000, rng=3), env="env", outcome="Y")
 
 
-def test_same_seed_same_draws(model):
+def test_same_seed_same_draws(model, monkeypatch, forking):
+    """The same seed gives the same replicates, in one process, in forked processes
+    and in threads (where processes cannot be forked)."""
+    from negdro_stats import _resampling
+
     a = model.fit(n_boot=20, rng=7, n_jobs=1)
     b = model.fit(n_boot=20, rng=7, n_jobs=1)
     np.testing.assert_array_equal(a.bootstrap.draws, b.bootstrap.draws)
+    forked = []
+    fork = _resampling.ProcessPoolExecutor
+    monkeypatch.setattr(_resampling, "ProcessPoolExecutor",
+                        lambda *a, **k: forked.append(1) or fork(*a, **k))
+    c = model.fit(n_boot=20, rng=7, n_jobs=2)          # processes: the same replicates
+    assert forked
+    np.testing.assert_array_equal(c.bootstrap.draws, a.bootstrap.draws)
+    assert (c.bootstrap.selected == a.bootstrap.selected).all()
+    monkeypatch.setattr(_resampling, "can_fork", lambda: False)
     c = model.fit(n_boot=20, rng=7, n_jobs=2)          # threads: same replicates
+    assert len(forked) == 1
     assert_allclose(c.bootstrap.draws, a.bootstrap.draws, rtol=1e-10, atol=1e-12)
     d = model.fit(n_boot=20, rng=8, n_jobs=1)
     assert not np.array_equal(d.bootstrap.draws, a.bootstrap.draws)
 
 
+def test_a_loop_within_a_job_runs_in_its_process(forking):
+    """map_jobs forks once: a loop inside a forked job is serial (no processes of
+    processes), and each job's results come back in order."""
+    from negdro_stats._resampling import map_jobs
+
+    nested = map_jobs(lambda k: (os.getpid(), map_jobs(lambda i: (os.getpid(), k * i), 3,
+                                                       n_jobs=2)), 4, n_jobs=2)
+    assert [[v for _, v in inner] for _, inner in nested] == [[0, k, 2 * k] for k in range(4)]
+    assert all({pid for pid, _ in inner} == {outer} for outer, inner in nested)
+    assert os.getpid() not in {outer for outer, _ in nested}
+
+
+def test_no_fork_while_another_thread_runs():
+    """A fork copies the locks other threads hold, not the threads: with one running,
+    the workers are threads."""
+    from negdro_stats._resampling import can_fork
+
+    seen, stop = [], threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        seen.append(can_fork())
+    finally:
+        stop.set()
+        other.join()
+    assert seen == [False]
+
+
 def test_threads_only_where_a_replicate_pass_is_large(model, monkeypatch):
-    """The default n_jobs (issue 42): one where a replicate's pass over the rows is
-    small (its numpy calls hold the GIL: two threads were ~1.3x slower at p = 10), the
-    cores from rows x p^2 = 1e8 on; a model without rows resamples nothing."""
-    import os
+    """The default n_jobs (issue 42): the cores where processes can be forked; else
+    one where a replicate's pass over the rows is small (its numpy calls hold the GIL:
+    two threads were ~1.3x slower at p = 10), the cores from rows x p^2 = 1e8 on; a
+    model without rows resamples nothing."""
     from types import SimpleNamespace
 
+    from negdro_stats import _resampling
     from negdro_stats._resampling import THREADS_MIN_WORK, default_jobs
 
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
-    assert default_jobs(model.data) == 1                       # 8,000 rows, p = 6
+    monkeypatch.setattr(_resampling, "can_fork", lambda: True)
+    assert default_jobs(model.data) == 8                       # 8,000 rows, p = 6
+    monkeypatch.setattr(_resampling, "can_fork", lambda: False)
+    assert default_jobs(model.data) == 1
 
     def data(nobs, p, blocks=None, rows=True):
         return SimpleNamespace(moments=SimpleNamespace(nobs=nobs, p=p), blocks=blocks,

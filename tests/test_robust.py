@@ -1,5 +1,6 @@
 """Robust confidence sets by inverting the invariance test (negdro_stats.inference.robust)."""
 
+import os
 import warnings
 
 import numpy as np
@@ -186,6 +187,26 @@ def test_boundedness_of_some_coefficients_computes_only_theirs():
     assert_allclose([some._projection(j) for j in (1, 6)],
                     [every._projection(j) for j in (1, 6)], rtol=0, atol=0)
     assert_allclose(every.lower.to_numpy(), some.lower.to_numpy(), rtol=0, atol=0)
+
+
+def test_intervals_computed_in_processes_are_those_of_one(monkeypatch, forking):
+    """Every coefficient's interval is a job of its own (forked processes where they
+    can be, issue 42): the same numbers, to the last bit, as computed one after another
+    in this process."""
+    from negdro_stats import _resampling
+
+    data = simulate.random_sem(8, n_envs=4, confounding=True, rng=3).sample(1000, rng=0)
+    jobs = []
+    forked = _resampling.map_jobs
+    monkeypatch.setattr(_resampling, "map_jobs",
+                        lambda run, n, **k: jobs.append(k["n_jobs"]) or forked(run, n, **k))
+    monkeypatch.setattr("negdro_stats.inference.robust.map_jobs", _resampling.map_jobs)
+    parallel = _fit(NegDRO(data, env="env", outcome="Y")).robust_set()
+    assert parallel.lower.notna().all() and jobs == [os.cpu_count()]
+    monkeypatch.setattr(_resampling, "can_fork", lambda: False)
+    one = _fit(NegDRO(data, env="env", outcome="Y")).robust_set()
+    for part in ("lower", "upper", "pvalues"):
+        assert_allclose(getattr(parallel, part), getattr(one, part), rtol=0, atol=0)
 
 
 def test_the_profile_start_lies_on_the_line_through_the_nearest_fits():

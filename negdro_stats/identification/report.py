@@ -240,6 +240,7 @@ def identification_report(
     alpha: float,
     rng: np.random.Generator,
     progress: Callable | None = None,
+    n_jobs: int = 1,
 ) -> IdentificationReport:
     """Bootstrap and permutation around Condition 1b; see the module docstring.
 
@@ -257,7 +258,8 @@ def identification_report(
     is the one every margin solved would give, up to the SDP's accuracy (the bounds are
     exact eigenvalues; where a solver's optimum falls short of a lower bound by its
     tolerance, the bound is the better value).  Past ``SDP_MAX_DIM`` covariates every
-    margin is solved (the stacks are not kept).
+    margin is solved (the stacks are not kept).  The draws run in ``n_jobs`` workers
+    (:func:`~negdro_stats._resampling.replicate`).
     """
     sample = condition_1b
 
@@ -268,7 +270,8 @@ def identification_report(
             return None, value, value
         return (S, *relative_margin_bounds(S, sample.weights))
 
-    draws, failed = replicate(draw, n_boot + n_perm, rng, progress=progress)  # (one loop)
+    draws, failed = replicate(draw, n_boot + n_perm, rng, n_jobs=n_jobs,   # (one loop)
+                              progress=progress)
     stacks = [None if d is None else d[0] for d in draws]
     bounds = np.array([(np.nan, np.nan) if d is None else d[1:] for d in draws],
                       dtype=np.float64).reshape(-1, 2)

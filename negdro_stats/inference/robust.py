@@ -103,6 +103,7 @@ import numpy as np
 import pandas as pd
 from scipy import linalg
 
+from .._resampling import map_jobs, process_jobs
 from .._stats import chi2_ppf, chi2_sf
 from .._typing import ArrayLike, FloatArray
 from .._validation import check_option, check_scalar
@@ -218,11 +219,19 @@ class RobustSet:
     @cached_property
     def _projections(self) -> tuple[pd.Series, pd.Series, pd.Series]:
         """``(lower, upper, pvalues)``, computed on first use: the joint test alone
-        (:attr:`empty`, :meth:`contains`) costs a few fits, these ~20 per coefficient."""
+        (:attr:`empty`, :meth:`contains`) costs a few fits, these ~20 per coefficient,
+        so the coefficients not yet computed are jobs of their own (:func:`map_jobs`:
+        forked processes where they can be; each coefficient's profile is its own, so
+        the values are those of one job)."""
         p = len(self._starts[0])
         lower, upper, pvalues = np.full(p, np.nan), np.full(p, np.nan), np.full(p, np.nan)
-        for j in range(0 if self.empty else p):         # empty: so is every projection
-            lower[j], upper[j], pvalues[j] = self._projection(j)
+        covered = range(0 if self.empty else p)         # empty: so is every projection
+        done = self.__dict__.setdefault("_projected", {})
+        todo = [j for j in covered if j not in done]    # (one job each, in parallel)
+        done.update(zip(todo, map_jobs(lambda k: self._projection(todo[k]), len(todo),
+                                       n_jobs=process_jobs()), strict=True))
+        for j in covered:
+            lower[j], upper[j], pvalues[j] = done[j]
 
         def series(values: FloatArray, name: str) -> pd.Series:
             out = pd.Series(np.nan, index=self.estimate.index, name=name)

@@ -5,8 +5,9 @@ environment's rows (so every ``n_e`` is kept; :meth:`MultiEnvData.resample
 <negdro_stats.MultiEnvData.resample>`, the package's one resampler, rebuilds the
 moments from multinomial counts) and re-runs the same estimator with the same settings on
 them.  Replicates use independent child generators
-spawned from the user's ``rng``, so the draws are the same whatever the number of worker
-threads; BLAS is held to one thread per worker while workers run in parallel.
+spawned from the user's ``rng``, so the draws are the same whatever the number of
+workers (forked processes or threads, :func:`~negdro_stats._resampling.map_jobs`); BLAS
+is held to one thread per worker while workers run in parallel.
 """
 
 from __future__ import annotations
