@@ -261,12 +261,16 @@ class FourthMoments:
         T, alpha = self._maps(b, cols)
         E, q = len(self.rows), len(cols)
         dev, cov = np.empty((draws, E, q)), np.empty((draws, E, q, q))
+        upper = np.triu_indices(self.m)
         for e, w in enumerate(self._products(alpha)):
             n = len(w)
             picks = rng.integers(0, n, size=(draws, n)) + n * np.arange(draws)[:, None]
             weights = np.bincount(picks.ravel(), minlength=draws * n).reshape(draws, n) / n
             h = weights @ w                                 # (draws, m)
-            C = np.stack([(w * c[:, None]).T @ w for c in weights]) - outer(h, h)
+            products = weights @ (w[:, upper[0]] * w[:, upper[1]])   # E*[w w^T], one gemm
+            C = np.empty((draws, self.m, self.m))
+            C[:, upper[0], upper[1]] = C[:, upper[1], upper[0]] = products
+            C -= outer(h, h)
             dev[:, e] = (h - w.mean(axis=0)) @ T[e].T
             V = T[e] @ C @ T[e].T
             cov[:, e] = (V + V.transpose(0, 2, 1)) / 2.0
