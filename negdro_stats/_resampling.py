@@ -14,10 +14,13 @@ import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
 import numpy as np
 from threadpoolctl import threadpool_limits
+
+from .exceptions import DataError
 
 __all__ = ["replicate", "map_jobs", "process_jobs", "default_jobs", "DEFAULT_N_BOOT",
            "DEFAULT_N_RESAMPLE", "MAX_REPLICATES"]
@@ -28,29 +31,46 @@ DEFAULT_N_BOOT = 200      # the estimator's bootstrap: fit() runs it on first us
 DEFAULT_N_RESAMPLE = 199  # diagnose(): bootstrap resamples and permutations each (with the
 #                           sample, 200 values: the 5% quantile falls on an order statistic)
 THREADS_MIN_WORK = 1e8    # rows x p^2 of a replicate's pass from which threads pay
+MAX_CHUNK = 4             # jobs sent to a worker process at once
+N_JOBS_VARIABLE = "NEGDRO_N_JOBS"   # the user's number of workers for every loop
 
 
 def can_fork() -> bool:
     """Whether worker processes can be forked here and now: on Linux (macOS's system
     libraries are not fork-safe and Windows has no fork), from a process that runs no
     other thread (a fork copies the locks other threads hold, not the threads: a
-    notebook's kernel or a Dask client has them) and is not itself a daemon worker (a
-    Dask or multiprocessing worker may not have children)."""
+    notebook's kernel or a Dask client has them) and is neither a daemon (a Dask worker
+    may not have children) nor itself a worker of a multiprocessing pool (whose
+    processes would each fork as many again)."""
     return (sys.platform.startswith("linux") and threading.active_count() == 1
-            and not multiprocessing.current_process().daemon)
+            and not multiprocessing.current_process().daemon
+            and multiprocessing.parent_process() is None)
 
 
 def process_jobs() -> int:
-    """Workers for a loop of independent jobs: the cores where processes can be forked
+    """Workers for a loop of independent jobs: ``NEGDRO_N_JOBS`` where it is set (``1``
+    keeps every loop in this process), else the cores where processes can be forked
     (:func:`can_fork`), else one (threads do not pay for small numpy calls, which hold
     the GIL)."""
-    return (os.cpu_count() or 1) if can_fork() else 1
+    cores = _cores()
+    return cores if cores is not None else (os.cpu_count() or 1) if can_fork() else 1
+
+
+def _cores() -> int | None:
+    """``NEGDRO_N_JOBS``, the user's cap on every loop's workers (None where unset)."""
+    value = os.environ.get(N_JOBS_VARIABLE, "").strip()
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise DataError(f"The environment variable {N_JOBS_VARIABLE}={value!r} must be a "
+                        "whole number of workers, at least 1 (1: no parallel workers).")
+    return int(value)
 
 
 def default_jobs(data) -> int:
     """The resampling's workers where the user names none: :func:`process_jobs` where
-    processes can be forked (a replicate then runs wholly in its own process), else
-    the cores where one replicate's pass over the rows of ``data`` (a
+    that is set or processes can be forked (a replicate then runs wholly in its own
+    process), else the cores where one replicate's pass over the rows of ``data`` (a
     :class:`~negdro_stats.MultiEnvData`; ``N p^2`` flops, which release the GIL) is at
     least ``THREADS_MIN_WORK``, else one.  Threads pay only there: below it a replicate
     is many small numpy calls that hold the GIL (on eq. (33) with B = 40, two threads
@@ -59,10 +79,11 @@ def default_jobs(data) -> int:
     20,000 x 4 and 0.68x at p = 200, 2,000 x 4, issue 42), while two forked processes
     took 0.52x of one on eq. (33), p = 10, 20,000 x 4, B = 200 (a fork and its pool
     cost about 15 ms)."""
+    if _cores() is not None or can_fork():
+        return process_jobs()
     m = data.moments
     work = m.nobs * m.p**2 if data.blocks is None and data.has_rows else 0.0
-    threads_pay = np.isfinite(work) and work >= THREADS_MIN_WORK
-    return (os.cpu_count() or 1) if can_fork() or threads_pay else 1
+    return (os.cpu_count() or 1) if np.isfinite(work) and work >= THREADS_MIN_WORK else 1
 
 
 _TASK: Callable | None = None      # the forked workers' job (inherited, not pickled)
@@ -76,27 +97,53 @@ def map_jobs(run: Callable[[int], T], n: int, *, n_jobs: int = 1,
              progress: Callable | None = None) -> list[T]:
     """``[run(k) for k in range(n)]``, with ``n_jobs > 1`` in that many forked processes
     where :func:`can_fork` (``run`` and what it refers to are inherited, its results
-    pickled back), else threads; BLAS held to one thread per worker; a loop within a
-    job is serial.  ``progress`` wraps the iteration (a progress bar)."""
-    global _TASK
+    pickled back; one job where the system refuses them), else threads; BLAS held to
+    one thread per worker; a loop within a job is serial.  ``progress`` wraps the
+    iteration (a progress bar)."""
     steps = range(n)
-    if n_jobs < 2 or n < 2 or _TASK is not None:          # (_TASK: within a job)
-        return [run(k) for k in (progress(steps) if progress is not None else steps)]
-    forked = can_fork()
-    with threadpool_limits(limits=1):
-        if forked:
-            _TASK = run
+    if n_jobs > 1 and n > 1 and _TASK is None:          # (_TASK: within a job)
+        with threadpool_limits(limits=1):
+            if not can_fork():
+                with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+                    results = pool.map(run, steps)
+                    return list(progress(results) if progress is not None else results)
+            results = _in_processes(run, n, n_jobs, progress)
+            if results is not None:
+                return results
+    return [run(k) for k in (progress(steps) if progress is not None else steps)]
+
+
+def _in_processes(run: Callable[[int], T], n: int, n_jobs: int,
+                  progress: Callable | None) -> list[T] | None:
+    """:func:`map_jobs` in forked processes, in chunks of at most ``MAX_CHUNK`` jobs (an
+    interrupt waits for the chunks at work only); None where the system refuses the
+    processes (no shared memory for the pool's locks, a process limit)."""
+    global _TASK
+    _TASK = run
+    try:
+        try:
             pool = ProcessPoolExecutor(min(n_jobs, n),
                                        mp_context=multiprocessing.get_context("fork"))
-        else:
-            pool = ThreadPoolExecutor(max_workers=n_jobs)
+        except OSError:
+            return None
+        done = False
         try:
-            with pool:
-                results = pool.map(_forked if forked else run, steps,
-                                   chunksize=max(1, n // (16 * n_jobs)) if forked else 1)
-                return list(progress(results) if progress is not None else results)
+            results = pool.map(_forked, range(n),
+                               chunksize=max(1, min(MAX_CHUNK, n // (16 * n_jobs))))
+            results = list(progress(results) if progress is not None else results)
+            done = True
+            return results
+        except BrokenProcessPool as error:
+            raise BrokenProcessPool(
+                "A worker process died (out of memory, or killed): rerun with n_jobs=1, "
+                f"or set {N_JOBS_VARIABLE}=1 to keep every loop in this process."
+            ) from error
+        except OSError:                              # the fork itself refused
+            return None
         finally:
-            _TASK = None
+            pool.shutdown(wait=done, cancel_futures=not done)
+    finally:
+        _TASK = None
 
 
 def replicate(one: Callable[[int, np.random.Generator], T], n: int,

@@ -59,7 +59,12 @@ def progress(items, verbose: bool | None, desc: str, total: int | None = None):
         from tqdm.auto import tqdm
     except ImportError:
         return items
-    return tqdm(items, total=total, desc=desc, delay=PROGRESS_DELAY if verbose is None else 0)
+
+    class Bar(tqdm):
+        monitor_interval = 0     # no monitor thread: it outlives the bar, and while a
+        #                          thread runs the resampling's workers cannot be forked
+
+    return Bar(items, total=total, desc=desc, delay=PROGRESS_DELAY if verbose is None else 0)
 
 
 def _range_text(min_val: float | None, max_val: float | None, closed: str) -> str:

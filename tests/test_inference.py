@@ -2,6 +2,7 @@
 
 import os
 import re
+import sys
 import threading
 import warnings
 
@@ -52,6 +53,89 @@ def test_a_loop_within_a_job_runs_in_its_process(forking):
     assert [[v for _, v in inner] for _, inner in nested] == [[0, k, 2 * k] for k in range(4)]
     assert all({pid for pid, _ in inner} == {outer} for outer, inner in nested)
     assert os.getpid() not in {outer for outer, _ in nested}
+
+
+def test_workers_fall_back_to_one_job_where_the_system_refuses_processes(forking,
+                                                                         monkeypatch):
+    """No shared memory for the pool's locks (a read-only /dev/shm) or no process left
+    (EAGAIN): the loop runs in this process, and the next one may fork again."""
+    from negdro_stats import _resampling
+
+    def refused(*args, **kwargs):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(_resampling, "ProcessPoolExecutor", refused)
+    assert _resampling.map_jobs(lambda k: k * k, 5, n_jobs=2) == [0, 1, 4, 9, 16]
+    assert _resampling._TASK is None
+
+
+def test_a_worker_that_dies_is_reported_with_the_way_out(forking):
+    from concurrent.futures.process import BrokenProcessPool
+
+    from negdro_stats import _resampling
+
+    with pytest.raises(BrokenProcessPool, match="n_jobs=1"):
+        _resampling.map_jobs(lambda k: os._exit(1) if k == 3 else k, 8, n_jobs=2)
+    assert _resampling._TASK is None
+
+
+def test_the_number_of_workers_from_the_environment(monkeypatch, model):
+    """NEGDRO_N_JOBS sets every loop's workers (the bootstrap's default, diagnose(), the
+    robust intervals); it must be a whole number of at least 1."""
+    from negdro_stats import DataError, _resampling
+
+    monkeypatch.setenv("NEGDRO_N_JOBS", "1")
+    assert _resampling.process_jobs() == 1 and _resampling.default_jobs(model.data) == 1
+    monkeypatch.setenv("NEGDRO_N_JOBS", "3")
+    assert _resampling.process_jobs() == 3 and _resampling.default_jobs(model.data) == 3
+    for bad in ("0", "two", "-1", "1.5"):
+        monkeypatch.setenv("NEGDRO_N_JOBS", bad)
+        with pytest.raises(DataError, match="NEGDRO_N_JOBS"):
+            _resampling.process_jobs()
+
+
+def test_the_deferred_bootstrap_chooses_its_workers_when_it_runs(model, monkeypatch):
+    """fit() keeps the user's n_jobs (None: the default, chosen when the bootstrap runs,
+    where the threads then running decide whether processes can be forked)."""
+    from negdro_stats import model as model_module
+
+    monkeypatch.setattr(model_module, "DEFAULT_N_BOOT", 4)
+    res = model.fit(rng=1)
+    assert res._deferred["n_jobs"] is None
+    assert model.fit(rng=1, n_jobs=3)._deferred["n_jobs"] == 3
+    chosen = []
+    monkeypatch.setattr(model_module, "default_jobs", lambda data: chosen.append(1) or 1)
+    res.run_bootstrap()
+    assert chosen == [1]
+    with pytest.raises(ValueError, match="'n_jobs' parameter of NegDRO.diagnose"):
+        model.diagnose(n_jobs=0)
+
+
+def test_progress_bars_leave_no_thread_behind():
+    """tqdm's monitor thread outlives its bar, and with it running no worker could be
+    forked for the rest of the session."""
+    from negdro_stats._validation import progress
+
+    before = threading.active_count()
+    assert list(progress(range(3), True, "test")) == [0, 1, 2]
+    assert threading.active_count() == before
+
+
+def test_a_worker_of_a_pool_does_not_fork_again():
+    """A process started by multiprocessing (a user's pool) runs its loops in itself:
+    each of its workers forking as many again would oversubscribe the cores."""
+    import multiprocessing
+
+    from negdro_stats._resampling import can_fork
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("fork is Linux's")
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.SimpleQueue()
+    child = ctx.Process(target=lambda: queue.put(can_fork()))
+    child.start()
+    child.join()
+    assert queue.get() is False
 
 
 def test_no_fork_while_another_thread_runs():
@@ -342,3 +426,16 @@ def test_the_one_resampling_loop_spawns_and_counts_failures():
     perm = [every[k] for k in range(10, 16) if k % 4]
     assert report.margin_lcb == pytest.approx(np.quantile(boot, 0.05), abs=1e-8)
     assert report.perm_pvalue == (1 + sum(v >= c1b.relative_margin for v in perm)) / 6
+
+
+def test_diagnose_in_workers_is_the_report_of_one(forking):
+    """diagnose()'s draws in forked workers: the same report, to the last bit, as in
+    one process (with an intercept, a draw's stack was a strided view that came back
+    contiguous from a worker, and the SDP rounded differently)."""
+    sem = simulate.random_sem(8, n_envs=4, confounding=True, rng=3)
+    model = NegDRO(sem.sample(1000, rng=0), env="env", outcome="Y", fit_intercept=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one, two = (model.diagnose(n_boot=19, n_perm=19, rng=0, n_jobs=k) for k in (1, 2))
+    assert str(one) == str(two) and one.margin_lcb == two.margin_lcb
+    np.testing.assert_array_equal(one.boot_bounds, two.boot_bounds)

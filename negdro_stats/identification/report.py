@@ -264,7 +264,8 @@ def identification_report(
     sample = condition_1b
 
     def draw(k: int, child: np.random.Generator):
-        S = second_moments(resample(child) if k < n_boot else permute(child))
+        S = np.ascontiguousarray(      # (the same layout in any worker: the SDP's rounding)
+            second_moments(resample(child) if k < n_boot else permute(child)))
         if S.shape[1] > SDP_MAX_DIM:                    # solved now: stacks not kept
             value = check_condition_1b(S).relative_margin
             return None, value, value

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._resampling import DEFAULT_N_BOOT, MAX_REPLICATES, default_jobs
+from .._resampling import DEFAULT_N_BOOT, MAX_REPLICATES
 from .._validation import check_int, check_rng, generator_from_state
 from ..exceptions import BootstrapPendingError, DataError
 from ..inference.stratified import BootstrapResult
@@ -96,8 +96,8 @@ class BootstrapViews:
             n_boot, "n_boot", owner, min_val=2, max_val=MAX_REPLICATES)
         rng = (check_rng(rng, "rng", owner) if rng is not None or plan["rng"] is None
                else generator_from_state(plan["rng"]))
-        n_jobs = check_int(n_jobs if n_jobs is not None else plan["n_jobs"] or default_jobs(
-            self.model.data), "n_jobs", owner, min_val=1)
+        n_jobs = plan["n_jobs"] if n_jobs is None else check_int(n_jobs, "n_jobs", owner,
+                                                                 min_val=1)
         self._requested = self.model.run_bootstrap(
             self.solver, n_boot, rng, n_jobs, plan["verbose"] if verbose is None else verbose)
         return self._requested
