@@ -43,6 +43,12 @@ Usage:  python benchmarks/bench_selection.py [--seeds 20] [--ns 2000 20000 10000
      0.05 d_j u`` (``d_j`` the parent's root mean square), ``u`` shifted (variance x3)
      in the last environment: beta* is identified, but the J test barely tells the
      parent from its copy (an adversarial review found the copy reported in its place);
+   - ``limited_p50``: ``random_sem(50, n_envs=6, n_parents=4, n_children=4,
+     edge_prob=0.08, intervened=0.5, shift_downstream=True)``: half the covariates
+     upstream of Y shifted, every descendant of Y shifted, so Condition 4 holds in the
+     population; an ordinary experiment at p = 50 (found by a helper of session 31: a
+     third of the fits "if Condition 4", unwarned, with errors up to 2, parents that no
+     environment shifts missed);
    - ``intercept``: the same design sampled normally, then covariate j offset by
      ``a_j ~ N(0, 5^2)`` and ``Y`` by ``3 + beta*'a`` (the causal model has intercept 3),
      fitted with ``fit_intercept=True``; and the same data with 10 added to the first
@@ -75,7 +81,7 @@ from negdro_stats.identification.conditions import check_condition_1b
 
 WEAK = (0.05, 0.1, 0.15)
 FAMILIES = ("large_p", "mean_only", "variance_only", "nongaussian", "intercept",
-            "child_unshifted", "near_copy")
+            "child_unshifted", "near_copy", "limited_p50")
 COPY_NOISE = 0.05         # near_copy: X_{p+1} = X_j + COPY_NOISE d_j u
 LARGE_P = ((60, 8), (100, 10), (200, 10))
 NOISES = ("t5", "uniform", "exponential")
@@ -427,6 +433,10 @@ def family_rows(family, seeds, ns, large_p=None):
         designs = [lambda s, p=p, E=E: simulate.random_sem(
             p, n_envs=E, n_parents=5, n_children=5, edge_prob=4 / p, rng=s)
             for p, E in LARGE_P if large_p is None or p in large_p]
+    elif family == "limited_p50":
+        designs = [lambda s: simulate.random_sem(
+            50, n_envs=6, n_parents=4, n_children=4, edge_prob=0.08, intervened=0.5,
+            shift_downstream=True, rng=s)]
     elif family == "near_copy":
         designs = [lambda s: _with_near_copy(simulate.random_sem(20, n_envs=5, rng=s,
                                                                  **small))]
