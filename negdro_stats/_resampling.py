@@ -99,7 +99,8 @@ def map_jobs(run: Callable[[int], T], n: int, *, n_jobs: int = 1,
     where :func:`can_fork` (``run`` and what it refers to are inherited, its results
     pickled back; one job where the system refuses them), else threads; BLAS held to
     one thread per worker; a loop within a job is serial.  ``progress`` wraps the
-    iteration (a progress bar)."""
+    iteration (a progress bar; given the results as they come, it is told ``n``
+    itself)."""
     steps = range(n)
     if n_jobs > 1 and n > 1 and _TASK is None:          # (_TASK: within a job)
         with threadpool_limits(limits=1):

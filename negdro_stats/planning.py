@@ -62,7 +62,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ._resampling import replicate
+from ._resampling import process_jobs, replicate
 from ._stats import norm_ppf
 from ._typing import FloatArray, IntArray
 from ._validation import check_int, check_option, check_rng, check_scalar, progress, warn_user
@@ -512,7 +512,10 @@ def plan_sample_size(
         near the threshold optimistic, shift approximation.
     verbose : bool, optional
         Progress bar over the replicates (tqdm); default: in a terminal or notebook,
-        after 2 s.
+        after 2 s.  The replicates run in the resampling's workers (forked processes
+        where they can be, ``NEGDRO_N_JOBS`` where set: :meth:`NegDRO.fit
+        <negdro_stats.NegDRO.fit>`'s ``n_jobs``), with the same plan whatever their
+        number.
     **options
         Solver settings, as for :meth:`NegDRO.fit <negdro_stats.NegDRO.fit>` (among
         them ``method`` and the selection's ``alpha``).
@@ -590,9 +593,9 @@ def plan_sample_size(
                 bool(np.array_equal(out.support, truth)), ident.relative_margin, bound,
                 _fit_verdict(out, ident, risk_test(mom, out.b)))
 
-    results, crashed = replicate(one, shape[0] * reps, rng,
+    results, crashed = replicate(one, shape[0] * reps, rng, n_jobs=process_jobs(),
                                  progress=lambda steps: progress(steps, verbose, "plan",
-                                                                 total=len(steps)))
+                                                                 total=shape[0] * reps))
     if crashed.any():
         raise SolverError(f"{int(crashed.sum())} of {crashed.size} replicates failed "
                           "numerically (drawing the moments or checking the margin).")

@@ -77,6 +77,17 @@ def test_error_falls_with_n_and_plan_is_reproducible():
     assert "Sample-size plan" in str(plan) and "non-Gaussian noise" in plan.summary()
 
 
+def test_a_plan_in_workers_is_the_plan_of_one(forking, monkeypatch):
+    """The replicates run in forked workers (NEGDRO_N_JOBS=1: in this process), with
+    the same plan to the last bit."""
+    sem = simulate.eq33(p=5)
+    two = plan_sample_size(sem, [40, 400], reps=6, rng=1, verbose=True)
+    monkeypatch.setenv("NEGDRO_N_JOBS", "1")
+    one = plan_sample_size(sem, [40, 400], reps=6, rng=1, verbose=False)
+    for part in ("errors", "support_ok", "margins", "verdicts"):
+        np.testing.assert_array_equal(getattr(two, part), getattr(one, part))
+
+
 def test_rows_draw_fits_rows():
     plan = plan_sample_size(_shifted_sem(), [50], reps=2, rng=0, draw="rows", verbose=False)
     assert plan.draw == "rows" and not plan.gaussian_approximation
