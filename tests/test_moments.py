@@ -92,3 +92,51 @@ def test_offsets_keep_their_variance():
     df = simulate.eq33(p=5).sample(500, rng=1)
     res = NegDRO(df.assign(X2=df.X2 + 1e7), env="env", outcome="Y").fit(n_boot=0)
     assert np.isfinite(res.params).all()
+
+
+def test_with_outcome_and_blocks_are_the_matrix_forms(rows):
+    """``with_outcome`` changes only the outcome's row and column (the O(p^2) form against
+    ``T E[Z Z^T] T^T``); ``block`` is the fancy index, C-ordered."""
+    from dataclasses import replace
+
+    from negdro_stats.data.fourth import block
+
+    X, y, env = rows
+    mom = Moments.from_arrays(X, y, env)
+    u = np.array([0.5, -1.0, 0.0, 2.0, 0.3])
+    T = np.eye(5)
+    T[4] = u
+    moved = mom.with_outcome(u)
+    raw = T @ mom._raw_z() @ T.T
+    assert_allclose(moved.sxy, raw[:, :4, 4], rtol=1e-12)
+    assert_allclose(moved.syy, raw[:, 4, 4], rtol=1e-12)
+    assert_allclose(moved.cov, T @ mom.cov @ T.T, rtol=1e-12, atol=1e-12)
+    S = np.array([3, 0, 2])
+    sub = block(mom.Sigma, S, S)
+    assert sub.flags["C_CONTIGUOUS"] and np.array_equal(sub, mom.Sigma[:, S][:, :, S])
+    assert block(mom.Sigma, np.arange(4), slice(None)).flags["C_CONTIGUOUS"]
+    # a transform that forgets the covariances is caught; rounding is not
+    with pytest.raises(ValueError, match="does not match the raw moments"):
+        replace(mom, mean_x=mom.mean_x + 1.0)
+    bent = mom.Sigma.copy()
+    bent[1, 0, 2] = bent[1, 2, 0] = bent[1, 0, 2] + 1e-4
+    with pytest.raises(ValueError, match="does not match the raw moments"):
+        replace(mom, Sigma=bent)
+    replace(mom, Sigma=mom.Sigma * (1.0 + 1e-13))
+
+
+def test_inverse_of_positive_definite_and_semidefinite_stacks():
+    """``inv_psd``: the inverse from LAPACK's Cholesky factor at any size, the
+    pseudo-inverse of a semidefinite member only, and empty stacks."""
+    from negdro_stats.estimation import inv_psd
+
+    rng = np.random.default_rng(0)
+    for q in (3, 80):
+        A = rng.normal(size=(3, q, 2 * q))
+        A = A @ A.transpose(0, 2, 1)
+        A[2] = A[2] - np.outer(A[2][0], A[2][0]) / A[2][0, 0]   # rank q - 1
+        inv = inv_psd(A)
+        assert_allclose(inv[:2] @ A[:2], np.broadcast_to(np.eye(q), (2, q, q)), atol=1e-8)
+        assert_allclose(inv[2], np.linalg.pinv(A[2], hermitian=True), rtol=1e-6, atol=1e-8)
+        assert_allclose(inv, inv.transpose(0, 2, 1), rtol=0, atol=1e-12 * np.abs(inv).max())
+    assert inv_psd(np.zeros((2, 0, 0))).shape == (2, 0, 0)

@@ -25,7 +25,7 @@ from .._typing import ArrayLike, FloatArray
 from .._validation import check_bool, check_option, few, warn_user
 from ..exceptions import DataError, DataWarning
 from .blocks import DEFAULT_BLOCKS, BlockMoments, blocks_of_rows
-from .fourth import RESIDUAL, gaussian_score_cov
+from .fourth import RESIDUAL, gaussian_score_cov, takes_every
 from .moments import EXACT_FIT, N_POPULATION, Moments
 from .readers import (
     FIRST_COLUMN,
@@ -561,14 +561,17 @@ class MultiEnvData:
         E, q = self.moments.n_envs, len(cols)
         slope, intercept = split_intercept(b, self.fit_intercept)
         is_x = (cols < len(slope)) & (cols != RESIDUAL)
+        every = is_x.all() and takes_every(cols, len(slope))
         n, s1, s2 = np.zeros(E), np.zeros((E, q)), np.zeros((E, q, q))
         for X, y, codes in self._chunks("The score covariance"):
             r = y - X @ slope - intercept
-            Zr = np.ascontiguousarray(X[:, np.where(is_x, cols, 0)])  # (one gather; a
-            #   masked assignment into ones() took 4x, np.take 20x on a frame's F-order)
-            Zr[:, ~is_x] = 1.0                                 # the constant, and r below
-            Zr[:, cols == RESIDUAL] = r[:, None]
-            Zr *= r[:, None]
+            if every:                                # (no gather: a third of the pass)
+                Zr = X * r[:, None]
+            else:                  # one gather, in X's own layout (a C-order copy of a
+                Zr = X[:, np.where(is_x, cols, 0)]   # frame's F-order took 3x, np.take 20x)
+                Zr[:, ~is_x] = 1.0                             # the constant, and r below
+                Zr[:, cols == RESIDUAL] = r[:, None]
+                Zr *= r[:, None]
             for e, rows in _by_environment(codes):
                 W = Zr[rows]
                 n[e] += len(W)
@@ -738,8 +741,7 @@ def _check_moments(mom: Moments, origin: FloatArray | None = None) -> None:
     values = np.zeros(p) if origin is None else np.append(np.abs(origin[:-1]), 0.0)
     Z = np.zeros((E, p + 1, p + 1))           # per-environment [X, Y] second moments
     Z[:, :p, :p], Z[:, :p, p], Z[:, p, :p], Z[:, p, p] = mom.Sigma, mom.sxy, mom.sxy, mom.syy
-    eig = np.linalg.eigvalsh(Z)
-    low = eig[:, 0] / np.maximum(np.abs(eig[:, -1]), 1e-300)
+    low = _lowest_eigenvalue_share(Z)
     if (low < -1e-8).any():
         raise DataError(f"The second moments of environments "
                         f"{[e for e, x in zip(mom.envs, low, strict=True) if x < -1e-8]} are "
@@ -815,6 +817,22 @@ def _check_form(mom: Moments) -> None:
         raise DataError("Some columns have values so large or so small (mean squares beyond "
                         "1e200 or below 1e-200) that products of moments overflow or "
                         "underflow; rescale them (multiply or divide by a power of 10).")
+
+
+def _lowest_eigenvalue_share(Z: FloatArray) -> FloatArray:
+    """Per matrix of the stack ``Z`` its smallest eigenvalue over the largest in absolute
+    value, where that is below ``-1e-8``; else a number above it (0): a Cholesky factor of
+    ``Z + 1e-8 max(diag Z) I`` shows that (``max(diag Z) <= lambda_max``) at a sixth of
+    the cost of the eigenvalues (0.31 s at p = 1,000)."""
+    ridge = 1e-8 * np.abs(np.einsum("eii->ei", Z)).max(axis=1)
+    low = np.zeros(len(Z))
+    for e in range(len(Z)):
+        try:
+            np.linalg.cholesky(Z[e] + ridge[e] * np.eye(Z.shape[1]))
+        except np.linalg.LinAlgError:
+            eig = np.linalg.eigvalsh(Z[e])
+            low[e] = eig[0] / max(abs(eig[-1]), 1e-300)
+    return low
 
 
 def _check_outcome_not_determined(check: Moments) -> None:

@@ -44,13 +44,32 @@ import numpy as np
 from .._typing import FloatArray
 
 __all__ = ["FourthMoments", "FourthAccumulator", "gaussian_score_cov", "isserlis_parts",
-           "score_cov_derivative", "score_cov_form",
+           "block", "takes_every", "score_cov_derivative", "score_cov_form",
            "MAX_P", "MAX_ENTRIES", "SAMPLE_ROWS", "RESIDUAL"]
 
 MAX_P = 30                  # covariates carried at most (an appended constant not counted)
 SAMPLE_ROWS = 1 << 14       # rows per environment the fourth moments are computed from
 MAX_ENTRIES = 1 << 24       # numbers kept over all environments (128 MiB)
 RESIDUAL = -1               # an instrument index that stands for the residual r itself
+
+
+def block(A: FloatArray, rows, cols) -> FloatArray:
+    """``A[:, rows][:, :, cols]`` of a stack of matrices ``A`` (E, m, k), C-ordered (no
+    copy of a C-ordered ``A`` where both take every row and column in order).  The fancy
+    index alone leaves the environments innermost in memory, where batched products copy
+    or stride: Algorithm 3's SQP at p = 1,000 took 1.34 s for 9 steps on it."""
+    if takes_every(rows, A.shape[1]) and takes_every(cols, A.shape[2]):
+        return np.ascontiguousarray(A)
+    return np.ascontiguousarray(A[:, rows][:, :, cols])
+
+
+def takes_every(index, size: int) -> bool:
+    """Whether ``index`` (a slice or integers) takes every one of ``size`` in order."""
+    if isinstance(index, slice):
+        return index == slice(None)
+    index = np.asarray(index)
+    return (index.dtype.kind in "iu" and len(index) == size
+            and bool((index == np.arange(size)).all()))
 
 
 def outer(a: FloatArray, z: FloatArray) -> FloatArray:
@@ -68,15 +87,14 @@ def isserlis_parts(mom, b: FloatArray, cols: np.ndarray):
     Sb = mom.Sigma[:, :, nz] @ b[nz]
     g_full = mom.sxy - Sb
     risk = mom.syy - 2.0 * (mom.sxy @ b) + Sb @ b
-    envs = np.arange(len(mom.Sigma))
     x = cols != RESIDUAL
     if x.all():
-        mu, g, Sig = mom.mean_x[:, cols], g_full[:, cols], mom.Sigma[np.ix_(envs, cols, cols)]
+        mu, g, Sig = mom.mean_x[:, cols], g_full[:, cols], block(mom.Sigma, cols, cols)
     else:
         xc = np.where(x, cols, 0)
         mu = np.where(x, mom.mean_x[:, xc], mu_r[:, None])
         g = np.where(x, g_full[:, xc], risk[:, None])
-        Sig = mom.Sigma[np.ix_(envs, xc, xc)].astype(g.dtype)   # E[W W^T], W = (X_cols, r)
+        Sig = block(mom.Sigma, xc, xc).astype(g.dtype)   # E[W W^T], W = (X_cols, r)
         Sig[:, ~x, :] = g[:, None, :]
         Sig[:, :, ~x] = g[:, :, None]
     c = g - mu * mu_r[:, None]
@@ -102,8 +120,11 @@ def gaussian_score_cov(mom, b: FloatArray, cols: np.ndarray | None = None,
     """
     cols = np.arange(mom.Sigma.shape[1]) if cols is None else np.asarray(cols)
     mu, mu_r, _, g, risk, c, Sig = isserlis_parts(mom, b, cols) if parts is None else parts
-    return (Sig * risk[:, None, None] + 2.0 * mu_r[:, None, None] * (outer(mu, c)
-            + outer(c, mu)) + 2.0 * outer(c, c) - outer(g, g))
+    twice = 2.0 * mu_r[:, None]                 # the four outer products in one product
+    low = np.stack([twice * mu, twice * c, 2.0 * c, -g], axis=2)            # (E, q, 4)
+    V = low @ np.stack([c, mu, c, g], axis=1)
+    V += Sig * risk[:, None, None]
+    return V
 
 
 def score_cov_form(mom, parts: tuple, cols: np.ndarray, a: FloatArray,

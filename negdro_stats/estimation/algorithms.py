@@ -67,7 +67,7 @@ import numpy as np
 from scipy import linalg
 
 from .._typing import FloatArray
-from ..data.moments import Moments
+from ..data.moments import Moments, block
 from ..exceptions import DataError, SolverError
 from .objective import best_response, env_risks, gradient, negative_weight, objective
 from .options import (
@@ -455,7 +455,7 @@ def run_method(std: Moments, options: SolverOptions
         upsilon = natural if upsilon is None else upsilon
 
     def minimise(S: np.ndarray, tau_s: float, b0: FloatArray) -> InnerResult:
-        Sig, sx = Sigma[:, S][:, :, S], sxy[:, S]
+        Sig, sx = block(Sigma, S, S), sxy[:, S]
         if inner == "sqp":
             return sqp(Sig, sx, syy, gamma=gamma, mu=mu, tau=tau_s, b_init=b0,
                        tol=tol, max_iter=max_iter)

@@ -31,6 +31,7 @@ from scipy import linalg
 
 from .._stats import chi2_isf, chi2_sf, norm_isf
 from .._typing import FloatArray
+from ..data.moments import block
 from .gmm import GATE_SE, N_POPULATION, GMMFit, InvarianceGMM, inv_psd
 
 __all__ = ["Selection", "select_support", "augment_support", "exogenous_support",
@@ -202,7 +203,7 @@ def pooled_ols(mom, S: np.ndarray) -> tuple[FloatArray, FloatArray]:
     n = np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
     if not len(S):
         return np.zeros(0), np.zeros((0, 0))
-    G = np.tensordot(n, mom.Sigma[:, S][:, :, S], axes=1)
+    G = np.tensordot(n, block(mom.Sigma, S, S), axes=1)
     c = n @ mom.sxy[:, S]
     b = linalg.solve(G, c, assume_a="pos")
     rss = float(n @ mom.syy - 2.0 * b @ c + b @ G @ b)
@@ -283,7 +284,7 @@ def invariant_ls(gmm: InvarianceGMM, S: np.ndarray, mom, *, alpha: float,
     if not len(S) or informed is None:          # (no instrument's first stage varies)
         return ols
     n = np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
-    G = np.tensordot(n / n.sum(), mom.Sigma[:, S][:, :, S], axes=1)
+    G = np.tensordot(n / n.sum(), block(mom.Sigma, S, S), axes=1)
     sxy, syy = (n / n.sum()) @ mom.sxy[:, S], float((n / n.sum()) @ mom.syy)
     risk = max(syy - 2.0 * b_ols @ sxy + b_ols @ G @ b_ols, 1e-12 * max(syy, 1e-300))
 

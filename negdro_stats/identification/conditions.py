@@ -51,7 +51,7 @@ from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
 from .._json import jsonable
 from .._typing import FloatArray
-from ..data.moments import Moments
+from ..data.moments import Moments, block
 from ..exceptions import SolverError
 
 __all__ = [
@@ -560,7 +560,7 @@ def check_condition_4(
             weights=np.full(E, 1.0 / E), envs=envs, certificate=None,
             failing=tuple(failing), path="none", solver="none", status="skipped", gap=0.0,
             tol=tol, source="population")
-    DL = Delta[:, S_L][:, :, S_L]
+    DL = block(Delta, S_L, S_L)
     s1 = max(float(np.linalg.eigvalsh(DL.mean(axis=0))[-1]), 1e-300)
     s2 = float(np.linalg.eigvalsh(Sigma.mean(axis=0))[-1])
     M = _block_diag(DL / s1, Sigma / s2)

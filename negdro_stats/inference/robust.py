@@ -113,7 +113,7 @@ from ..data.fourth import (
     isserlis_parts,
     score_cov_derivative,
 )
-from ..data.moments import EXACT_FIT, Moments
+from ..data.moments import EXACT_FIT, Moments, block
 from ..estimation import (
     N_POPULATION,
     SECANT_AFTER,
@@ -416,7 +416,7 @@ class _RiskAR:
         b[S] = b_S
         parts = isserlis_parts(mom, b, self.cols)
         g_full, risk = parts[2], parts[4]
-        m, D = g_full[:, R], -mom.Sigma[:, R][:, :, S]
+        m, D = g_full[:, R], -block(mom.Sigma, R, S)
         if len(self.cols) > len(R):                                     # (E, q + 1)
             m = np.column_stack([m, risk])
             D = np.concatenate([D, -2.0 * g_full[:, None, S]], axis=1)

@@ -43,7 +43,7 @@ from scipy import linalg
 
 from .._typing import FloatArray
 from ..data.fourth import gaussian_score_cov
-from ..data.moments import Moments
+from ..data.moments import Moments, block
 from ..estimation import N_POPULATION, InvarianceGMM, SelectionReport, centred_problem
 
 __all__ = ["refit_cov"]
@@ -99,7 +99,7 @@ def _ols_hc0(mom: Moments, b: FloatArray, S: np.ndarray,
     environments' rows fixed by design, at a ``b`` where ``g_e`` need not vanish (the
     constrained fit: ``E_e[X r]`` is invariant there, not 0, with hidden confounding)."""
     n = np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
-    A = np.tensordot(n, mom.Sigma[:, S][:, :, S], axes=1)
+    A = np.tensordot(n, block(mom.Sigma, S, S), axes=1)
     g = mom.sxy[:, S] - mom.Sigma[:, S, :] @ b                      # (E, |S|)
     V = score_cov(b, S) if score_cov is not None else gaussian_score_cov(mom, b, S)
     B = np.tensordot(n, V + between * np.einsum("ei,ej->eij", g, g), axes=1)

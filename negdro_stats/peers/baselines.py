@@ -42,7 +42,7 @@ from scipy import optimize, stats
 
 from .._stats import norm_ppf
 from .._typing import FloatArray
-from ..data.moments import Moments
+from ..data.moments import Moments, block
 from ..exceptions import DataError
 
 MAX_SUBSETS = 2**15     # ICP / EILLS stop (and say so) after this many subsets: all of p = 15
@@ -152,7 +152,7 @@ def _eills(mom: Moments, gamma: float = 20.0, max_size: int | None = None,
         idx = list(S)
         b = np.zeros(p)
         if idx:
-            Sig = mom.Sigma[:, idx][:, :, idx]
+            Sig = block(mom.Sigma, idx, idx)
             # sum_e R_e + gamma sum_e ||(Sigma_e b - sxy_e)_S||^2, quadratic in b_S
             M = Sig.sum(0) + gamma * np.einsum("eki,ekj->ij", Sig, Sig)
             v = mom.sxy[:, idx].sum(0) + gamma * np.einsum("eki,ek->i", Sig,

@@ -14,7 +14,7 @@ from scipy import linalg
 from ..._stats import chi2_sf, norm_isf
 from ..._typing import FloatArray
 from ...data import risk_variances
-from ...data.moments import Moments
+from ...data.moments import Moments, block
 from ..gmm import N_POPULATION
 from ..objective import env_risks
 from ..walk import ConstrainedLS, critical_value, pooled_ols, pooled_t
@@ -108,7 +108,7 @@ def held_out_risks(mom: Moments, S: np.ndarray,
     ``refit(keep)``, the coefficients on ``S`` fitted to the environments ``keep``."""
     S = np.asarray(S, dtype=int)
     n = np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
-    G = n[:, None, None] * mom.Sigma[:, S][:, :, S]
+    G = n[:, None, None] * block(mom.Sigma, S, S)
     c = n[:, None] * mom.sxy[:, S]
     risks, variances = np.empty(mom.n_envs), np.empty(mom.n_envs)
     for e in range(mom.n_envs):

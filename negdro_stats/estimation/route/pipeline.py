@@ -11,7 +11,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from ..._typing import FloatArray
-from ...data.moments import Moments
+from ...data.moments import Moments, block
 from ...exceptions import SolverError
 from ...identification import RISK_WARN_LEVEL, risk_test_at
 from ..algorithms import invariant_refit, run_method
@@ -85,7 +85,7 @@ def solve(
         if len(S):
             b_std[S], used_refit = results[-1].b, "negdro"
         if options.refit == "invariant" and len(S):
-            b_inv = invariant_refit(std.Sigma[:, S][:, :, S], std.sxy[:, S])
+            b_inv = invariant_refit(block(std.Sigma, S, S), std.sxy[:, S])
             if b_inv is not None:
                 b_std[S], used_refit = b_inv, "invariant"
         elif options.refit == "auto" and (exact := exact_fit(std)) is not None:
