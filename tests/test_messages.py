@@ -207,17 +207,24 @@ def test_warnings_are_one_line_each_once_per_fit(arrays):
     assert {"IdentificationWarning", "DataWarning", "ConvergenceWarning"} <= seen
 
 
-def test_an_exact_fit_is_reported_as_such(arrays):
+@pytest.mark.parametrize("blas_threads", [1, 2])
+def test_an_exact_fit_is_reported_as_such(arrays, blas_threads):
     """Issue 41 item 7: where the covariates give the outcome exactly, every risk is 0 up
     to rounding; the equal-risk test rejected on that rounding (p = 0), so the verdict
     was "rejected" beside an exact fit.  Now: identified, the test at p = 1, and the
     robust intervals bounded around the estimate, their p-values agreeing (b = 0 is
     outside X1's interval and has a tiny p).  The invariance statistic is 0 where every
-    risk is 0 (it was rounding over rounding there: X3's interval was NaN)."""
+    risk is 0 (it was rounding over rounding there: X3's interval was NaN).  With one
+    and with two BLAS threads (their rounding differs): the intervals' searches stepped
+    by the rounding-level s.e. of an exact fit, and X1's was (-inf, 0.500009] with two
+    threads at 1eeeec4."""
+    from threadpoolctl import threadpool_limits
+
     df = arrays[0].assign(Y=lambda d: 0.5 * d["X1"] - 0.5 * d["X3"])
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), threadpool_limits(blas_threads, user_api="blas"):
         warnings.simplefilter("ignore")
         res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+        res.conf_int(kind="robust")                      # (computed under the limit)
     assert res.verdict == "identified" and res.invariance.pvalue == 1.0
     assert "WARNING" not in str(res.summary())
     ci = res.conf_int(kind="robust")

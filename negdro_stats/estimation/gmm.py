@@ -38,6 +38,7 @@ sampling noise is then far below rounding error, so the tests are exact up to it
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -518,17 +519,22 @@ def inv_psd(A: FloatArray) -> FloatArray:
     flat = A.reshape(int(np.prod(A.shape[:-2])), *A.shape[-2:])
     if not flat.size or (flat.shape[-1] < LAPACK_FROM and _is_pd(flat)):
         return np.linalg.inv(A)
-    return np.stack([_inv_one(a) for a in flat]).reshape(A.shape)
-
-
-def _inv_one(a: FloatArray) -> FloatArray:
-    """One symmetric matrix's inverse by its Cholesky factor, else its pseudo-inverse."""
-    factor, info = lapack.dpotrf(a, lower=False, clean=False)
-    if not info:
-        upper, info = lapack.dpotri(factor, lower=False)
+    out = np.empty_like(flat)
+    for a, inv in zip(flat, out, strict=True):
+        factor, info = lapack.dpotrf(a, lower=False, clean=False)
         if not info:
-            return np.triu(upper) + np.triu(upper, 1).T
-    return linalg.pinvh(a)
+            upper, info = lapack.dpotri(factor, lower=False, overwrite_c=True)
+        if info:
+            inv[...] = linalg.pinvh(a)
+        else:                                   # potri fills the upper triangle only
+            inv[...] = upper
+            np.copyto(inv, upper.T, where=_below_diagonal(len(a)))
+    return out.reshape(A.shape)
+
+
+@functools.lru_cache(maxsize=8)
+def _below_diagonal(q: int) -> np.ndarray:
+    return np.tri(q, k=-1, dtype=bool)
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Cumulant:

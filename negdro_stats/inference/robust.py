@@ -586,6 +586,12 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
         se = np.sqrt(np.diag(linalg.pinvh(joint._evaluate(best.b, every, True)[2])))
     se = np.where(np.isfinite(se) & (se > 0), se, np.where(
         np.isfinite(cue.se) & (cue.se > 0), cue.se, 1.0))
+    # ... at least the resolution of the statistic: it takes every risk below EXACT_FIT
+    # as 0, so it cannot tell coefficients apart closer than sqrt(EXACT_FIT) (standardised
+    # units).  Where the covariates give the outcome exactly, the curvature was rounding
+    # (s.e. 1e-8), and whether the searches' steps left that zone decided the interval:
+    # (-inf, 0.500009] or [0.49999, 0.50001] for 0.5, by the BLAS threads' rounding.
+    se = np.maximum(se, np.sqrt(EXACT_FIT))
     scale = s_y / d                              # standardised -> original units
     estimate = pd.Series(np.nan, index=names)
     estimate.iloc[slopes] = cue.b * scale
