@@ -181,6 +181,8 @@ def _same(a, b) -> bool:
 # ------------------------------------------------------------------ targets
 @_fuzz(800)
 @given(seed=st.integers(0, 2**32 - 1))
+@example(seed=349842)      # environments of 54 and 2 rows: the held-out fit to the 2 rows
+#                            (3 covariates) raised scipy's LinAlgError (found by CI)
 def test_fuzz_negdro_on_frames(seed):
     rng = np.random.default_rng(seed)
     df, defect = _frame(rng)

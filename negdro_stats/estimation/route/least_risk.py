@@ -105,7 +105,10 @@ def held_out_risks(mom: Moments, S: np.ndarray,
     fit on ``S`` to the other environments' moments, and the variance of its estimate
     (:func:`~negdro_stats.data.risk_variances`: the fourth moments where the moments
     keep them); two arrays of shape (E,).  The fit is pooled least squares, or
-    ``refit(keep)``, the coefficients on ``S`` fitted to the environments ``keep``."""
+    ``refit(keep)``, the coefficients on ``S`` fitted to the environments ``keep``.  NaN
+    for an environment whose others do not determine the pooled fit (their Gram matrix
+    on ``S`` is singular, e.g. two environments, one of 2 rows): no reading is decided
+    by it (:attr:`Readings.own_predicts_better` is False then)."""
     S = np.asarray(S, dtype=int)
     n = np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
     G = n[:, None, None] * block(mom.Sigma, S, S)
@@ -116,7 +119,11 @@ def held_out_risks(mom: Moments, S: np.ndarray,
         if len(S) and refit is not None:
             b[S] = refit(np.delete(np.arange(mom.n_envs), e))
         elif len(S):
-            b[S] = linalg.solve(G.sum(0) - G[e], c.sum(0) - c[e], assume_a="pos")
+            try:
+                b[S] = linalg.solve(G.sum(0) - G[e], c.sum(0) - c[e], assume_a="pos")
+            except linalg.LinAlgError:
+                risks[e] = variances[e] = np.nan
+                continue
         R, var = risk_variances(mom, b)
         risks[e], variances[e] = R[e], var[e]
     return risks, variances
