@@ -210,14 +210,15 @@ def pooled_ols(mom, S: np.ndarray) -> tuple[FloatArray, FloatArray]:
     sigma2 = max(rss, 0.0) / max(n.sum() - len(S), 1.0)
     return b, sigma2 * inv_psd(G)
 
-def null_count(vals: FloatArray, df: int, alpha: float) -> int:
+def null_count(vals: FloatArray, df: int, alpha: float, p: int | None = None) -> int:
     """How many directions the invariance conditions leave undetermined, from ``vals``,
     the ascending generalised eigenvalues of their information against the second
     moments over the risk (``route.rank_test``): the largest ``k`` whose ``k``
     smallest sum to at most the ``1 - alpha`` quantile of ``chi2(k (df - p + k))``
-    (Cragg and Donald 1997), ``p = len(vals)``; 0 when every direction is determined."""
-    p = len(vals)
-    for k in range(p, 0, -1):
+    (Cragg and Donald 1997), ``p = len(vals)`` unless given (``vals`` the smallest
+    only: the count among them); 0 when every direction is determined."""
+    p = len(vals) if p is None else p
+    for k in range(len(vals), 0, -1):
         if vals[:k].sum() <= chi2_isf(alpha, k * max(df - p + k, 1)):
             return k
     return 0

@@ -20,6 +20,8 @@ RANK_ITERATIONS = 4      # re-weightings of the rank test at its weakest directi
 
 RANK_SKIP = 20.0         # ... none above this multiple of its critical value
 
+RANK_LOW = 20            # the smallest eigenpairs computed first (_eigen)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class RankTest:
@@ -74,9 +76,10 @@ def rank_test(gmm: InvarianceGMM, b: FloatArray, *, alpha: float) -> RankTest:
     std, p, df = gmm.mom, gmm.p, gmm.df_base
     Sigma_bar = std.Sigma.mean(axis=0)
     risk = max(float(env_risks(b, std.Sigma, std.sxy, std.syy).mean()), 1e-12)
-    vals, vecs = linalg.eigh(_symmetric(gmm.information(np.arange(p), b)), Sigma_bar / risk)
+    vals, vecs = _eigen(_symmetric(gmm.information(np.arange(p), b)), Sigma_bar / risk,
+                        df, alpha)
     dof = max(df - p + 1, 1)
-    k = null_count(vals, df, alpha)
+    k = null_count(vals, df, alpha, p=p)
     critical = chi2_isf(alpha, dof)
     if not k and vals[0] <= RANK_SKIP * critical:
         weighted_at = np.zeros(p)
@@ -85,18 +88,37 @@ def rank_test(gmm: InvarianceGMM, b: FloatArray, *, alpha: float) -> RankTest:
             if abs(v @ weighted_at) > 1.0 - 1e-8 or (weighted_at.any() and vals[0] > 2.0
                                                       * critical):
                 break                       # a fixed point, or decided (docstring)
-            vals, vecs = linalg.eigh(_symmetric(gmm.information_along(v)),
-                                     Sigma_bar / float(v @ Sigma_bar @ v))
+            vals, vecs = _eigen(_symmetric(gmm.information_along(v)),
+                                Sigma_bar / float(v @ Sigma_bar @ v), df, alpha)
             weighted_at = v
-        k = null_count(vals, df, alpha)
-    null = np.arange(p) < k
+        k = null_count(vals, df, alpha, p=p)
+    null = np.arange(vecs.shape[1]) < k             # (vecs: the smallest only, or all)
     unit = vecs / np.linalg.norm(vecs, axis=0)
     share = (unit[:, null] ** 2).sum(axis=1)
     order = np.argsort(-share, kind="stable")
-    determined = np.linalg.qr(vecs[:, ~null])[0] if (~null).any() else np.zeros((p, 0))
+    determined = (np.eye(p) if not null.any()           # (every direction: any basis)
+                  else np.linalg.qr(vecs[:, ~null])[0] if (~null).any() else np.zeros((p, 0)))
     return RankTest(stat=float(vals[0]), df=dof, pvalue=chi2_sf(vals[0], dof),
                     null=unit[:, null], determined=determined,
                     undetermined=tuple(int(j) for j in order if share[j] >= 0.1))
+
+def _eigen(A: FloatArray, B: FloatArray, df: int, alpha: float
+           ) -> tuple[FloatArray, FloatArray]:
+    """The ascending generalised eigenvalues and vectors of ``(A, B)`` (new arrays, then
+    overwritten): the ``RANK_LOW`` smallest where they show every direction determined
+    (:func:`~negdro_stats.estimation.walk.null_count` 0 among them, and every larger
+    count rejected: its ``k`` smallest sum to at least theirs plus ``k - RANK_LOW``
+    times the largest of them), else all (the null directions' complement needs them).
+    At p = 1,000 all took 0.23 s, the 20 smallest 0.08 s."""
+    p = len(A)
+    if p > 2 * RANK_LOW:
+        vals, vecs = linalg.eigh(A, B, subset_by_index=[0, RANK_LOW - 1])
+        if not null_count(vals, df, alpha, p=p) and all(
+                vals.sum() + (k - RANK_LOW) * vals[-1] > chi2_isf(alpha, k * max(df - p + k, 1))
+                for k in range(RANK_LOW + 1, p + 1)):
+            return vals, vecs
+    return linalg.eigh(A, B, overwrite_a=True, overwrite_b=True)
+
 
 def _symmetric(A: FloatArray) -> FloatArray:
     return (A + A.T) / 2.0
