@@ -96,8 +96,10 @@ def rank_test(gmm: InvarianceGMM, b: FloatArray, *, alpha: float) -> RankTest:
     unit = vecs / np.linalg.norm(vecs, axis=0)
     share = (unit[:, null] ** 2).sum(axis=1)
     order = np.argsort(-share, kind="stable")
-    determined = (np.eye(p) if not null.any()           # (every direction: any basis)
-                  else np.linalg.qr(vecs[:, ~null])[0] if (~null).any() else np.zeros((p, 0)))
+    if not null.any():                     # every direction: any basis (vecs may be partial)
+        determined = np.eye(p)
+    else:                                  # (vecs are all of them here: _eigen)
+        determined = np.linalg.qr(vecs[:, ~null])[0] if (~null).any() else np.zeros((p, 0))
     return RankTest(stat=float(vals[0]), df=dof, pvalue=chi2_sf(vals[0], dof),
                     null=unit[:, null], determined=determined,
                     undetermined=tuple(int(j) for j in order if share[j] >= 0.1))
