@@ -32,10 +32,14 @@ def test_the_comparison_sees_a_changed_bit():
     recorded = json.loads(golden.PATH.read_text())
     changed = json.loads(golden.PATH.read_text())
     changed["eq33"]["params"][0] = np.nextafter(changed["eq33"]["params"][0], 1.0)
+    changed["eq33"]["ident_margin"] = np.nextafter(changed["eq33"]["ident_margin"], 1.0)
     changed["sachs"]["support"] = changed["sachs"]["support"][1:]
-    assert len(golden.compare(changed, recorded)) == 2
+    changed["appendix_f2"]["ident_margin"] *= 1.0 + 1e-6
+    assert len(golden.compare(changed, recorded)) == 4
     assert golden.compare(changed, recorded, rtol=1e-9) == [
-        f"sachs.support: {changed['sachs']['support']} != {recorded['sachs']['support']}"]
+        f"sachs.support: {changed['sachs']['support']} != {recorded['sachs']['support']}",
+        f"appendix_f2.ident_margin: {changed['appendix_f2']['ident_margin']} != "
+        f"{recorded['appendix_f2']['ident_margin']}"]
 
 
 @pytest.mark.parametrize("name", ["saved_before_issue39.pkl",

@@ -111,7 +111,8 @@ def compare(found: dict, golden: dict, *, rtol: float = 0.0) -> list[str]:
     for name in golden:
         for key, want in golden[name].items():
             got = found[name].get(key)
-            if isinstance(want, list) and want and isinstance(want[0], (float, list)):
+            if isinstance(want, float) or (                   # numbers: to rtol
+                    isinstance(want, list) and want and isinstance(want[0], (float, list))):
                 a = np.array(got, dtype=float)
                 b = np.array(want, dtype=float)
                 same = a.shape == b.shape and (
