@@ -897,9 +897,9 @@ def _endpoint(profile: _Subvector, j: int, centre: float, se: float) -> float:
     def u(a: float) -> float:                     # ~ linear in beta_0 near the estimate
         return np.sqrt(max(a - a_c, 0.0)) - np.sqrt(gap)
 
-    inside, trial = centre, centre + se * np.sqrt(gap)
+    inside, trial, starts = centre, centre + se * np.sqrt(gap), "near"
     for _ in range(MAX_ROUNDS):
-        while (a_t := profile(j, trial, starts="near")) <= crit:  # a step out of the set
+        while (a_t := profile(j, trial, starts=starts)) <= crit:  # a step out of the set
             if abs(trial - centre) > REACH * abs(se):
                 return float(np.sign(se) * np.inf)
             inside = trial
@@ -908,7 +908,7 @@ def _endpoint(profile: _Subvector, j: int, centre: float, se: float) -> float:
             trial = centre + (trial - centre) * float(np.clip(grow, 1.25, 16.0))
         outside = root = trial
         width = abs(outside - inside)
-        u_in, u_out = u(profile(j, inside, starts="near")), u(a_t)
+        u_in, u_out = u(profile(j, inside, starts=starts)), u(a_t)
         kept = 0                                 # +1: the inside end kept, -1: outside
         for _ in range(MAX_STEPS):
             if abs(outside - inside) <= 1e-4 * width:
@@ -916,7 +916,7 @@ def _endpoint(profile: _Subvector, j: int, centre: float, se: float) -> float:
             root = inside - u_in * (outside - inside) / (u_out - u_in)
             if not min(inside, outside) < root < max(inside, outside):
                 root = (inside + outside) / 2.0
-            a_root = profile(j, root, starts="near")
+            a_root = profile(j, root, starts=starts)
             if a_root <= crit:
                 inside, u_in = root, u(a_root)
                 u_out, kept = (u_out / 2.0 if kept == -1 else u_out), -1
@@ -927,7 +927,10 @@ def _endpoint(profile: _Subvector, j: int, centre: float, se: float) -> float:
                 break
         if profile(j, outside) > crit:            # verified with every start
             break
-        inside, trial = outside, centre + (outside - centre) * 2.0   # (rare) on from there
+        inside, trial = outside, centre + (outside - centre) * 2.0   # (rare) on from there,
+        starts = "all"       # from every start, as the verification: the near one missed
+        # an inside point (an exact fit: the near start's statistic is at the limit where
+        # an anchor's is 0, short of the set's end, and each round stopped there)
     else:
         return float(np.sign(se) * np.inf)       # no verified end: the hull is unbounded
     far, last = outside, np.inf
