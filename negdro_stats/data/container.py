@@ -26,7 +26,7 @@ from .._validation import check_bool, check_option, few, warn_user
 from ..exceptions import DataError, DataWarning
 from .blocks import DEFAULT_BLOCKS, BlockMoments, blocks_of_rows
 from .fourth import RESIDUAL, gaussian_score_cov, takes_every
-from .moments import EXACT_FIT, N_POPULATION, Moments
+from .moments import EXACT_FIT, N_POPULATION, Moments, by_environment
 from .readers import (
     FIRST_COLUMN,
     MISSING,
@@ -84,17 +84,19 @@ def split_intercept(b: ArrayLike, fit_intercept: bool) -> tuple[FloatArray, floa
     return (b, 0.0) if k is None else (np.delete(b, k), float(b[k]))
 
 
-def _by_environment(codes: np.ndarray) -> Iterator[tuple[int, slice | np.ndarray]]:
-    """``(e, rows)`` for every environment in a chunk: a slice where the chunk is sorted
-    by environment (a frame grouped by it; no copy of the rows), else a mask."""
-    if np.all(codes[1:] >= codes[:-1]):
-        present = np.unique(codes)
-        starts = np.searchsorted(codes, present)
-        for e, a, b in zip(present, starts, np.append(starts[1:], len(codes)), strict=True):
-            yield int(e), slice(a, b)
-    else:
-        for e in np.unique(codes):
-            yield int(e), codes == e
+CACHE_ROWS = 4096        # rows of a score pass's products at a time (measured: 1.2 x faster)
+
+
+def _scores(X: FloatArray, r: FloatArray, cols: np.ndarray, every: bool) -> FloatArray:
+    """The rows' ``x_cols r`` (:meth:`MultiEnvData.score_cov`'s columns)."""
+    if every:                                       # (no gather: a third of the pass)
+        return X * r[:, None]
+    is_x = (cols < X.shape[1]) & (cols != RESIDUAL)
+    W = X[:, np.where(is_x, cols, 0)]               # one gather, in X's own layout (a
+    W[:, ~is_x] = 1.0                               # C-order copy of a frame's F-order
+    W[:, cols == RESIDUAL] = r[:, None]             # took 3x, np.take 20x): the constant
+    W *= r[:, None]                                 # and r
+    return W
 
 
 class MultiEnvData:
@@ -560,23 +562,17 @@ class MultiEnvData:
                     + self.moments.fourth.cumulant(b, cols))
         E, q = self.moments.n_envs, len(cols)
         slope, intercept = split_intercept(b, self.fit_intercept)
-        is_x = (cols < len(slope)) & (cols != RESIDUAL)
-        every = is_x.all() and takes_every(cols, len(slope))
+        every = takes_every(cols, len(slope))
         n, s1, s2 = np.zeros(E), np.zeros((E, q)), np.zeros((E, q, q))
         for X, y, codes in self._chunks("The score covariance"):
             r = y - X @ slope - intercept
-            if every:                                # (no gather: a third of the pass)
-                Zr = X * r[:, None]
-            else:                  # one gather, in X's own layout (a C-order copy of a
-                Zr = X[:, np.where(is_x, cols, 0)]   # frame's F-order took 3x, np.take 20x)
-                Zr[:, ~is_x] = 1.0                             # the constant, and r below
-                Zr[:, cols == RESIDUAL] = r[:, None]
-                Zr *= r[:, None]
-            for e, rows in _by_environment(codes):
-                W = Zr[rows]
-                n[e] += len(W)
-                s1[e] += W.sum(axis=0)
-                s2[e] += W.T @ W
+            for e, rows in by_environment(codes):
+                X_e, r_e = X[rows], r[rows]
+                n[e] += len(r_e)
+                for a in range(0, len(r_e), CACHE_ROWS):    # products that stay in cache
+                    W = _scores(X_e[a:a + CACHE_ROWS], r_e[a:a + CACHE_ROWS], cols, every)
+                    s1[e] += W.sum(axis=0)
+                    s2[e] += W.T @ W
         mean = s1 / n[:, None]
         return s2 / n[:, None, None] - np.einsum("ei,ej->eij", mean, mean)
 

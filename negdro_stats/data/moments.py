@@ -21,7 +21,7 @@ depend on n.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields, replace
 from typing import Literal
@@ -433,11 +433,11 @@ class MomentAccumulator:
             positions = np.arange(self.rows, self.rows + len(codes), dtype=np.uint64)
         self.rows += len(codes)
         hashes = splitmix(positions, SAMPLE_SEED)
-        present = np.unique(codes)
-        for e in present:
-            rows = slice(None) if len(present) == 1 else codes == e
-            Z = np.empty((len(y) if len(present) == 1 else int(rows.sum()), self.p + 1))
-            Z[:, : self.p] = X[rows]                      # one float64 copy of the chunk
+        for e, rows in by_environment(codes):
+            Xe = X[rows]                                  # a view where codes are sorted
+            layout = "F" if Xe.strides[0] < Xe.strides[1] else "C"   # X's own (a frame's
+            Z = np.empty((len(Xe), self.p + 1), order=layout)  # is F): a copy 1.5x as fast
+            Z[:, : self.p] = Xe
             Z[:, self.p] = y[rows]
             self._fourth.add(Z, int(e), hashes[rows])
             m = len(Z)
@@ -458,6 +458,21 @@ class MomentAccumulator:
         mom = Moments.from_cov(n.copy(), self._mean.copy(), self._m2 / n[:, None, None],
                                envs=envs, names=names, outcome=outcome)
         return replace(mom, fourth=self._fourth.finish(list(range(self.n_envs))))
+
+
+def by_environment(codes: np.ndarray) -> Iterator[tuple[int, slice | np.ndarray]]:
+    """``(e, rows)`` for every environment in a chunk: a slice where the chunk is sorted
+    by environment (a frame grouped by it; no copy of the rows), else a mask."""
+    if not len(codes):
+        return
+    if np.all(codes[1:] >= codes[:-1]):
+        present = np.unique(codes)
+        starts = np.searchsorted(codes, present)
+        for e, a, b in zip(present, starts, np.append(starts[1:], len(codes)), strict=True):
+            yield int(e), slice(a, b)
+    else:
+        for e in np.unique(codes):
+            yield int(e), codes == e
 
 
 # ------------------------------------------------------------------------- row hashes
