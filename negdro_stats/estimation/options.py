@@ -350,6 +350,15 @@ class SelectionReport:
         every support tried, or the equal-risk test rejects at the route's fit, at
         level :data:`~negdro_stats.identification.report.RISK_WARN_LEVEL` (1e-4).
         Then Algorithm 3's fit is reported (:attr:`invariance_rejected`).
+    rival : tuple of (str, float, int, float), or ()
+        Where the walk's support is reported with directions left open: an
+        undetermined covariate ``j`` such that the reported fit (pooled OLS, or least
+        squares constrained by invariance) with ``j`` added passes the invariance test
+        at that fixed fit at ``test_level`` (``(name, J, df, pvalue)``), a fit of
+        smaller pooled risk: ``j`` is a cause that no environment shifts, which the
+        report misses, or a descendant of the outcome whose shift the data do not
+        show.  Such a fit is not identified (Theorem 6 needs the least-risk invariant
+        fit over every support).
     """
 
     route: str
@@ -380,6 +389,7 @@ class SelectionReport:
     covariance_shift: tuple = (np.nan, 0, np.nan)
     contested: tuple = ()
     no_invariant_fit: str = ""
+    rival: tuple = ()
 
     def __setstate__(self, state: list) -> None:
         """Unpickling (a frozen dataclass's list of field values): fields are only ever
@@ -416,7 +426,7 @@ class SelectionReport:
         covariance is valid under that condition."""
         return self.estimator in ("ols", "ils") and (not self.identified or
                                                      self.assumes_condition_4) and not (
-            self.narrow or self.contested)
+            self.narrow or self.contested or self.rival)
 
     @property
     def narrow(self) -> bool:

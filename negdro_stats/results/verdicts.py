@@ -47,6 +47,13 @@ def fit_problems(res: Results) -> list[str]:
             f"intervened covariates' residual moments (Lemma 1) choose "
             f"{listed(linear, 5) or 'the empty support'}, whose worst "
             f"leave-one-environment-out risk is {ratio:.3g} times as large")
+    if sel is not None and sel.rival:
+        name, _, _, pvalue = sel.rival
+        problems.append(f"cannot tell whether the fit is the least-risk invariant one "
+                        f"(Theorem 6): the same fit with {name} added passes the invariance "
+                        f"test too (p = {pvalue:.2g}) with a smaller pooled risk; {name} is a "
+                        "cause no environment shifts, or a descendant of the outcome whose "
+                        "shift the data do not show")
     if sel is not None and sel.narrow and not sel.invariance_rejected:
         J, df, pvalue, level = sel.fixed_test
         problems.append(f"cannot tell whether the least-risk fit is invariant: its "
@@ -89,7 +96,8 @@ def verdict(res: Results) -> str:
       (Algorithm 3's fall-back, a least-risk fit that the data cannot tell invariant:
       :attr:`SelectionReport.narrow`, risks that differ decisively, mean shifts only,
       two readings of invariance that choose different fits:
-      :attr:`SelectionReport.contested`),
+      :attr:`SelectionReport.contested`, a fit of smaller pooled risk that the data
+      cannot tell from invariant: :attr:`SelectionReport.rival`),
       or, without an invariance selection, Condition 1b fails on the data;
     - ``"identified"``: the environment differences determine every coefficient;
     - ``"rejected"``, before all of these: the data reject the reported fit's
