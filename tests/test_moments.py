@@ -140,3 +140,17 @@ def test_inverse_of_positive_definite_and_semidefinite_stacks():
         assert_allclose(inv[2], np.linalg.pinv(A[2], hermitian=True), rtol=1e-6, atol=1e-8)
         assert_allclose(inv, inv.transpose(0, 2, 1), rtol=0, atol=1e-12 * np.abs(inv).max())
     assert inv_psd(np.zeros((2, 0, 0))).shape == (2, 0, 0)
+
+
+def test_rows_by_environment_are_slices_where_sorted_and_masks_otherwise():
+    """The chunk passes' split (data.moments.by_environment): the environments present,
+    in order, as slices of a chunk sorted by code (no copy of its rows), as masks of
+    one that is not; nothing for an empty chunk."""
+    from negdro_stats.data.moments import by_environment
+
+    assert list(by_environment(np.array([0, 0, 1, 1, 3]))) == [
+        (0, slice(0, 2)), (1, slice(2, 4)), (3, slice(4, 5))]
+    assert list(by_environment(np.array([2], dtype=np.uint8))) == [(2, slice(0, 1))]
+    assert list(by_environment(np.array([], dtype=int))) == []
+    split = [(e, rows.tolist()) for e, rows in by_environment(np.array([1, 0, 1]))]
+    assert split == [(0, [False, True, False]), (1, [True, False, True])]

@@ -465,11 +465,10 @@ def by_environment(codes: np.ndarray) -> Iterator[tuple[int, slice | np.ndarray]
     by environment (a frame grouped by it; no copy of the rows), else a mask."""
     if not len(codes):
         return
-    if np.all(codes[1:] >= codes[:-1]):
-        present = np.unique(codes)
-        starts = np.searchsorted(codes, present)
-        for e, a, b in zip(present, starts, np.append(starts[1:], len(codes)), strict=True):
-            yield int(e), slice(a, b)
+    if np.all(codes[1:] >= codes[:-1]):                # (np.unique: 0.3 ms a chunk)
+        ends = np.append(np.flatnonzero(codes[1:] != codes[:-1]) + 1, len(codes))
+        for a, b in zip(np.append(0, ends[:-1]), ends, strict=True):
+            yield int(codes[a]), slice(int(a), int(b))
     else:
         for e in np.unique(codes):
             yield int(e), codes == e
