@@ -286,3 +286,26 @@ def test_a_fit_that_misses_an_unshifted_cause_does_not_claim_condition_4():
             assert pvalue >= res.selection.test_level and name in res.selection.reason
             assert any(isinstance(w.message, IdentificationWarning) for w in caught)
             assert f"the same fit with {name} added" in " ".join(str(res.summary()).split())
+
+
+def test_unequal_risks_at_a_least_risk_fit_are_an_alarm_in_every_view():
+    """A helper's hunt (session 33, random_sem(30, 3 envs, 4 parents, 3 children, 80%
+    variance-shifted, every descendant of Y shifted), n = 1,000, seed 802): Theorem 6's
+    least-risk fit with a child of Y in it (error 1.37) said "if Condition 4" with no
+    warning, while the summary's warning line said the risks differ (p = 0.00075).  Theorem
+    6 orders the risk-invariant fits: where the equal-risk test rejects at 0.05 at such a
+    fit, the data cannot tell it is beta* -- "not identified", and the fit's warning,
+    the summary's warning line and the interval kind say the same."""
+    sem = simulate.random_sem(30, n_envs=3, n_parents=4, n_children=3, intervened=0.8,
+                              shift="variance", shift_downstream=True, rng=802)
+    df = sem.sample(1000, rng=10_802)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    assert res.invariance.rejects and not res.invariance.decisive
+    assert res.selection.least_risk and res.verdict == "not identified"
+    said = [str(w.message) for w in caught if isinstance(w.message, IdentificationWarning)]
+    assert len(said) == 1 and "risks differ at the estimate" in said[0]
+    warning_line = str(res.summary()).split("=" * 10)[0]
+    assert "risks differ at the estimate" in " ".join(warning_line.split())
+    assert res.interval_kind == "robust"

@@ -32,7 +32,7 @@ from .tables import (
     shorten,
     wrap_note,
 )
-from .verdicts import condition_1b, conditional, fit_problems, gamma_not_used
+from .verdicts import condition_1b, conditional, fit_problems, gamma_not_used, risks_differ
 
 __all__ = ["NegDROSummary", "build_summary", "path_summary"]
 
@@ -140,6 +140,9 @@ def _robust_or_reason(res: Results, alpha: float, kind: str, asked: bool,
            "shown instead of the bootstrap's because of the warning above: where "
            "identification is weak or invariance is rejected, a bootstrap of the fit "
            "gives confidence the data do not support" if problems else
+           "shown instead of the bootstrap's because the environment risks differ at the "
+           f"estimate (p = {res.invariance.pvalue:.2g}; the note below)"
+           if risks_differ(res) and res.fit_bootstrap is not None else
            "the default without fit(n_boot=B)")
     why += "" if asked else "; res.interval_kind"
     return rs, True, (f"Intervals: robust ({why}): the b_j at which "
