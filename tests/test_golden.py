@@ -2,8 +2,9 @@
 of issue 39 (``tests/results/golden.py`` records and documents them), and results saved
 by that code still load.
 
-Here floats agree to 1e-9 (relative) and supports and routes exactly, so that another
-CPU's BLAS kernels cannot fail the test; ``NEGDRO_GOLDEN_EXACT=1`` (or ``python
+Here floats agree to 1e-9 (relative; the SDP margins to the solver's accuracy,
+``golden.SDP_RTOL``) and supports and routes exactly, so that another CPU's BLAS
+kernels cannot fail the test; ``NEGDRO_GOLDEN_EXACT=1`` (or ``python
 tests/results/golden.py check``) asks for equality to the last bit, which a refactor on
 the recording machine must keep.
 """
@@ -34,7 +35,7 @@ def test_the_comparison_sees_a_changed_bit():
     changed["eq33"]["params"][0] = np.nextafter(changed["eq33"]["params"][0], 1.0)
     changed["eq33"]["ident_margin"] = np.nextafter(changed["eq33"]["ident_margin"], 1.0)
     changed["sachs"]["support"] = changed["sachs"]["support"][1:]
-    changed["appendix_f2"]["ident_margin"] *= 1.0 + 1e-6
+    changed["appendix_f2"]["ident_margin"] *= 1.0 + 1e-2      # beyond the SDP's tolerance
     assert len(golden.compare(changed, recorded)) == 4
     assert golden.compare(changed, recorded, rtol=1e-9) == [
         f"sachs.support: {changed['sachs']['support']} != {recorded['sachs']['support']}",

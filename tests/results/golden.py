@@ -105,8 +105,16 @@ def outputs() -> dict:
     return found
 
 
+SDP_KEYS = ("ident_margin", "diagnose")   # read off an interior-point SDP solution
+SDP_RTOL, SDP_ATOL = 1e-3, 1e-8
+
+
 def compare(found: dict, golden: dict, *, rtol: float = 0.0) -> list[str]:
-    """Every difference between two records, in words; exact where ``rtol`` is 0."""
+    """Every difference between two records, in words; exact where ``rtol`` is 0.
+    Otherwise the SDP margins (``SDP_KEYS``) to ``SDP_RTOL`` and ``SDP_ATOL``: the
+    solver's weights are accurate to its tolerance, and ``lambda_min`` at them moves at
+    first order where the maximum is a kink (another machine's BLAS: 6e-4 relative on
+    eq33_p60_small_n's margin, 1.6e-9 absolute on sachs' margin bound of -1e-9)."""
     diffs = []
     for name in golden:
         for key, want in golden[name].items():
@@ -115,9 +123,10 @@ def compare(found: dict, golden: dict, *, rtol: float = 0.0) -> list[str]:
                     isinstance(want, list) and want and isinstance(want[0], (float, list))):
                 a = np.array(got, dtype=float)
                 b = np.array(want, dtype=float)
+                tol = (SDP_RTOL, SDP_ATOL) if key in SDP_KEYS else (rtol, rtol)
                 same = a.shape == b.shape and (
                     np.array_equal(a, b, equal_nan=True) if rtol == 0
-                    else np.allclose(a, b, rtol=rtol, atol=rtol, equal_nan=True))
+                    else np.allclose(a, b, rtol=tol[0], atol=tol[1], equal_nan=True))
             else:
                 same = got == want
             if not same:
