@@ -309,3 +309,20 @@ def test_unequal_risks_at_a_least_risk_fit_are_an_alarm_in_every_view():
     warning_line = str(res.summary()).split("=" * 10)[0]
     assert "risks differ at the estimate" in " ".join(warning_line.split())
     assert res.interval_kind == "robust"
+
+
+def test_a_rival_must_be_another_fit_and_pass_its_own_condition():
+    """Issue 40's design at p = 30 (``benchmarks/bench_partial.py``: Condition 6 holds,
+    the constrained fit on X1, X2, X3 is at beta* up to noise).  The shifted child X4 of
+    Y was named a rival in 8 of 8 samples: added to the support, the constrained fit
+    held its coefficient at about 0 (0.001, s.e. 0.036), the same fit as without it,
+    which the omnibus J (44 on 71 df) accepted.  A rival is now a fit that loads on the
+    added covariate decisively and, where it is pooled OLS, whose added covariate's own
+    invariance condition (|E| - 1 df) does not reject: here no rival, and the verdict
+    is "if Condition 4"."""
+    for seed in (0, 1, 2):
+        df = issue40_design(30).sample(2000, rng=seed)
+        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+        assert res.selection.rival == (), (seed, res.selection.rival)
+        assert res.verdict == "if Condition 4", seed
+        assert list(res.support[res.support].index[:3]) == ["X1", "X2", "X3"]

@@ -43,7 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import linalg
+from scipy import linalg, special
 from scipy.linalg import lapack
 
 from .._stats import chi2_isf, chi2_sf
@@ -350,6 +350,50 @@ class InvarianceGMM:
         J = max(self._cue_objective(np.asarray(b_S, dtype=float),
                                     np.asarray(S, dtype=int))[0], 0.0)
         return J, self.df_base, chi2_sf(J, self.df_base)
+
+    def own_tests_at_ols(self, S: np.ndarray, b_S: FloatArray, cols: np.ndarray
+                         ) -> tuple[FloatArray, int, FloatArray]:
+        """The invariance condition of each covariate in ``cols`` alone, at pooled OLS
+        ``b_S`` on ``S`` (``S`` and ``cols`` among the instruments): ``E_e[X_k r]``
+        equal across the environments, ``|E| - 1`` degrees of freedom each -- the
+        conditions a decision about ``k`` turns on, which an omnibus J over every
+        instrument dilutes.
+
+        Each environment's moment is weighted by its own precision, and the estimation
+        of ``b_S`` is accounted for by the delta method: with ``g_e`` the environments'
+        mean scores ``X_R r`` at the limit of OLS (independent across environments, with
+        covariance ``V_e / n_e``; ``pi_e = n_e / N``, ``G`` the pooled second moments of
+        ``X_S``),
+
+            g_ek(b_ols) = g_ek - Sigma_e[k, S] G^{-1} sum_f pi_f g_f[S],
+
+        linear in the ``g_f``; the contrasts of these across environments get a Wald
+        statistic with their exact covariance.  Returns ``(J, df, pvalues)`` (``J``
+        and ``pvalues`` over ``cols``)."""
+        S, cols = np.asarray(S, dtype=int), np.asarray(cols, dtype=int)
+        E, R = self.mom.n_envs, self.R
+        pos = {int(j): i for i, j in enumerate(R)}
+        iS, ik = [pos[int(j)] for j in S], [pos[int(k)] for k in cols]
+        b = self._full(S, b_S)
+        g = self.u - self.M @ b                                       # (E, q) at b_ols
+        V = self._score(b)                                            # Var_e(X_R r)
+        pi = self.n / self.n.sum()
+        A = np.zeros((len(cols), E, E, len(R)))                      # D_ke = A[k, e, f] . g_f
+        A[np.arange(len(cols))[:, None], np.arange(E), np.arange(E), np.array(ik)[:, None]] = 1
+        if len(S):
+            M_S = self.M[:, :, S]                                     # Sigma_e[R, S]
+            G = np.tensordot(pi, M_S[:, iS], axes=1)                  # pooled Sigma[S, S]
+            H = linalg.solve(G, M_S[:, ik].transpose(2, 0, 1).reshape(len(S), -1),
+                             assume_a="pos").reshape(len(S), E, len(ik))  # G^-1 Sigma_e[S, k]
+            A[..., iS] -= np.einsum("sek,f->kefs", H, pi)
+        D = g[:, ik].T                                                # (K, E)
+        cov = np.einsum("kefi,fij,kgfj->keg", A, V / self.n[:, None, None], A)
+        C = np.hstack([np.eye(E - 1), -np.ones((E - 1, 1))])          # contrasts with the last
+        CD = D @ C.T
+        CcovC = np.einsum("ae,keg,bg->kab", C, cov, C)
+        J = np.einsum("ka,ka->k", CD, np.linalg.solve(CcovC, CD[..., None])[..., 0])
+        J = np.maximum(J, 0.0)
+        return J, E - 1, special.chdtrc(E - 1, J)
 
     def information(self, S: np.ndarray, b: FloatArray) -> FloatArray:
         """The information ``P_SS`` of the support ``S`` with the weight at ``b`` (p,)."""

@@ -513,10 +513,15 @@ def _rival(w: Walked, S: np.ndarray, undetermined: list, *, constrained: bool) -
     crit = critical_value(w.alpha, w.std.p, w.n_min)
     for j in rest[np.argsort(-t, kind="stable")][:np.count_nonzero(t >= crit)]:
         T = np.sort(np.append(S, j))
+        at_j = int(np.searchsorted(T, j))
         b, r = pooled_ols(w.pooled, T)[0], 0
         if constrained:
             fit = invariant_ls(fixed.gmm_on(T, b), T, w.pooled, alpha=w.alpha)
+            if abs(fit.b[at_j]) < crit * fit.se[at_j]:     # the same fit as on S
+                continue
             b, r = fit.b, fit.determined
+        elif fixed.gmm_on(T, b).own_tests_at_ols(T, b, [j])[2][0] < w.alpha:
+            continue                                    # j's own condition rejects
         J, df, _ = fixed.test_at(T, b)
         if df > r and (pvalue := chi2_sf(J, df - r)) >= w.alpha:
             return w.std.names[j], J, df - r, pvalue
