@@ -13,13 +13,13 @@ from scipy import optimize
 from negdro_stats import IdentificationWarning, LinearSEM, NegDRO, simulate
 from negdro_stats import testing as nt
 from negdro_stats.data.fourth import gaussian_score_cov
+from negdro_stats.data.moments import Moments
 from negdro_stats.estimation.gmm import (
     Cumulant,
     InvarianceGMM,
     cumulant_scaling,
     first_stage_wald,
 )
-from negdro_stats.data.moments import Moments
 from negdro_stats.estimation.walk import augment_support, pooled_ols
 
 from .helpers import cause_effects, descendants

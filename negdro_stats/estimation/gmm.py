@@ -353,46 +353,29 @@ class InvarianceGMM:
 
     def own_tests_at_ols(self, S: np.ndarray, b_S: FloatArray, cols: np.ndarray
                          ) -> tuple[FloatArray, int, FloatArray]:
-        """The invariance condition of each covariate in ``cols`` alone, at pooled OLS
-        ``b_S`` on ``S`` (``S`` and ``cols`` among the instruments): ``E_e[X_k r]``
-        equal across the environments, ``|E| - 1`` degrees of freedom each -- the
-        conditions a decision about ``k`` turns on, which an omnibus J over every
-        instrument dilutes.
-
-        Each environment's moment is weighted by its own precision, and the estimation
-        of ``b_S`` is accounted for by the delta method: with ``g_e`` the environments'
-        mean scores ``X_R r`` at the limit of OLS (independent across environments, with
-        covariance ``V_e / n_e``; ``pi_e = n_e / N``, ``G`` the pooled second moments of
-        ``X_S``),
-
-            g_ek(b_ols) = g_ek - Sigma_e[k, S] G^{-1} sum_f pi_f g_f[S],
-
-        linear in the ``g_f``; the contrasts of these across environments get a Wald
-        statistic with their exact covariance.  Returns ``(J, df, pvalues)`` (``J``
-        and ``pvalues`` over ``cols``)."""
-        S, cols = np.asarray(S, dtype=int), np.asarray(cols, dtype=int)
-        E, R = self.mom.n_envs, self.R
-        pos = {int(j): i for i, j in enumerate(R)}
-        iS, ik = [pos[int(j)] for j in S], [pos[int(k)] for k in cols]
-        b = self._full(S, b_S)
-        g = self.u - self.M @ b                                       # (E, q) at b_ols
-        V = self._score(b)                                            # Var_e(X_R r)
-        pi = self.n / self.n.sum()
-        A = np.zeros((len(cols), E, E, len(R)))                      # D_ke = A[k, e, f] . g_f
-        A[np.arange(len(cols))[:, None], np.arange(E), np.arange(E), np.array(ik)[:, None]] = 1
+        """``(J, df, pvalues)`` of ``E_e[X_k r]`` equal across environments at pooled OLS
+        ``b_S``, for each ``k`` in ``cols`` alone (``|E| - 1`` df; an omnibus J dilutes
+        it).  With ``g_f`` the mean scores ``X_R r`` (covariance ``V_f / n_f``), ``pi_f =
+        n_f / N``, ``G`` the pooled ``Sigma[S, S]``, the delta method gives ``g_ek(b_ols)
+        = g_ek - Sigma_e[k, S] G^{-1} sum_f pi_f g_f[S]``: a Wald test of its contrasts
+        with their exact covariance (each environment by its own precision)."""
+        S, E = np.asarray(S, dtype=int), self.mom.n_envs
+        pos = {int(j): i for i, j in enumerate(self.R)}
+        iS, ik = [pos[int(j)] for j in S], np.array([pos[int(k)] for k in cols])
+        b, pi = self._full(S, b_S), self.n / self.n.sum()
+        A = np.zeros((len(ik), E, E, len(self.R)))                    # D_ke = A[k,e,f] . g_f
+        A[np.arange(len(ik))[:, None], np.arange(E), np.arange(E), ik[:, None]] = 1.0
         if len(S):
             M_S = self.M[:, :, S]                                     # Sigma_e[R, S]
-            G = np.tensordot(pi, M_S[:, iS], axes=1)                  # pooled Sigma[S, S]
-            H = linalg.solve(G, M_S[:, ik].transpose(2, 0, 1).reshape(len(S), -1),
-                             assume_a="pos").reshape(len(S), E, len(ik))  # G^-1 Sigma_e[S, k]
+            H = linalg.solve(np.tensordot(pi, M_S[:, iS], axes=1),
+                             M_S[:, ik].transpose(2, 0, 1).reshape(len(S), -1),
+                             assume_a="pos").reshape(len(S), E, len(ik))
             A[..., iS] -= np.einsum("sek,f->kefs", H, pi)
-        D = g[:, ik].T                                                # (K, E)
-        cov = np.einsum("kefi,fij,kgfj->keg", A, V / self.n[:, None, None], A)
+        V = self._score(b) / self.n[:, None, None]
         C = np.hstack([np.eye(E - 1), -np.ones((E - 1, 1))])          # contrasts with the last
-        CD = D @ C.T
-        CcovC = np.einsum("ae,keg,bg->kab", C, cov, C)
-        J = np.einsum("ka,ka->k", CD, np.linalg.solve(CcovC, CD[..., None])[..., 0])
-        J = np.maximum(J, 0.0)
+        CD = (self.u - self.M @ b)[:, ik].T @ C.T
+        cov = np.einsum("ae,kefi,fij,kgfj,bg->kab", C, A, V, A, C, optimize=True)
+        J = np.maximum(np.einsum("ka,ka->k", CD, np.linalg.solve(cov, CD[..., None])[..., 0]), 0)
         return J, E - 1, special.chdtrc(E - 1, J)
 
     def information(self, S: np.ndarray, b: FloatArray) -> FloatArray:
