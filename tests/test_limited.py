@@ -326,3 +326,26 @@ def test_a_rival_must_be_another_fit_and_pass_its_own_condition():
         assert res.selection.rival == (), (seed, res.selection.rival)
         assert res.verdict == "if Condition 4", seed
         assert list(res.support[res.support].index[:3]) == ["X1", "X2", "X3"]
+
+
+def test_what_a_condition_4_answer_rests_on_is_named():
+    """Where the fit rests on Condition 4, the selected covariates whose coefficients the
+    environments leave open (least pooled risk sets them, Theorem 6) are named in one
+    line above the tables, in :attr:`rests_on` and in ``to_dict()``: the data cannot
+    tell such a covariate, a cause no environment shifts, from an unshifted child of
+    Y.  Issue 40's design at p = 30, seed 0: the unshifted noise covariate X22 joins the
+    right parents.  A random design whose child X5 of Y no environment shifts
+    (Condition 4 false; random_sem(20, 4 envs, half intervened), seed 1): the fit,
+    1.3 from beta*, says "if Condition 4" -- no data can check that -- and names X5."""
+    res = NegDRO(issue40_design(30).sample(2000, rng=0), env="env", outcome="Y").fit(n_boot=0)
+    assert res.verdict == "if Condition 4" and res.rests_on == ("X22",)
+    said = res.to_dict()["rests_on"]
+    assert said["covariates"] == ["X22"] and said["said"].startswith("RESTS ON:")
+    assert "X22 is not determined by the environments" in " ".join(str(res.summary()).split())
+    sem = simulate.random_sem(20, n_envs=4, n_parents=3, n_children=2, intervened=0.5, rng=1)
+    assert 4 in sem.D and 4 not in sem.S_L          # X5: a descendant of Y, never shifted
+    res = NegDRO(sem.sample(2000, rng=1), env="env", outcome="Y").fit(n_boot=0)
+    assert res.verdict == "if Condition 4" and "X5" in res.rests_on
+    assert res.to_dict()["verdict"] == "if Condition 4"
+    text = " ".join(str(res.summary()).split())
+    assert "RESTS ON:" in text and "X5" in text.split("RESTS ON:")[1].split("=====")[0]

@@ -358,7 +358,17 @@ class SelectionReport:
         smaller pooled risk: ``j`` is a cause that no environment shifts, which the
         report misses, or a descendant of the outcome whose shift the data do not
         show.  Such a fit is not identified (Theorem 6 needs the least-risk invariant
-        fit over every support).
+        fit over every support).  A rival loads on ``j`` decisively (``|t|`` at least
+        the selection's critical value) and, where it is pooled OLS, passes ``j``'s own
+        invariance condition (``E_e[X_j r]`` equal across environments, ``|E| - 1``
+        df: :meth:`~negdro_stats.estimation.gmm.InvarianceGMM.own_tests_at_ols`).
+    left_open : tuple of str
+        Covariates whose coordinate lies mostly (share at least 0.5) in the directions
+        the environments leave undetermined (the sample; ``()`` in replicates): their
+        coefficients are set by the least pooled risk (Theorem 6), not by invariance,
+        so where one is in the support the data cannot tell a cause from an unshifted
+        child of the outcome there, and the answer rests on Condition 4 for it
+        (:func:`negdro_stats.results.verdicts.rests_on`).
     """
 
     route: str
@@ -390,6 +400,7 @@ class SelectionReport:
     contested: tuple = ()
     no_invariant_fit: str = ""
     rival: tuple = ()
+    left_open: tuple = ()
 
     def __setstate__(self, state: list) -> None:
         """Unpickling (a frozen dataclass's list of field values): fields are only ever

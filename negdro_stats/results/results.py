@@ -27,7 +27,15 @@ from ..inference.sandwich import refit_cov
 from ..inference.stratified import CI_METHODS, BootstrapResult
 from .labels import REFIT_LABELS
 from .resampled import BootstrapViews
-from .verdicts import condition_1b, conditional, fit_problems, interval_kind, verdict
+from .verdicts import (
+    condition_1b,
+    conditional,
+    fit_problems,
+    interval_kind,
+    rests_on,
+    rests_on_line,
+    verdict,
+)
 
 if TYPE_CHECKING:
     from .tables import NegDROSummary
@@ -187,6 +195,14 @@ class NegDROResults(BootstrapViews, Saveable):
         (:func:`~negdro_stats.results.verdicts.verdict`) and read by the summary, the
         fit's warnings and :meth:`to_dict`."""
         return verdict(self)
+
+    @property
+    def rests_on(self) -> tuple[str, ...]:
+        """The selected covariates whose coefficients the environments leave open, where
+        the fit rests on Condition 4 (:func:`~negdro_stats.results.verdicts.rests_on`):
+        each is a cause only if no child of the outcome goes unshifted, which the data
+        cannot check.  Empty otherwise."""
+        return rests_on(self)
 
     @property
     def interval_kind(self) -> str:
@@ -442,6 +458,7 @@ class NegDROResults(BootstrapViews, Saveable):
             "weights": self.weights, "risks": self.risks,
             "nobs": {str(e): int(n) for e, n in self.nobs_env.items()},
             "route": self.solver.refit, "verdict": self.verdict,
+            "rests_on": {"covariates": list(self.rests_on), "said": rests_on_line(self)},
             "problems": fit_problems(self), "converged": self.converged,
             "identification": None if self.identification is None else {
                 **self.identification.to_dict(), "verdict": (said := condition_1b(self)),

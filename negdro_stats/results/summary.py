@@ -32,7 +32,14 @@ from .tables import (
     shorten,
     wrap_note,
 )
-from .verdicts import condition_1b, conditional, fit_problems, gamma_not_used, risks_differ
+from .verdicts import (
+    condition_1b,
+    conditional,
+    fit_problems,
+    gamma_not_used,
+    rests_on_line,
+    risks_differ,
+)
 
 __all__ = ["NegDROSummary", "build_summary", "path_summary"]
 
@@ -83,9 +90,12 @@ def _unreliable(rs: RobustSet) -> str:
         "of skewed measurements may help.")
 
 
-def _verdict(problems: list[str], robust: RobustSet | None) -> str | None:
-    """One line above the tables: an empty robust set first, then the problems."""
-    lines = []
+def _verdict(problems: list[str], robust: RobustSet | None, rests: str | None
+             ) -> str | None:
+    """One line above the tables: what the answer rests on
+    (:func:`~negdro_stats.results.verdicts.rests_on_line`), an empty robust set, then
+    the problems."""
+    lines = [] if rests is None else [rests + "."]
     if robust is not None and robust.empty:
         lines.append(f"WARNING: NO INVARIANT LINEAR MODEL is consistent with these data: the "
                      f"invariance test rejects every b (least AR = {robust.statistic:.4g} > "
@@ -207,7 +217,7 @@ def build_summary(res: Results, *, alpha: float, show: str, ci_method: str,
     smry.tables = [top, _coef_table(res, rows, ci, alpha, kind, robust, width),
                    grid(env_rows, ["n_e", "weight w_e", "risk R_e(b)"],
                           [str(e) for e in res.weights.index], "environment", width)]
-    verdict = _verdict(problems, checked)
+    verdict = _verdict(problems, checked, rests_on_line(res))
     smry.verdict = None if verdict is None else "\n".join(
         wrap_note(line, width, indent="") for line in verdict.split("\n"))
     notes = [*_selection_notes(res, kind),

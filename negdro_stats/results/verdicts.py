@@ -10,7 +10,7 @@ from ..inference.robust import ROBUST_TABLE_MAX_P, too_few_moments
 
 __all__ = ["fit_problems", "interval_kind", "conditional", "condition_1b", "verdict",
            "VERDICTS", "gamma_not_used", "risk_alarm", "risks_differ",
-           "rests_on_condition_4"]
+           "rests_on_condition_4", "rests_on", "rests_on_line"]
 
 VERDICTS = ("identified", "if Condition 4", "not identified", "rejected")
 
@@ -88,6 +88,35 @@ def rests_on_condition_4(res: Results) -> bool:
     :attr:`~SelectionReport.assumes_condition_4`)."""
     sel = res.selection
     return sel is not None and (sel.least_risk or sel.assumes_condition_4)
+
+
+def rests_on(res: Results) -> tuple[str, ...]:
+    """The members of the support whose coefficients the environments leave open
+    (:attr:`SelectionReport.left_open`), where the fit rests on Condition 4
+    (:func:`rests_on_condition_4`): the least pooled risk sets them, and the data cannot
+    tell such a member, a cause no environment shifts, from a child of the outcome that
+    none shifts.  Each is a cause only if every child of the outcome is intervened on;
+    a user who knows otherwise (measured before the outcome, assigned by design) can
+    settle it, the data cannot."""
+    sel = res.selection
+    if sel is None or not rests_on_condition_4(res):
+        return ()
+    return tuple(name for name in sel.left_open if res.support.get(name, False))
+
+
+def rests_on_line(res: Results) -> str | None:
+    """What a fit whose :func:`verdict` is "if Condition 4" assumes, in one line (the
+    summary's line above the tables, :meth:`to_dict`), or None for other verdicts."""
+    if res.selection is None or verdict(res) != "if Condition 4":
+        return None
+    said = (f"every child of {res.endog_name} is intervened on (Condition 4; Condition 6 "
+            "with hidden confounding), which the data cannot check")
+    members = rests_on(res)
+    if members:
+        said += (f"; {listed(members, 5)} {'is' if len(members) == 1 else 'are'} not "
+                 "determined by the environments: a cause only if no child of "
+                 f"{res.endog_name} goes unshifted")
+    return "RESTS ON: " + said
 
 
 def risk_alarm(res: Results) -> bool:

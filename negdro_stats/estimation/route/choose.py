@@ -32,6 +32,7 @@ from .search import Walked, refine, walk
 __all__ = ["select_by_invariance"]
 
 BIAS_MAX = 0.5           # Algorithm 3 trusted where Theorem 4's bound is at most this
+OPEN_SHARE = 0.5         # left open: a covariate mostly in the undetermined directions
 
 
 def _recentring(std: Moments, b_gmm: FloatArray, S: np.ndarray, b_ols: FloatArray | None,
@@ -153,6 +154,8 @@ def _report(w: Walked, rank: RankTest, d: Decision, undetermined: tuple,
         fixed_test=(np.nan, 0, np.nan, np.nan) if d.fixed is None else d.fixed,
         stand_ins=tuple((names[j], names[k]) for j, k in standing), test_level=w.alpha,
         contested=d.contested, rival=d.rival,
+        left_open=() if w.recentre is not None else tuple(
+            names[j] for j in np.flatnonzero(rank.open_share >= OPEN_SHARE)),
         constrained=None if d.constrained is None else (d.constrained.projector,
                                                         d.constrained.cov_determined),
         covariance_shift=covariance_shift(w.std) if undetermined
@@ -488,7 +491,11 @@ def _rival(w: Walked, S: np.ndarray, undetermined: list, *, constrained: bool) -
     :func:`critical_value`, largest first), the first that the invariance test at that
     fixed fit accepts at ``alpha`` (the linear reading of :func:`_least_risk`, on as
     many instruments as it is reliable on, :func:`_reliable`).  ``(name, J, df,
-    pvalue)``, or ``()`` where there is none.
+    pvalue)``, or ``()`` where there is none.  A rival is another fit: it loads on ``j``
+    decisively (``|t|`` at least that value: a constrained fit that holds ``j`` at
+    about 0 is the fit on ``S`` again), and, as pooled OLS, ``j``'s own condition does
+    not reject (:meth:`InvarianceGMM.own_tests_at_ols`, ``|E| - 1`` df, which an
+    omnibus J over every instrument dilutes).
 
     Theorem 6 makes ``beta*`` the invariant fit of least pooled risk over every support,
     not the least on the walk's: the walk stops at the first support the J test

@@ -31,7 +31,9 @@ class RankTest:
     with ``pvalue``, ``df = (equations) - p + 1``; ``null``: the directions not
     determined (columns, unit length), ``determined``: an orthonormal basis of the
     others; ``undetermined``: the covariates with a share of at least ``0.1`` in the
-    null directions, most first.
+    null directions, most first; ``open_share``: each covariate's share in their span,
+    ``||Q^T e_j||^2`` for an orthonormal basis ``Q`` of it (0: invariance determines
+    the coefficient, 1: only the least pooled risk does, Theorem 6).
     """
 
     stat: float
@@ -40,6 +42,7 @@ class RankTest:
     null: FloatArray
     determined: FloatArray
     undetermined: tuple
+    open_share: FloatArray
 
 def rank_test(gmm: InvarianceGMM, b: FloatArray, *, alpha: float) -> RankTest:
     """A sequential rank test of the invariance Jacobian (Cragg and Donald 1997).
@@ -100,9 +103,11 @@ def rank_test(gmm: InvarianceGMM, b: FloatArray, *, alpha: float) -> RankTest:
         determined = np.eye(p)
     else:                                  # (vecs are all of them here: _eigen)
         determined = np.linalg.qr(vecs[:, ~null])[0] if (~null).any() else np.zeros((p, 0))
+    span = np.linalg.qr(unit[:, null])[0]
     return RankTest(stat=float(vals[0]), df=dof, pvalue=chi2_sf(vals[0], dof),
                     null=unit[:, null], determined=determined,
-                    undetermined=tuple(int(j) for j in order if share[j] >= 0.1))
+                    undetermined=tuple(int(j) for j in order if share[j] >= 0.1),
+                    open_share=(span**2).sum(axis=1))
 
 def _eigen(A: FloatArray, B: FloatArray, df: int, alpha: float
            ) -> tuple[FloatArray, FloatArray]:
@@ -124,3 +129,4 @@ def _eigen(A: FloatArray, B: FloatArray, df: int, alpha: float
 
 def _symmetric(A: FloatArray) -> FloatArray:
     return (A + A.T) / 2.0
+
