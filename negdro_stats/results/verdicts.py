@@ -58,8 +58,8 @@ def fit_problems(res: Results) -> list[str]:
     if sel is not None and sel.narrow and not sel.invariance_rejected:
         J, df, pvalue, level = sel.fixed_test
         problems.append(f"cannot tell whether the least-risk fit is invariant: its "
-                        f"invariance test gives p = {pvalue:.2g}, below "
-                        f"{sel.alarm_level:.2g} (accepted only at the search's level "
+                        f"invariance test gives p = {pvalue:.2g}, below alpha = "
+                        f"{sel.test_level:g} (accepted only at the search's level "
                         f"{level:.2g}), so no interval conditional on Condition 4 is given")
     if sel is not None and sel.rejected:
         problems.append("the J test rejects invariance on the reported support")
@@ -123,7 +123,7 @@ def risk_alarm(res: Results) -> bool:
     """The equal-risk test at the estimate is an alarm (the fit's warning and the
     summary's warning line; decided here for both): it rejects decisively
     (:attr:`RiskInvarianceTest.decisive`, level 1e-4), or at
-    :attr:`SelectionReport.alarm_level` (``alpha / 3``, one of three checks) where the
+    :attr:`SelectionReport.alarm_level` (``alpha / 3``, a supplementary check) where the
     fit rests on Condition 4 (:func:`rests_on_condition_4`): Theorem 6 orders the
     risk-invariant fits, and the claim is that this one is.  Elsewhere (the
     environments determine every coefficient) a rejection at 0.05 is evidence, stated

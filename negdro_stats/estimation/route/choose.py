@@ -16,7 +16,7 @@ from ...data.moments import Moments
 from ...identification import risk_test_at
 from ...identification.determined import condition_4_on_data, covariance_shift
 from ..gmm import GATE_SE, Cumulant, GMMFit, InvarianceGMM
-from ..options import ALARM_TESTS, SelectionReport
+from ..options import ALARM_SHARE, SelectionReport
 from ..walk import (
     ConstrainedLS,
     ExogenousSupport,
@@ -517,7 +517,7 @@ def _rival(w: Walked, S: np.ndarray, undetermined: list, *, constrained: bool) -
     q = min(_reliable(w), len(w.instruments))
     fixed = _AtFixedFits(w, w.instruments if q == len(w.instruments)
                          else w.instruments_within(q))
-    crit = critical_value(w.alpha / ALARM_TESTS, w.std.p, w.n_min)   # (alarm_level)
+    crit = critical_value(w.alpha / ALARM_SHARE, w.std.p, w.n_min)   # (alarm_level)
     for j in rest[np.argsort(-t, kind="stable")][:np.count_nonzero(t >= crit)]:
         T = np.sort(np.append(S, j))
         at_j = int(np.searchsorted(T, j))
