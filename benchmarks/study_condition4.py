@@ -37,7 +37,10 @@ rows (no intercept; biased by hidden confounding of a parent, so only context in
 ``confounded_unshifted_parent``); the verdict; ``warnings`` (the negdro_stats warning
 classes the fit raised) and ``warned``; route, estimator, support,
 ``descendants_in_support``, ``rival`` (``selection.rival``), ``undetermined``,
-``unshifted_in_support`` (support members no environment shifts); the interval kind,
+``unshifted_in_support`` (support members no environment shifts); ``rests_on``
+(``res.rests_on``: the support's members the environments leave open, where the fit rests
+on Condition 4) and ``rests_on_line`` (``res.to_dict()["rests_on"]["said"]``: the
+summary's "RESTS ON:" line, None unless the verdict is "if Condition 4"); the interval kind,
 ``wald_cover`` (whether ``conf_int(kind="wald")`` covers each true parent; a parent not
 selected is not covered) and seconds.  Per design: parents, children, descendants,
 ``unshifted_children``, ``unshifted_descendants``, ``c4`` (every child of Y shifted in
@@ -60,9 +63,11 @@ claims with error > 0.1 (the oracle is no yardstick where a parent is confounded
 Wald coverage of the parents among the "if Condition 4" fits whose support
 is the true parents; for ``unshifted_child`` whether the result names an unshifted
 child (support, rival, undetermined), and "silent" fits that name it nowhere, unwarned
-claims; the worst silent claims and the worst fits, each
-with a one-line reproduction.  Prints the tables and writes JSON (date, command) to
-``--out`` and the tables beside it (``.txt``).
+claims; the share of "if Condition 4" fits with a non-empty ``rests_on`` and, where ``c4``
+fails, among the "if Condition 4" fits whose support holds an unshifted descendant of Y,
+the share whose ``rests_on`` names it (every such member; any); the worst silent claims
+and the worst fits, each with a one-line reproduction.  Prints the tables and writes
+JSON (date, command) to ``--out`` and the tables beside it (``.txt``).
 """
 
 from __future__ import annotations
@@ -325,6 +330,8 @@ def one_design(job: tuple) -> list[dict]:
                    rival=sel.rival[0] if sel.rival else None,
                    undetermined=list(sel.undetermined),
                    unshifted_in_support=[s for s in support if s not in shifted_names],
+                   rests_on=list(res.rests_on),
+                   rests_on_line=res.to_dict()["rests_on"]["said"],
                    interval_kind=res.interval_kind, wald_cover=[bool(c) for c in cover],
                    seconds=seconds)
         print(f"{family:>27} seed {seed:3d} n {n:6d}: {row['verdict']:>15} "
@@ -430,6 +437,20 @@ def table(result: dict) -> str:
                            for k, width in (("support", 8), ("rival", 6), ("undetermined", 6)))
                 + f" {_share(sum(r['warned'] for r in g), len(g)):>10} "
                 f"{_share(silent, len(g)):>10}")
+    lines += ["", "what an 'if Condition 4' fit rests on (res.rests_on): fits with a non-empty "
+              "rests_on; where c4 fails, the fits whose support holds an unshifted descendant "
+              "of Y, and those whose rests_on names every such member / any",
+              f"{'family':>27} {'n':>6} {'ifC4':>4} {'rests_on':>10} {'unshifted desc.':>15} "
+              f"{'all named':>10} {'any named':>10}"]
+    for (fam, n), g in groups.items():
+        g = [r for r in g if r["verdict"] == "if Condition 4"]
+        held = [(set(r["unshifted_descendants"]) & set(r["support"]), set(r["rests_on"]))
+                for r in g if not r["c4"]]           # (unshifted descendants in, named)
+        held = [(u, named) for u, named in held if u]
+        lines.append(f"{fam:>27} {n:>6} {len(g):>4} "
+                     f"{_share(sum(bool(r['rests_on']) for r in g), len(g)):>10} {len(held):>15} "
+                     f"{_share(sum(u <= named for u, named in held), len(held)):>10} "
+                     f"{_share(sum(bool(u & named) for u, named in held), len(held)):>10}")
     unexpected = [r for r in rows if r["c4"] and not r["population_exact"]]
     if unexpected:
         lines += ["", "designs where c4 holds but the population fit is not beta* (Condition "
@@ -449,7 +470,7 @@ def table(result: dict) -> str:
                 f"{r['route']}/{r['estimator']}; support {r['support']} parents "
                 f"{r['parents']} descendants in {r['descendants_in_support']} unshifted in "
                 f"{r['unshifted_in_support']} rival {r['rival']} undetermined "
-                f"{r['undetermined']}; c4 {r['c4']}, population exact "
+                f"{r['undetermined']} rests on {r['rests_on']}; c4 {r['c4']}, population exact "
                 f"{r['population_exact']}", f"    {_repro(r)}", f"    design: {r['recipe']}"]
     lines += ["", "worst silent and badly wrong fits:"]
     for r in sorted(filter(silent_bad, rows), key=lambda r: -r["error"])[:10]:
