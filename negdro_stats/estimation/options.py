@@ -14,8 +14,7 @@ from ..exceptions import DataError, SelectionWarning
 from .gmm import Cumulant
 
 __all__ = ["SolverOptions", "SolverOutput", "SelectionReport", "InnerResult", "METHODS",
-           "ALARM_SHARE",
-           "REFITS"]
+           "ALARM_SHARE", "REFITS"]
 
 METHODS = ("algorithm3", "algorithm1", "algorithm2")
 

@@ -199,7 +199,7 @@ class NegDROResults(BootstrapViews, Saveable):
     @property
     def rests_on(self) -> tuple[str, ...]:
         """The selected covariates whose coefficients the environments leave open, where
-        the fit rests on Condition 4 (:func:`~negdro_stats.results.verdicts.rests_on`):
+        the verdict is "if Condition 4" (:func:`~negdro_stats.results.verdicts.rests_on`):
         each is a cause only if no child of the outcome goes unshifted, which the data
         cannot check.  Empty otherwise."""
         return rests_on(self)

@@ -92,14 +92,14 @@ def rests_on_condition_4(res: Results) -> bool:
 
 def rests_on(res: Results) -> tuple[str, ...]:
     """The members of the support whose coefficients the environments leave open
-    (:attr:`SelectionReport.left_open`), where the fit rests on Condition 4
-    (:func:`rests_on_condition_4`): the least pooled risk sets them, and the data cannot
+    (:attr:`SelectionReport.left_open`), where the :func:`verdict` is "if Condition 4"
+    (:func:`rests_on_line` says it): the least pooled risk sets them, and the data cannot
     tell such a member, a cause no environment shifts, from a child of the outcome that
     none shifts.  Each is a cause only if every child of the outcome is intervened on;
     a user who knows otherwise (measured before the outcome, assigned by design) can
     settle it, the data cannot."""
     sel = res.selection
-    if sel is None or not rests_on_condition_4(res):
+    if sel is None or verdict(res) != "if Condition 4":
         return ()
     return tuple(name for name in sel.left_open if res.support.get(name, False))
 

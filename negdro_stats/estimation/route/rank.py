@@ -129,4 +129,3 @@ def _eigen(A: FloatArray, B: FloatArray, df: int, alpha: float
 
 def _symmetric(A: FloatArray) -> FloatArray:
     return (A + A.T) / 2.0
-
