@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import numbers
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -36,6 +36,7 @@ from ._validation import check_int, check_option, check_rng, did_you_mean
 from .data.moments import Moments
 from .exceptions import DataError
 from .identification.conditions import CONDITIONS, IdentificationResult
+from .identification.declared import Declarations
 
 __all__ = ["DesignReport", "Intervention", "InterventionAdvice", "LinearSEM"]
 
@@ -477,18 +478,29 @@ class LinearSEM:
         return pd.concat(frames, ignore_index=True)
 
     # ------------------------------------------------------------------ design checks
-    def check_identification(self) -> DesignReport:
+    def check_identification(self, *, not_descendants: Sequence[str] | None = None,
+                             targets: Mapping | None = None) -> DesignReport:
         """Conditions 1b/1a, 4 and 6 on the population moments of this design.
 
         Condition 4 uses ``S_L`` (29) and ``D``; Conditions 4 and 6 need the additive
         form (12) (``is_additive``), else only Condition 1b is checked.
+        ``not_descendants`` and ``targets`` are the declarations a fit will be given
+        (``NegDRO(not_descendants=, targets=)``): the report says where this plan
+        contradicts them and whether they can settle a fit that rests on Condition 4.
         """
         conf = not self.is_additive or bool(np.any(self.Omega[0, 1:] != 0))
         name = self.names[1:]
         return DesignReport(
             conditions=_design_conditions(self, list(CONDITIONS)),
             S_L=tuple(name[j] for j in self.S_L) if self.is_additive else (),
-            D=tuple(name[j] for j in self.D), confounded=conf)
+            D=tuple(name[j] for j in self.D), confounded=conf, covariates=tuple(name),
+            descendants=tuple(name[j] for j in _descendants(self.B)),
+            declarations=Declarations.from_user(
+                not_descendants, targets, names=name, envs=self.envs,
+                owner="LinearSEM.check_identification"),
+            intervened={e: tuple(name[j] for j in np.flatnonzero(np.diag(D) > 0))
+                        for e, D in zip(self.envs, self.Delta, strict=True)}
+            if self.is_additive else {})
 
     def with_environment(self, intervention: Intervention, label: object = None) -> LinearSEM:
         """The same design with one more environment."""
@@ -644,6 +656,16 @@ def _noise_covariance(
     return R * np.outer(sd, sd)
 
 
+def _descendants(B: FloatArray) -> list[int]:
+    """The covariates (0-based, without Y) that a directed path from Y reaches."""
+    reach, frontier = np.zeros(len(B), dtype=bool), [0]
+    while frontier:
+        frontier = [int(i) for i in np.flatnonzero((B[:, frontier] != 0).any(axis=1))
+                    if not reach[i]]
+        reach[frontier] = True
+    return [i - 1 for i in range(1, len(B)) if reach[i]]
+
+
 def _topological_order(B: FloatArray) -> list[int] | None:
     """A topological order of the graph with edges ``j -> i`` where ``B[i, j] != 0``."""
     k = B.shape[0]
@@ -679,12 +701,47 @@ class DesignReport:
         The intervened covariates (29) and the children of the outcome.
     confounded : bool
         Hidden confounding of the outcome (or a design that is not additive).
+    covariates, descendants : tuple of str
+        Every covariate, and those a directed path from the outcome reaches.
+    declarations : Declarations or None
+        The declarations checked against the plan (:meth:`declaration_lines`).
+    intervened : dict
+        Each environment's targets in the plan (the covariates it shifts directly).
     """
 
     conditions: dict[str, IdentificationResult]
     S_L: tuple[str, ...]
     D: tuple[str, ...]
     confounded: bool
+    covariates: tuple[str, ...] = ()
+    descendants: tuple[str, ...] = ()
+    declarations: Declarations | None = None
+    intervened: dict = field(default_factory=dict)
+
+    def declaration_lines(self) -> list[str]:
+        """What the plan says of the declarations: those it contradicts, and whether a
+        fit resting on Condition 4 can be settled by declaring the covariates no
+        environment intervenes on (none of them a descendant of Y)."""
+        lines, decl = [], self.declarations
+        never = [k for k in self.covariates if k not in self.S_L]
+        if decl is not None:
+            wrong = [k for k in decl.not_descendants if k in self.descendants]
+            missed = [f"{k} ({e})" for e, ks in decl.targets.items() for k in ks
+                      if k not in self.intervened.get(e, ())]
+            lines += [f"  Declared not descendants of Y, but descendants in this plan: "
+                      f"{', '.join(wrong)}." for _ in wrong[:1]]
+            lines += [f"  Declared targets that this plan does not intervene on: "
+                      f"{', '.join(missed)}." for _ in missed[:1]]
+        if never and "1b" not in self.routes and self.identified:
+            child = [k for k in never if k in self.descendants]
+            lines.append(
+                f"  Never intervened on: {', '.join(never)}; "
+                + (f"{', '.join(child)} {'descends' if len(child) == 1 else 'descend'} "
+                   "from Y, so no declaration settles a fit "
+                   "that leaves them open ('if Condition 4')." if child else
+                   "none descends from Y: declaring them (NegDRO(..., not_descendants=[...])) "
+                   "lets a fit that leaves only them open say 'identified'."))
+        return lines
 
     @property
     def condition_1b(self) -> IdentificationResult:
@@ -706,7 +763,9 @@ class DesignReport:
         """Plain JSON values: the verdict, ``S_L``, ``D``, confounding and each condition
         checked (:meth:`IdentificationResult.to_dict`) by name."""
         return jsonable({"identified": self.identified, "S_L": self.S_L, "D": self.D,
-                         "confounded": self.confounded,
+                         "confounded": self.confounded, "descendants": self.descendants,
+                         "declarations": self.declarations and self.declarations.to_dict(),
+                         "on_declarations": [line.strip() for line in self.declaration_lines()],
                          "conditions": {name: res.to_dict()
                                         for name, res in self.conditions.items()}})
 
@@ -734,6 +793,7 @@ class DesignReport:
         else:
             lines.append("Verdict: no sufficient condition holds; see "
                          "suggest_interventions() for the smallest change that fixes it.")
+        lines += self.declaration_lines()
         for name, res in self.conditions.items():
             if res.holds and self.confounded and not CONDITIONS[name].with_confounding:
                 others = [c for c in self.conditions if CONDITIONS[c].with_confounding]

@@ -57,3 +57,20 @@ def issue40_design(p: int) -> LinearSEM:
         interventions=[{}, {"X1": (1.0, 1.0), "X3": 1.5},
                        {"X2": (0.5, 1.0), "X4": 1.0, "X6": 1.0},
                        {"X1": 2.0, "X4": (1.0, 0.5), "X3": (0.5, 0.5)}])
+
+
+def non_descendants(sem: LinearSEM) -> list[str]:
+    """Names of the covariates that no directed path from ``Y`` reaches: what an
+    experimenter who knows the graph declares (``NegDRO(not_descendants=)``)."""
+    reach, frontier = np.zeros(sem.p + 1, dtype=bool), [0]
+    while frontier:
+        frontier = [i for i in np.flatnonzero((sem.B[:, frontier] != 0).any(axis=1))
+                    if not reach[i]]
+        reach[frontier] = True
+    return [sem.names[i] for i in range(1, sem.p + 1) if not reach[i]]
+
+
+def targets(sem: LinearSEM) -> dict:
+    """Each environment's targets: the covariates its intervention shifts directly."""
+    return {env: [sem.names[1 + j] for j in np.flatnonzero(np.diag(Delta) > 0)]
+            for env, Delta in zip(sem.envs, sem.Delta, strict=True)}

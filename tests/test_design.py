@@ -221,3 +221,30 @@ def test_print_shows_the_equations_confounding_and_interventions():
     assert "  hidden confounding (noise covariance): X2 ~ Y (0.3)" in lines
     assert lines[-2:] == ["  environment 1: observational",
                           "  environment 2: X1 (mean 1, var 2)"]
+
+
+def test_the_design_check_reads_the_declarations_against_the_plan():
+    """Issue 40's plan (p = 10): X5, a grandchild of Y, is never intervened on, so no
+    true declaration settles a fit that leaves it open; declaring it a non-descendant,
+    or a target of environment 2 (which does not touch it), contradicts the plan.  A
+    random plan whose never-intervened covariates are all non-descendants: declaring
+    them lets a fit say "identified"."""
+    from .helpers import issue40_design, non_descendants
+
+    report = issue40_design(10).check_identification(not_descendants=["X5", "X7"],
+                                                     targets={2: ["X1", "X5"]})
+    said = report.to_dict()["on_declarations"]
+    assert said[0] == "Declared not descendants of Y, but descendants in this plan: X5."
+    assert said[1] == "Declared targets that this plan does not intervene on: X5 (2)."
+    assert "X5 descends from Y, so no declaration settles" in said[2]
+    assert report.to_dict()["declarations"]["not_descendants"] == ["X5", "X7"]
+    sem = simulate.random_sem(12, n_envs=4, n_parents=2, n_children=1, intervened=0.4,
+                              shift_downstream=True, rng=3)
+    report = sem.check_identification(not_descendants=non_descendants(sem))
+    assert report.to_dict()["on_declarations"] == [
+        "Never intervened on: X1, X3, X12; none descends from Y: declaring them "
+        "(NegDRO(..., not_descendants=[...])) lets a fit that leaves only them open say "
+        "'identified'."]
+    assert "Never intervened on: X1, X3, X12" in report.summary()
+    with pytest.raises(DataError, match="not_descendants names 'X99'"):
+        sem.check_identification(not_descendants=["X99"])

@@ -14,7 +14,7 @@ from ..exceptions import DataError, SelectionWarning
 from .gmm import Cumulant
 
 __all__ = ["SolverOptions", "SolverOutput", "SelectionReport", "InnerResult", "METHODS",
-           "ALARM_SHARE", "REFITS"]
+           "ALARM_SHARE", "OPEN_SHARE", "REFITS"]
 
 METHODS = ("algorithm3", "algorithm1", "algorithm2")
 
@@ -23,6 +23,7 @@ REFITS = ("auto", "negdro", "invariant")
 DEFAULT_MU, DEFAULT_TAU, DEFAULT_THRESHOLD = 1e-3, 0.1, 0.15
 DEFAULT_ALPHA = 0.05     # level of the invariance (J), pruning and Hausman tests
 ALARM_SHARE = 3          # the supplementary checks of a Condition 4 fit at alpha / this
+OPEN_SHARE = 0.5         # left open: a covariate (or a set) mostly in the open directions
 INNER_SOLVERS = ("sqp", "gdm")
 
 
@@ -370,6 +371,11 @@ class SelectionReport:
         so where one is in the support the data cannot tell a cause from an unshifted
         child of the outcome there, and the answer rests on Condition 4 for it
         (:func:`negdro_stats.results.verdicts.rests_on`).
+    open_span : ndarray of shape (p, k), or None
+        An orthonormal basis of the directions the environments leave undetermined
+        (the sample; None in replicates): ``left_open`` are the covariates whose share
+        in it, ``||Q^T e_j||^2``, is at least ``OPEN_SHARE``, and :meth:`open_outside`
+        the largest share of a set of covariates.
     """
 
     route: str
@@ -402,6 +408,7 @@ class SelectionReport:
     no_invariant_fit: str = ""
     rival: tuple = ()
     left_open: tuple = ()
+    open_span: FloatArray | None = None
 
     def __setstate__(self, state: list) -> None:
         """Unpickling (a frozen dataclass's list of field values): fields are only ever
@@ -439,6 +446,15 @@ class SelectionReport:
         return self.estimator in ("ols", "ils") and (not self.identified or
                                                      self.assumes_condition_4) and not (
             self.narrow or self.contested or self.rival)
+
+    def open_among(self, covariates: list[int]) -> bool:
+        """Some direction the environments leave undetermined lies mostly (share at least
+        ``OPEN_SHARE``) among ``covariates`` (indices): the largest eigenvalue of
+        ``Q_C Q_C^T`` for the rows ``C`` of :attr:`open_span`; for one covariate, whether
+        it is :attr:`left_open`."""
+        if self.open_span is None or not self.open_span.shape[1] or not len(covariates):
+            return False
+        return bool(np.linalg.norm(self.open_span[covariates], ord=2) ** 2 >= OPEN_SHARE)
 
     @property
     def alarm_level(self) -> float:

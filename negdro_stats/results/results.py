@@ -21,15 +21,17 @@ from .._validation import check_option, check_scalar
 from ..estimation import SolverOutput
 from ..exceptions import DataError
 from ..identification.conditions import IdentificationResult
+from ..identification.declared import Declarations
 from ..identification.report import RiskInvarianceTest
 from ..inference.robust import RobustSet, robust_set
 from ..inference.sandwich import refit_cov
 from ..inference.stratified import CI_METHODS, BootstrapResult
-from .labels import REFIT_LABELS
+from .path import PathResult
 from .resampled import BootstrapViews
 from .verdicts import (
     condition_1b,
     conditional,
+    declared,
     fit_problems,
     interval_kind,
     rests_on,
@@ -102,6 +104,9 @@ class NegDROResults(BootstrapViews, Saveable):
     identification : IdentificationResult or None
         Condition 1b on the moments (``fit(check_identification=True)``, the default);
         ``ident_margin`` is its margin.
+    declarations : Declarations or None
+        What the user declared (``NegDRO(not_descendants=, targets=)``); :attr:`declared`
+        says whether it settles what the fit rests on.
     invariance : RiskInvarianceTest or None
         Test of equal environment risks at the estimate (the model-rejection signal);
         None when the model was built from moments.
@@ -118,10 +123,13 @@ class NegDROResults(BootstrapViews, Saveable):
         the OLS-versus-GMM contrast, the route and why (``solver.selection``).
     """
 
+    declarations: Declarations | None = None      # (files saved before it existed)
+
     def __init__(self, *, model: Any, moments: Any, solver: SolverOutput,
                  fit_intercept: bool = False,
                  can_resample: bool = True,
                  identification: IdentificationResult | str | None = None,
+                 declarations: Declarations | None = None,
                  invariance: RiskInvarianceTest | None = None,
                  bootstrap: BootstrapResult | None = None,
                  deferred_bootstrap: dict | None = None,
@@ -138,6 +146,7 @@ class NegDROResults(BootstrapViews, Saveable):
         self.population = moments.source == "population"
         self.solver = solver
         self._identification = identification
+        self.declarations = declarations
         self.invariance = invariance
         self._bootstrap, self._deferred = bootstrap, deferred_bootstrap
         self.fit_seconds = float(fit_seconds)
@@ -203,6 +212,11 @@ class NegDROResults(BootstrapViews, Saveable):
         each is a cause only if no child of the outcome goes unshifted, which the data
         cannot check.  Empty otherwise."""
         return rests_on(self)
+
+    @property
+    def declared(self) -> bool:
+        """The declarations settle what this fit rests on (:func:`.verdicts.declared`)."""
+        return declared(self)
 
     @property
     def interval_kind(self) -> str:
@@ -458,7 +472,9 @@ class NegDROResults(BootstrapViews, Saveable):
             "weights": self.weights, "risks": self.risks,
             "nobs": {str(e): int(n) for e, n in self.nobs_env.items()},
             "route": self.solver.refit, "verdict": self.verdict,
-            "rests_on": {"covariates": list(self.rests_on), "said": rests_on_line(self)},
+            "rests_on": {"covariates": list(self.rests_on), "said": rests_on_line(self),
+                         "declared": self.declared},
+            "declarations": self.declarations and self.declarations.to_dict(),
             "problems": fit_problems(self), "converged": self.converged,
             "identification": None if self.identification is None else {
                 **self.identification.to_dict(), "verdict": (said := condition_1b(self)),
@@ -523,74 +539,3 @@ class NegDROResults(BootstrapViews, Saveable):
         return (f"<NegDROResults: outcome={outcome}, p={len(self.params)}, "
                 f"selected={int(self.support.sum())}, "
                 f"gamma={self.gamma:g}, converged={self.converged}>")
-
-
-class PathResult(Saveable):
-    """NegDRO along a grid of gamma (like the paper's Figures 5 and 7).
-
-    Attributes
-    ----------
-    gammas : ndarray
-    params : pandas.DataFrame
-        Coefficients, one row per gamma.
-    support : pandas.DataFrame of bool
-        Selected covariates per gamma.
-    risks : pandas.DataFrame
-        Environment risks ``R_e(b)`` at each estimate.
-    objective : pandas.Series
-        ``Phi_mu(b)`` at each estimate (its gamma's objective).
-    invariance_pvalue : pandas.Series
-        p-value of the equal-risk test at each estimate (NaN without rows).
-    refit : pandas.Series of str
-        How each estimate's coefficients were computed (``SolverOutput.refit``).
-    """
-
-    def __init__(self, *, gammas, params, support, risks, objective, invariance_pvalue,
-                 refit) -> None:
-        self.gammas = np.asarray(gammas, dtype=np.float64)
-        self.params, self.support, self.risks = params, support, risks
-        self.objective, self.invariance_pvalue = objective, invariance_pvalue
-        self.refit = refit
-
-    @classmethod
-    def from_fits(cls, gammas: FloatArray, fits: list[NegDROResults]) -> PathResult:
-        """The path from one fit per gamma (in the order of ``gammas``)."""
-        idx = pd.Index(gammas, name="gamma")
-        names, envs = fits[0].params.index, fits[0].risks.index
-        return cls(
-            gammas=gammas,
-            params=pd.DataFrame([r.params for r in fits], index=idx, columns=names),
-            support=pd.DataFrame([r.support for r in fits], index=idx, columns=names),
-            risks=pd.DataFrame([r.risks for r in fits], index=idx, columns=envs),
-            objective=pd.Series([r.objective for r in fits], index=idx, name="objective"),
-            invariance_pvalue=pd.Series(
-                [np.nan if r.invariance is None else r.invariance.pvalue for r in fits],
-                index=idx, name="equal-risk p"),
-            refit=pd.Series([r.solver.refit for r in fits], index=idx, name="refit"))
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row per gamma: support size, worst and mean environment risk, ``Phi_mu``,
-        the equal-risk p-value and the refit; the coefficients are in ``params``."""
-        return pd.DataFrame({"selected": self.support.sum(axis=1),
-                             "max risk": self.risks.max(axis=1),
-                             "mean risk": self.risks.mean(axis=1),
-                             "Phi_mu": self.objective,
-                             "equal-risk p": self.invariance_pvalue,
-                             "refit": self.refit.map(lambda r: REFIT_LABELS.get(r, r))})
-
-    def summary(self) -> NegDROSummary:
-        """:meth:`to_frame` as a table (text, HTML, LaTeX), with the support of each gamma
-        and a note on why the estimates may coincide."""
-        from .summary import path_summary
-
-        return path_summary(self)
-
-    def plot(self, beta_star: ArrayLike | None = None):
-        """Coefficients and environment risks along gamma; returns the Figure."""
-        from .plotting import plot_path
-
-        return plot_path(self, beta_star=beta_star)
-
-    def __repr__(self) -> str:
-        return (f"<PathResult: {len(self.gammas)} gammas in [{self.gammas.min():g}, "
-                f"{self.gammas.max():g}], p={self.params.shape[1]}>")

@@ -35,8 +35,10 @@ from .tables import (
 from .verdicts import (
     condition_1b,
     conditional,
+    declared,
     fit_problems,
     gamma_not_used,
+    on_condition_4,
     rests_on_line,
     risks_differ,
 )
@@ -259,7 +261,7 @@ def _header_table(res: Results, kind: str) -> tuple[SimpleTable, int]:
         ("Cond. 1b rel. margin:", "n/a" if ident is None else
          f"{ident.relative_margin:.3g} {condition_1b(res)}"),
         ("Selected:", f"{int(res.support.sum())} of {len(res.params)}"),
-        ("Identified:", VERDICT_LABELS[res.verdict]),
+        ("Identified:", "yes, as declared" if declared(res) else VERDICT_LABELS[res.verdict]),
         ("Converged:", "yes" if res.converged else "NO"),
         ("Iterations:", f"{res.n_iter}"),
         ("Stationarity:", f"{res.grad_norm:.2e}"),
@@ -342,7 +344,7 @@ def _std_coef_rule(res: Results) -> str:
 def _selection_notes(res: Results, kind: str) -> list[str]:
     """How the support and the coefficients were chosen (the first notes)."""
     sel = res.selection
-    on_condition_4 = sel is not None and res.verdict == "if Condition 4"
+    on_4 = sel is not None and on_condition_4(res)
     if sel is not None and sel.exact:
         return [f"{_std_coef_rule(res)}.  Reported: pooled OLS, because "
                 f"{sel.reason}."]
@@ -362,7 +364,7 @@ def _selection_notes(res: Results, kind: str) -> list[str]:
             "determine the coefficients, so the support is the one, among those whose "
             f"{fitted}.  Test at the reported fit: J = {J:.3g}, df = {df}, p = "
             f"{pvalue:.3g}, accepted at level alpha / p = {level:.2g}." + (
-                "" if on_condition_4 else "  The linear reading of invariance chooses "
+                "" if on_4 else "  The linear reading of invariance chooses "
                 f"{listed(sel.contested[0], 5) or 'the empty support'} (the warning above): "
                 "the data cannot tell which holds." if sel.contested else "  This is beta* "
                 "if every child of the outcome is among the intervened covariates (Condition "
@@ -406,13 +408,13 @@ def _selection_notes(res: Results, kind: str) -> list[str]:
                      "Gaussian rows; with heavier or lighter tails the tests are "
                      "approximate (a frame in memory, or fewer covariates, gives the exact "
                      "form).")
-    open_ = "" if sel is None else ", ".join(sel.undetermined)
-    more = (" (more environments, or interventions on these covariates, would determine "
-            "them).")
-    if on_condition_4:
-        notes.insert(0, f"Identified if every child of {res.endog_name} is intervened on "
-                     "(Condition 4; with hidden confounding, Condition 6), which the data "
-                     f"cannot check: {sel.reason}." + (
+    open_, more = "" if sel is None else ", ".join(sel.undetermined), (
+        " (more environments, or interventions on these covariates, would determine them).")
+    if on_4:
+        notes.insert(0, ("Identified as declared (RESTS ON above)" if declared(res) else
+                         f"Identified if every child of {res.endog_name} is intervened on "
+                         "(Condition 4; with hidden confounding, Condition 6), which the "
+                         "data cannot check") + f": {sel.reason}." + (
                          f"  The robust intervals assume neither condition: those of "
                          f"{open_} are (-inf, inf)" + more if kind == "robust" and open_
                          else ""))
@@ -477,7 +479,7 @@ def _fit_notes(res: Results, *, shown: int, show: str) -> list[str]:
         notes.append("The gradient-invariance refit is not identified on the support (the "
                      "environments' second moments differ too little there); the Phi_mu "
                      "fit is reported.")
-    if ident is not None and not ident.holds and res.verdict == "if Condition 4":
+    if ident is not None and not ident.holds and on_condition_4(res):
         notes.append(f"Condition 1b fails (relative margin {ident.relative_margin:.3g}), as "
                      "where environments shift some covariates only: the estimate rests on "
                      "Condition 4 or 6 (above).")

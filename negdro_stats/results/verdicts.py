@@ -10,28 +10,42 @@ from ..inference.robust import ROBUST_TABLE_MAX_P, too_few_moments
 
 __all__ = ["fit_problems", "interval_kind", "conditional", "condition_1b", "verdict",
            "VERDICTS", "gamma_not_used", "risk_alarm", "risks_differ",
-           "rests_on_condition_4", "rests_on", "rests_on_line"]
+           "rests_on_condition_4", "on_condition_4", "rests_on", "rests_on_line",
+           "declared", "contradicted", "mean_left_out"]
 
 VERDICTS = ("identified", "if Condition 4", "not identified", "rejected")
 
 Results = Any   # a NegDROResults (results imports this module)
 
 
-def fit_problems(res: Results) -> list[str]:
-    """What the reader must not miss: identification fails or invariance is rejected (the
-    summary's warning line; :func:`interval_kind` reads it).  Where the fit rests on
-    Condition 4 (:func:`verdict`), that is the fit's verdict, said once in the notes,
-    not an alarm: neither Condition 1b's failure nor the undetermined directions are
-    problems then."""
+def fit_problems(res: Results, *, read_1b: bool = True) -> list[str]:
+    """What the reader must not miss, the one list that the fit's warnings, the
+    summary's warning line, :meth:`to_dict` and the CLI render (and
+    :func:`interval_kind` reads): identification fails, invariance is rejected, the
+    data contradict a declaration, the intercept is left out (:func:`mean_left_out`).
+    Where the fit rests on Condition 4 (:func:`on_condition_4`), that is the fit's
+    verdict, said once in the notes, not an alarm: neither Condition 1b's failure nor
+    the undetermined directions are problems then.  ``read_1b`` False: Condition 1b is
+    not read (the fit's warning beyond 30 covariates, where the check runs on first
+    use, and printing never warns)."""
     problems = []
-    ident, sel = res.identification, res.selection
-    on_condition_4 = sel is not None and verdict(res) == "if Condition 4"
-    if ident is not None and not ident.holds and not on_condition_4:
+    sel = res.selection
+    ident = res.identification if read_1b else None
+    on_4 = on_condition_4(res)
+    if ident is not None and not ident.holds and not on_4:
         problems.append(ident.failure)
-    if sel is not None and not sel.identified and not on_condition_4:
+    if targets := contradicted(res):
+        one = len(targets) == 1
+        problems.append(f"{listed(targets, 5)} {'is' if one else 'are'} declared intervened "
+                        f"on (targets=) and selected, but the environments leave "
+                        f"{'its coefficient' if one else 'their coefficients'} open: the "
+                        "intervention is not seen in these rows (too few, or too weak a "
+                        "shift), and the data cannot tell "
+                        f"{'it' if one else 'them'} from an unshifted child of the outcome")
+    if sel is not None and not sel.identified and not on_4:
         problems.append(f"NOT IDENTIFIED: these environments do not determine "
                         f"{listed(sel.undetermined, 5)}")
-    if sel is not None and sel.assumes_condition_4 and not on_condition_4:
+    if sel is not None and sel.assumes_condition_4 and not on_4:
         problems.append(f"identified only if every child of the outcome is intervened on "
                         f"(Condition 4, not checkable): these environments do not determine "
                         f"{listed(sel.undetermined, 5)}")
@@ -68,10 +82,8 @@ def fit_problems(res: Results) -> list[str]:
     if sel is not None and sel.stand_ins:
         problems.append("near copies could stand in for selected causes ("
                         + "; ".join(f"{k} for {j}" for j, k in sel.stand_ins) + ")")
-    if res.mean_left_out:
-        problems.append(f"the residuals have mean {res.residual_mean:.3g} "
-                        f"({res.residual_mean_share:.0%} of their mean square) without an "
-                        "intercept: refit with fit_intercept=True")
+    if said := mean_left_out(res):
+        problems.append(said)
     if risk_alarm(res):
         problems.append(f"the environment risks differ "
                         f"{'decisively ' if res.invariance.decisive else ''}at the estimate "
@@ -79,6 +91,16 @@ def fit_problems(res: Results) -> list[str]:
                             "" if res.invariance.decisive else
                             ", and Theorem 6's least-risk fit must have equal risks"))
     return problems
+
+
+def mean_left_out(res: Results) -> str | None:
+    """The problem of a left-out intercept (:attr:`NegDROResults.mean_left_out`), or
+    None: a data problem (the fit warns with a ``DataWarning``), in :func:`fit_problems`
+    beside the others."""
+    if not res.mean_left_out:
+        return None
+    return (f"the residuals have mean {res.residual_mean:.3g} ({res.residual_mean_share:.0%} "
+            "of their mean square) without an intercept: refit with fit_intercept=True")
 
 
 def rests_on_condition_4(res: Results) -> bool:
@@ -90,33 +112,94 @@ def rests_on_condition_4(res: Results) -> bool:
     return sel is not None and (sel.least_risk or sel.assumes_condition_4)
 
 
+def on_condition_4(res: Results) -> bool:
+    """The fit's claim rests on Condition 4: assumed (the :func:`verdict` "if Condition
+    4") or declared by the user (:func:`declared`, the verdict "identified").  Neither
+    Condition 1b's failure nor the undetermined directions are problems then, and the
+    intervals are conditional on it (:func:`conditional`)."""
+    return verdict(res) == "if Condition 4" or declared(res)
+
+
+def contradicted(res: Results) -> tuple[str, ...]:
+    """Declared targets (``NegDRO(targets=)``) in the support whose coefficients the
+    environments leave open (:attr:`SelectionReport.left_open`), where the fit rests on
+    Condition 4: a target's shift would determine its coefficient, so its intervention
+    is not seen in these rows (too few of them, or too weak a shift), and the data
+    cannot tell it from an unshifted child of the outcome.  Such a fit is "not
+    identified" (:func:`verdict`).  On ``benchmarks/study_condition4.py``'s
+    ``unequal_envs`` (the children shifted in a 150-row environment only), n = 20,000,
+    seeds 0, 6, 18: fits 0.55-1.4 from ``beta*`` that said "if Condition 4" or "not
+    identified", each with such a target (the child) in the support; seed 2 too, a fit
+    at 0.001 whose parent is shifted in that environment alone."""
+    decl, sel = res.declarations, res.selection
+    if decl is None or not rests_on_condition_4(res):
+        return ()
+    return tuple(name for name in decl.contradicted(sel.left_open)
+                 if res.support.get(name, False))
+
+
+def _settled(res: Results) -> bool:
+    """Every direction the environments leave open lies among covariates declared not
+    to be descendants of the outcome (no set of the others holds ``OPEN_SHARE`` of one:
+    :meth:`SelectionReport.open_among`), so no child of ``Y`` is among them: every child
+    is among the covariates the environments shift, Condition 4 as declared."""
+    decl, sel = res.declarations, res.selection
+    if decl is None or not decl.not_descendants or sel.open_span is None:
+        return False
+    outside = [j for j, name in enumerate(res.params.index)
+               if name not in decl.not_descendants and j != res.intercept]
+    return not sel.open_among(outside)
+
+
+def declared(res: Results) -> bool:
+    """The user's declarations settle what a Condition 4 fit rests on (its verdict is
+    then "identified", as declared): every direction the environments leave open lies
+    among covariates declared not to be descendants of the outcome, and no declared
+    target is left open (:func:`contradicted`).  The data cannot check the
+    declaration; the RESTS ON line names it."""
+    return rests_on_condition_4(res) and verdict(res) == "identified"
+
+
 def rests_on(res: Results) -> tuple[str, ...]:
     """The members of the support whose coefficients the environments leave open
-    (:attr:`SelectionReport.left_open`), where the :func:`verdict` is "if Condition 4"
-    (:func:`rests_on_line` says it): the least pooled risk sets them, and the data cannot
-    tell such a member, a cause no environment shifts, from a child of the outcome that
-    none shifts.  Each is a cause only if every child of the outcome is intervened on;
-    a user who knows otherwise (measured before the outcome, assigned by design) can
-    settle it, the data cannot."""
+    (:attr:`SelectionReport.left_open`), where the claim rests on Condition 4
+    (:func:`on_condition_4`; :func:`rests_on_line` says it): the least pooled risk sets
+    them, and the data cannot tell such a member, a cause no environment shifts, from a
+    child of the outcome that none shifts.  Each is a cause only if every child of the
+    outcome is intervened on; a user who knows otherwise (measured before the outcome,
+    assigned by design: ``NegDRO(not_descendants=)``) can settle it, the data cannot."""
     sel = res.selection
-    if sel is None or verdict(res) != "if Condition 4":
+    if sel is None or not on_condition_4(res):
         return ()
     return tuple(name for name in sel.left_open if res.support.get(name, False))
 
 
 def rests_on_line(res: Results) -> str | None:
-    """What a fit whose :func:`verdict` is "if Condition 4" assumes, in one line (the
-    summary's line above the tables, :meth:`to_dict`), or None for other verdicts."""
-    if res.selection is None or verdict(res) != "if Condition 4":
+    """What a fit whose claim rests on Condition 4 (:func:`on_condition_4`) assumes, in
+    one line (the summary's line above the tables, :meth:`to_dict`), or None."""
+    if res.selection is None or not on_condition_4(res):
         return None
-    said = (f"every child of {res.endog_name} is intervened on (Condition 4; Condition 6 "
+    members, y = rests_on(res), res.endog_name
+    if declared(res):
+        return (f"RESTS ON: what you declared ({res.declarations.describe()}): every "
+                f"direction the environments leave open is among covariates that are not "
+                f"descendants of {y}, so every child of {y} is intervened on (Condition 4); "
+                f"and no hidden confounding of {y} (else Condition 6); the data cannot "
+                "check either")
+    said = (f"every child of {y} is intervened on (Condition 4; Condition 6 "
             "with hidden confounding), which the data cannot check")
-    members = rests_on(res)
     if members:
         said += (f"; {listed(members, 5)} {'is' if len(members) == 1 else 'are'} not "
                  "determined by the environments: a cause only if no child of "
-                 f"{res.endog_name} goes unshifted")
-    return "RESTS ON: " + said
+                 f"{y} goes unshifted")
+    decl = res.declarations
+    if decl is None or not decl.not_descendants:
+        return "RESTS ON: " + said + (" (not_descendants= settles it)" if members else "")
+    open_ = [name for name in res.selection.left_open if name not in decl.not_descendants]
+    return "RESTS ON: " + said + (
+        f"; the environments leave open {listed(open_, 5)}, not declared "
+        f"non-descendants of {y}" if open_ else "; a direction the environments leave open "
+        f"lies mostly among covariates not declared non-descendants of {y}")
 
 
 def risk_alarm(res: Results) -> bool:
@@ -164,7 +247,12 @@ def verdict(res: Results) -> str:
       :attr:`SelectionReport.contested`, a fit of smaller pooled risk that the data
       cannot tell from invariant: :attr:`SelectionReport.rival`),
       or, without an invariance selection, Condition 1b fails on the data;
-    - ``"identified"``: the environment differences determine every coefficient;
+    - ``"identified"``: the environment differences determine every coefficient, or,
+      for a fit that would be "if Condition 4", the user's declarations settle what it
+      rests on (:func:`declared`: every direction the environments leave open lies
+      among covariates declared not to be descendants of the outcome); a declared
+      target that the environments leave open (:func:`contradicted`) makes it "not
+      identified" instead;
     - ``"rejected"``, before all of these: the data reject the reported fit's
       invariance decisively (level ``RISK_WARN_LEVEL``, 1e-4) -- the equal-risk test
       at the estimate (:attr:`RiskInvarianceTest.decisive`), or, in the route, the J
@@ -187,12 +275,14 @@ def verdict(res: Results) -> str:
     if sel is None:                       # the paper's estimator: Condition 1b alone
         ident = res.identification
         return "identified" if ident is None or ident.holds else "not identified"
-    if rests_on_condition_4(res):     # rests on Condition 4: never "identified"
+    if rests_on_condition_4(res):     # "identified" only as the user declared
         # (bench_partial's child_once p = 50 seed 7, Algorithm 3's fit with an unshifted
         # grandchild of Y, error 0.48, a narrow least-risk test: the header said
         # "Identified: yes" under a warning that it cannot tell)
-        return ("not identified" if sel.narrow or sel.mean_shifts_only or sel.contested
-                or risk_alarm(res) else "if Condition 4")
+        if (sel.narrow or sel.mean_shifts_only or sel.contested or risk_alarm(res)
+                or contradicted(res)):
+            return "not identified"
+        return "identified" if _settled(res) else "if Condition 4"
     return "identified" if sel.identified else "not identified"
 
 
@@ -207,7 +297,7 @@ def conditional(res: Results) -> bool:
     good fits, issue 40's design p = 10, seed 7), and the differences are not mean
     shifts alone."""
     sel = res.selection
-    return sel is not None and sel.least_risk and verdict(res) == "if Condition 4"
+    return sel is not None and sel.least_risk and on_condition_4(res)
 
 
 def condition_1b(res: Results) -> str | None:

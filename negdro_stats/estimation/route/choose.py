@@ -16,7 +16,7 @@ from ...data.moments import Moments
 from ...identification import risk_test_at
 from ...identification.determined import condition_4_on_data, covariance_shift
 from ..gmm import GATE_SE, Cumulant, GMMFit, InvarianceGMM
-from ..options import ALARM_SHARE, SelectionReport
+from ..options import ALARM_SHARE, OPEN_SHARE, SelectionReport
 from ..walk import (
     ConstrainedLS,
     ExogenousSupport,
@@ -32,7 +32,6 @@ from .search import Walked, refine, walk
 __all__ = ["select_by_invariance"]
 
 BIAS_MAX = 0.5           # Algorithm 3 trusted where Theorem 4's bound is at most this
-OPEN_SHARE = 0.5         # left open: a covariate mostly in the undetermined directions
 
 
 def _recentring(std: Moments, b_gmm: FloatArray, S: np.ndarray, b_ols: FloatArray | None,
@@ -156,6 +155,7 @@ def _report(w: Walked, rank: RankTest, d: Decision, undetermined: tuple,
         contested=d.contested, rival=d.rival,
         left_open=() if w.recentre is not None else tuple(
             names[j] for j in np.flatnonzero(rank.open_share >= OPEN_SHARE)),
+        open_span=None if w.recentre is not None else rank.open_span,
         constrained=None if d.constrained is None else (d.constrained.projector,
                                                         d.constrained.cov_determined),
         covariance_shift=covariance_shift(w.std) if undetermined

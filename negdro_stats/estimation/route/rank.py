@@ -31,9 +31,9 @@ class RankTest:
     with ``pvalue``, ``df = (equations) - p + 1``; ``null``: the directions not
     determined (columns, unit length), ``determined``: an orthonormal basis of the
     others; ``undetermined``: the covariates with a share of at least ``0.1`` in the
-    null directions, most first; ``open_share``: each covariate's share in their span,
-    ``||Q^T e_j||^2`` for an orthonormal basis ``Q`` of it (0: invariance determines
-    the coefficient, 1: only the least pooled risk does, Theorem 6).
+    null directions, most first; ``open_span``: an orthonormal basis ``Q`` of their
+    span, and ``open_share`` each covariate's share in it, ``||Q^T e_j||^2`` (0:
+    invariance determines the coefficient, 1: only the least pooled risk does, Theorem 6).
     """
 
     stat: float
@@ -42,7 +42,11 @@ class RankTest:
     null: FloatArray
     determined: FloatArray
     undetermined: tuple
-    open_share: FloatArray
+    open_span: FloatArray
+
+    @property
+    def open_share(self) -> FloatArray:
+        return (self.open_span**2).sum(axis=1)
 
 def rank_test(gmm: InvarianceGMM, b: FloatArray, *, alpha: float) -> RankTest:
     """A sequential rank test of the invariance Jacobian (Cragg and Donald 1997).
@@ -107,7 +111,7 @@ def rank_test(gmm: InvarianceGMM, b: FloatArray, *, alpha: float) -> RankTest:
     return RankTest(stat=float(vals[0]), df=dof, pvalue=chi2_sf(vals[0], dof),
                     null=unit[:, null], determined=determined,
                     undetermined=tuple(int(j) for j in order if share[j] >= 0.1),
-                    open_share=(span**2).sum(axis=1))
+                    open_span=span)
 
 def _eigen(A: FloatArray, B: FloatArray, df: int, alpha: float
            ) -> tuple[FloatArray, FloatArray]:
