@@ -261,7 +261,7 @@ def _header_table(res: Results, kind: str) -> tuple[SimpleTable, int]:
         ("Cond. 1b rel. margin:", "n/a" if ident is None else
          f"{ident.relative_margin:.3g} {condition_1b(res)}"),
         ("Selected:", f"{int(res.support.sum())} of {len(res.params)}"),
-        ("Identified:", "yes, as declared" if declared(res) else VERDICT_LABELS[res.verdict]),
+        ("Identified:", "if unconfounded" if declared(res) else VERDICT_LABELS[res.verdict]),
         ("Converged:", "yes" if res.converged else "NO"),
         ("Iterations:", f"{res.n_iter}"),
         ("Stationarity:", f"{res.grad_norm:.2e}"),
@@ -411,7 +411,7 @@ def _selection_notes(res: Results, kind: str) -> list[str]:
     open_, more = "" if sel is None else ", ".join(sel.undetermined), (
         " (more environments, or interventions on these covariates, would determine them).")
     if on_4:
-        notes.insert(0, ("Identified as declared (RESTS ON above)" if declared(res) else
+        notes.insert(0, ("Identified as declared, if unconfounded (RESTS ON)" if declared(res) else
                          f"Identified if every child of {res.endog_name} is intervened on "
                          "(Condition 4; with hidden confounding, Condition 6), which the "
                          "data cannot check") + f": {sel.reason}." + (
