@@ -616,7 +616,7 @@ def _fit_verdict(out: SolverOutput, ident: IdentificationResult,
     """The verdict :attr:`NegDROResults.verdict <negdro_stats.NegDROResults.verdict>`
     would give this fit (the one rule, :func:`negdro_stats.results.verdicts.verdict`)."""
     return verdict(SimpleNamespace(selection=out.selection, identification=ident,
-                                   invariance=invariance))
+                                   invariance=invariance, declarations=None))
 
 
 def _bootstrap_bound(mom: Moments, n: int, draws: int, alpha: float,

@@ -18,19 +18,16 @@ VERDICTS = ("identified", "if Condition 4", "not identified", "rejected")
 Results = Any   # a NegDROResults (results imports this module)
 
 
-def fit_problems(res: Results, *, read_1b: bool = True) -> list[str]:
-    """What the reader must not miss, the one list that the fit's warnings, the
-    summary's warning line, :meth:`to_dict` and the CLI render (and
-    :func:`interval_kind` reads): identification fails, invariance is rejected, the
-    data contradict a declaration, the intercept is left out (:func:`mean_left_out`).
-    Where the fit rests on Condition 4 (:func:`on_condition_4`), that is the fit's
-    verdict, said once in the notes, not an alarm: neither Condition 1b's failure nor
-    the undetermined directions are problems then.  ``read_1b`` False: Condition 1b is
-    not read (the fit's warning beyond 30 covariates, where the check runs on first
-    use, and printing never warns)."""
+def fit_problems(res: Results) -> list[str]:
+    """What the reader must not miss: identification fails, invariance is rejected,
+    the data contradict a declaration, the intercept is left out
+    (:func:`mean_left_out`) -- the summary's warning line, :meth:`to_dict` and the CLI
+    (:func:`interval_kind` reads it).  Where the fit rests on Condition 4
+    (:func:`on_condition_4`), that is the fit's verdict, said once in the notes, not an
+    alarm: neither Condition 1b's failure nor the undetermined directions are problems
+    then."""
     problems = []
-    sel = res.selection
-    ident = res.identification if read_1b else None
+    ident, sel = res.identification, res.selection
     on_4 = on_condition_4(res)
     if ident is not None and not ident.holds and not on_4:
         problems.append(ident.failure)
