@@ -374,8 +374,8 @@ class SelectionReport:
     open_span : ndarray of shape (p, k), or None
         An orthonormal basis of the directions the environments leave undetermined
         (the sample; None in replicates): ``left_open`` are the covariates whose share
-        in it, ``||Q^T e_j||^2``, is at least ``OPEN_SHARE``, and :meth:`open_outside`
-        the largest share of a set of covariates.
+        in it, ``||Q^T e_j||^2``, is at least ``OPEN_SHARE``, and :meth:`open_among`
+        whether a set of covariates holds that share of one direction.
     """
 
     route: str

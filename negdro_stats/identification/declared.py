@@ -6,8 +6,10 @@ The data determine the coefficients along the directions the environments shift;
 rest (the directions left open) the least pooled risk sets, and there the data cannot
 tell a cause that no environment shifts from a child of ``Y`` that none shifts.  A
 declaration settles it where every open direction lies among covariates declared not to
-be descendants of ``Y`` (:meth:`Declarations.open_outside`); a declared target that the
-data leave open contradicts the declaration in this sample (its intervention is not
+be descendants of ``Y`` (:meth:`SelectionReport.open_among
+<negdro_stats.estimation.SelectionReport.open_among>`, read by
+:func:`negdro_stats.results.verdicts.declared`); a declared target that the data leave
+open contradicts the declaration in this sample (its intervention is not
 seen: too few rows, or too weak a shift), and then nothing is settled.
 """
 
@@ -16,9 +18,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from .._typing import FloatArray
 from .._validation import did_you_mean, listed
 from ..exceptions import DataError
 
@@ -90,29 +89,10 @@ class Declarations:
         """The declared targets of every environment (``S_L`` as declared)."""
         return tuple(dict.fromkeys(k for ks in self.targets.values() for k in ks))
 
-    def undeclared(self, names: Sequence[str]) -> tuple[str, ...]:
-        """Covariates that may be a child of ``Y`` never intervened on: neither declared a
-        non-descendant nor declared a target.  Empty: Condition 4's ``D`` inside ``S_L``
-        holds as declared (``targets`` must then name every intervened covariate)."""
-        known = set(self.not_descendants) | set(self.intervened)
-        return tuple(name for name in names if name not in known)
-
     def contradicted(self, left_open: Sequence[str]) -> tuple[str, ...]:
         """Declared targets whose coefficient the environments leave open: the data do
         not show their intervention (a target's shift determines its coefficient)."""
         return tuple(name for name in self.intervened if name in left_open)
-
-    def open_outside(self, span: FloatArray, names: Sequence[str]) -> float:
-        """The largest share that a direction the environments leave open (``span``, an
-        orthonormal basis of them in the coordinates of ``names``) has among covariates
-        not declared non-descendants: 0 where every open direction lies among the
-        declared, 1 where one lies wholly outside them."""
-        if span.shape[1] == 0:
-            return 0.0
-        outside = [j for j, name in enumerate(names) if name not in self.not_descendants]
-        if not outside:
-            return 0.0
-        return float(np.linalg.norm(span[outside], ord=2) ** 2)
 
     def to_dict(self) -> dict:
         """Plain JSON values (environment labels as strings)."""
