@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._validation import listed
 from ..inference.robust import ROBUST_TABLE_MAX_P, too_few_moments
 
-__all__ = ["fit_problems", "interval_kind", "conditional", "condition_1b", "verdict",
+__all__ = ["Problem", "problems", "fit_problems", "fit_warning", "interval_kind",
+           "conditional", "condition_1b", "verdict",
            "VERDICTS", "gamma_not_used", "risk_alarm", "risks_differ",
            "rests_on_condition_4", "on_condition_4", "rests_on", "rests_on_line",
            "declared", "contradicted", "mean_left_out"]
@@ -16,78 +17,145 @@ __all__ = ["fit_problems", "interval_kind", "conditional", "condition_1b", "verd
 VERDICTS = ("identified", "if Condition 4", "not identified", "rejected")
 
 Results = Any   # a NegDROResults (results imports this module)
+_READ = object()  # problems(): read res.identification
+WARNING_CHARS = 165  # the fit's warning clauses (its line, with the advice: at most 250)
 
 
-def fit_problems(res: Results) -> list[str]:
+class Problem(NamedTuple):
+    """One thing the reader must not miss, decided once (:func:`problems`): ``said`` in
+    full (the summary's warning line, :meth:`to_dict`, the CLI) and ``head``, its clause
+    in the fit's one-line warning (None: the summary alone says it, where another
+    problem's clause already covers it); ``data``: a problem of the data
+    (``DataWarning``), not of identification; ``last``: the warning puts it after the
+    others (Condition 1b's failure: the route's own reasons say more)."""
+
+    said: str
+    head: str | None
+    data: bool = False
+    last: bool = False
+
+
+def problems(res: Results, ident: Any = _READ) -> list[Problem]:
     """What the reader must not miss: identification fails, invariance is rejected,
     the data contradict a declaration, the intercept is left out
-    (:func:`mean_left_out`) -- the summary's warning line, :meth:`to_dict` and the CLI
-    (:func:`interval_kind` reads it).  Where the fit rests on Condition 4
+    (:func:`mean_left_out`).  Where the fit rests on Condition 4
     (:func:`on_condition_4`), that is the fit's verdict, said once in the notes, not an
     alarm: neither Condition 1b's failure nor the undetermined directions are problems
-    then."""
-    problems = []
-    ident, sel = res.identification, res.selection
+    then.  ``ident``: Condition 1b's check to read (default ``res.identification``; the
+    fit passes the one it computed, None past ``p = 30``, where it is computed on first
+    use)."""
+    found = []
+    ident, sel = res.identification if ident is _READ else ident, res.selection
     on_4 = on_condition_4(res)
     if ident is not None and not ident.holds and not on_4:
-        problems.append(ident.failure)
+        found.append(Problem(ident.failure, f"Condition 1b fails (relative margin "
+                                            f"{ident.relative_margin:.2g})", last=True))
+    if sel is not None and not sel.identified and not on_4:
+        found.append(Problem(
+            f"NOT IDENTIFIED: these environments do not determine "
+            f"{listed(sel.undetermined, 5)}", "not identified: the environments leave "
+            f"{listed(sel.undetermined, 3)} open"))
     if targets := contradicted(res):
         one = len(targets) == 1
-        problems.append(f"{listed(targets, 5)} {'is' if one else 'are'} declared intervened "
-                        f"on (targets=) and selected, but the environments leave "
-                        f"{'its coefficient' if one else 'their coefficients'} open: the "
-                        "intervention is not seen in these rows (too few, or too weak a "
-                        "shift), and the data cannot tell "
-                        f"{'it' if one else 'them'} from an unshifted child of the outcome")
-    if sel is not None and not sel.identified and not on_4:
-        problems.append(f"NOT IDENTIFIED: these environments do not determine "
-                        f"{listed(sel.undetermined, 5)}")
+        found.append(Problem(
+            f"{listed(targets, 5)} {'is' if one else 'are'} declared intervened on "
+            f"(targets=) and selected, but the environments leave "
+            f"{'its coefficient' if one else 'their coefficients'} open: the intervention "
+            "is not seen in these rows (too few, or too weak a shift), and the data cannot "
+            f"tell {'it' if one else 'them'} from an unshifted child of the outcome",
+            f"{listed(targets, 3)} {'is' if one else 'are'} declared intervened on "
+            "(targets=) but left open by the environments: not identified"))
     if sel is not None and sel.assumes_condition_4 and not on_4:
-        problems.append(f"identified only if every child of the outcome is intervened on "
-                        f"(Condition 4, not checkable): these environments do not determine "
-                        f"{listed(sel.undetermined, 5)}")
+        found.append(Problem(
+            f"identified only if every child of the outcome is intervened on (Condition 4, "
+            f"not checkable): these environments do not determine "
+            f"{listed(sel.undetermined, 5)}", "not identified, even if every child of the "
+            "outcome is intervened on (Condition 4)"))
     if sel is not None and sel.undetermined and sel.mean_shifts_only:
-        stat, df, pvalue = sel.covariance_shift
-        problems.append(f"the environments shift means only (every covariate's variance "
-                        f"is the same in each: p = {pvalue:.2g}), which cannot give "
-                        "Condition 4 or 6 beyond |E| - 1 covariates")
+        found.append(Problem(
+            f"the environments shift means only (every covariate's variance is the same in "
+            f"each: p = {sel.covariance_shift[2]:.2g}), which cannot give Condition 4 or 6 "
+            "beyond |E| - 1 covariates", "the environments shift means only"))
+    found += _least_risk_doubts(sel)
+    if sel is not None and sel.rejected:
+        found.append(Problem("the J test rejects invariance on the reported support",
+                             f"the J test rejects invariance (level {sel.test_level:g}) on "
+                             "every support tried (an intervened outcome? a missing cause?)"))
+    elif sel is not None and sel.no_invariant_fit:
+        found.append(Problem(f"no invariant linear model fits: {sel.no_invariant_fit}",
+                             f"no invariant linear model fits these data: the estimate is "
+                             f"NegDRO's fit of (9) at gamma = {res.gamma:g}"))
+    if sel is not None and sel.stand_ins:
+        pairs = "; ".join(f"{k} for {j}" for j, k in sel.stand_ins)
+        found.append(Problem(f"near copies could stand in for selected causes ({pairs})",
+                             f"near copies that the invariance test cannot tell apart "
+                             f"({pairs})"))
+    if said := mean_left_out(res):
+        found.append(Problem(said, said, data=True))
+    if risk_alarm(res):
+        inv = res.invariance
+        decisively = "decisively " if inv.decisive else ""
+        found.append(Problem(
+            f"the environment risks differ {decisively}at the estimate (p = "
+            f"{inv.pvalue:.2g})" + ("" if inv.decisive else
+                                    ", and Theorem 6's least-risk fit must have equal risks"),
+            f"the environments' risks differ {decisively}at the estimate (p = "
+            f"{inv.pvalue:.2g})"))
+    return found
+
+
+def _least_risk_doubts(sel: Any) -> list[Problem]:
+    """Why the data cannot tell a least-risk fit is Theorem 6's (:func:`problems`):
+    two readings of invariance disagree, a rival of smaller risk passes, the fit's own
+    invariance test passed only at the search's level."""
+    found = []
     if sel is not None and sel.contested:
         linear, ratio = sel.contested
-        problems.append(
+        found.append(Problem(
             "cannot tell whether the outcome's mechanism is linear: the least-risk fit on "
             "the support's own moments and equal risks (Theorem 6) is reported; the "
             f"intervened covariates' residual moments (Lemma 1) choose "
             f"{listed(linear, 5) or 'the empty support'}, whose worst "
-            f"leave-one-environment-out risk is {ratio:.3g} times as large")
+            f"leave-one-environment-out risk is {ratio:.3g} times as large",
+            "two readings of invariance choose different fits"))
     if sel is not None and sel.rival:
         name, _, _, pvalue = sel.rival
-        problems.append(f"cannot tell whether the fit is the least-risk invariant one "
-                        f"(Theorem 6): the same fit with {name} added passes the invariance "
-                        f"test too (p = {pvalue:.2g}) with a smaller pooled risk; {name} is a "
-                        "cause no environment shifts, or a descendant of the outcome whose "
-                        "shift the data do not show")
+        found.append(Problem(
+            f"cannot tell whether the fit is the least-risk invariant one (Theorem 6): the "
+            f"same fit with {name} added passes the invariance test too (p = "
+            f"{pvalue:.2g}) with a smaller pooled risk; {name} is a cause no environment "
+            "shifts, or a descendant of the outcome whose shift the data do not show",
+            f"with {name} added the fit passes too, at a smaller risk"))
     if sel is not None and sel.narrow and not sel.invariance_rejected:
         J, df, pvalue, level = sel.fixed_test
-        problems.append(f"cannot tell whether the least-risk fit is invariant: its "
-                        f"invariance test gives p = {pvalue:.2g}, below alpha = "
-                        f"{sel.test_level:g} (accepted only at the search's level "
-                        f"{level:.2g}), so no interval conditional on Condition 4 is given")
-    if sel is not None and sel.rejected:
-        problems.append("the J test rejects invariance on the reported support")
-    elif sel is not None and sel.no_invariant_fit:
-        problems.append(f"no invariant linear model fits: {sel.no_invariant_fit}")
-    if sel is not None and sel.stand_ins:
-        problems.append("near copies could stand in for selected causes ("
-                        + "; ".join(f"{k} for {j}" for j, k in sel.stand_ins) + ")")
-    if said := mean_left_out(res):
-        problems.append(said)
-    if risk_alarm(res):
-        problems.append(f"the environment risks differ "
-                        f"{'decisively ' if res.invariance.decisive else ''}at the estimate "
-                        f"(p = {res.invariance.pvalue:.2g})" + (
-                            "" if res.invariance.decisive else
-                            ", and Theorem 6's least-risk fit must have equal risks"))
-    return problems
+        found.append(Problem(
+            f"cannot tell whether the least-risk fit is invariant: its invariance test "
+            f"gives p = {pvalue:.2g}, below alpha = {sel.test_level:g} (accepted only at "
+            f"the search's level {level:.2g}), so no interval conditional on Condition 4 "
+            "is given", f"its invariance test gives p = {pvalue:.2g} < alpha"))
+    return found
+
+
+def fit_problems(res: Results) -> list[str]:
+    """What :func:`problems` says in full: the summary's warning line, :meth:`to_dict`
+    and the CLI (:func:`interval_kind` reads it)."""
+    return [problem.said for problem in problems(res)]
+
+
+def fit_warning(res: Results, ident: Any = _READ, limit: int = WARNING_CHARS) -> str:
+    """The clauses of the fit's one ``IdentificationWarning``: the ``head`` of each of
+    :func:`problems` not of the data (``last`` ones last), joined, as many as fit in
+    ``limit`` characters (at least one), then how many more the summary gives; empty
+    where there is none."""
+    heads = [problem.head for problem in sorted(problems(res, ident), key=lambda x: x.last)
+             if problem.head and not problem.data]
+    said, room = heads[:1], limit - len("; 9 more in the summary")
+    for i, head in enumerate(heads[1:], start=2):
+        if len("; ".join(said + [head])) > (limit if i == len(heads) else room):
+            break
+        said.append(head)
+    more = len(heads) - len(said)
+    return "; ".join(said) + (f"; {more} more in the summary" if more else "")
 
 
 def mean_left_out(res: Results) -> str | None:
