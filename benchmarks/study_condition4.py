@@ -48,7 +48,12 @@ classes the fit raised) and ``warned``; route, estimator, support,
 on Condition 4) and ``rests_on_line`` (``res.to_dict()["rests_on"]["said"]``: the
 summary's "RESTS ON:" line, None unless the verdict is "if Condition 4"); the interval kind,
 ``wald_cover`` (whether ``conf_int(kind="wald")`` covers each true parent; a parent not
-selected is not covered) and seconds.  Per design: parents, children, descendants,
+selected is not covered); the alarms' tests: ``fixed_p`` (the least-risk fit's omnibus
+test at its fixed fit, ``SelectionReport.fixed_test``), ``narrow`` (it below alpha),
+``focused_p`` and ``focused_on`` (each support member's own condition, Bonferroni,
+``SelectionReport.focused_test``; None for a constrained fit), ``risk_p`` and
+``risk_alarm`` (the equal-risk test at the estimate); and seconds.  Per design: parents,
+children, descendants,
 ``unshifted_children``, ``unshifted_descendants``, ``c4`` (every child of Y shifted in
 some environment: the part of Condition 4 an experiment controls, ``D`` within
 ``S_L``), ``descendants_shifted`` (every descendant shifted), ``confounded`` and
@@ -94,6 +99,7 @@ from bench_partial import design as partial_design
 
 import negdro_stats
 from negdro_stats import LinearSEM, NegDRO, simulate
+from negdro_stats.results.verdicts import risk_alarm
 
 WARNINGS = (negdro_stats.ConvergenceWarning, negdro_stats.DataWarning,
             negdro_stats.IdentificationWarning, negdro_stats.SelectionWarning)
@@ -355,12 +361,21 @@ def one_design(job: tuple) -> list[dict]:
                    rests_on=list(res.rests_on), declared=res.declared,
                    rests_on_line=res.to_dict()["rests_on"]["said"],
                    interval_kind=res.interval_kind, wald_cover=[bool(c) for c in cover],
+                   fixed_p=_float(sel.fixed_test[2]), focused_p=_float(sel.focused_test[2]),
+                   focused_on=sel.focused_test[3] or None,
+                   risk_p=None if res.invariance is None else _float(res.invariance.pvalue),
+                   narrow=sel.narrow, risk_alarm=risk_alarm(res),
                    seconds=seconds)
         print(f"{family:>27} seed {seed:3d} n {n:6d}: {row['verdict']:>15} "
               f"warned={row['warned']!s:5} error {row['error']:.3f} (oracle "
               f"{row['oracle_error']:.3f}) {seconds:.1f} s", flush=True)
         rows.append(row)
     return rows
+
+
+def _float(x) -> float | None:
+    """A float for JSON (None for NaN)."""
+    return None if x is None or not np.isfinite(x) else float(x)
 
 
 # ---------------------------------------------------------------------------- tables

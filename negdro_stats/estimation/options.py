@@ -376,6 +376,15 @@ class SelectionReport:
         (the sample; None in replicates): ``left_open`` are the covariates whose share
         in it, ``||Q^T e_j||^2``, is at least ``OPEN_SHARE``, and :meth:`open_among`
         whether a set of covariates holds that share of one direction.
+    focused_test : tuple of (J, df, pvalue, str)
+        Where the reported fit is Theorem 6's least-risk pooled OLS (the sample): each
+        support member's own invariance condition (``E_e[X_j r]`` equal across
+        environments, ``|E| - 1`` df:
+        :meth:`~negdro_stats.estimation.gmm.InvarianceGMM.own_tests_at_ols`), the
+        smallest p-value's ``J`` and ``df``, that p-value times the support's size
+        (Bonferroni) and the member: a child of ``Y``
+        that an environment shifts moves its own condition, which an omnibus test over
+        every instrument dilutes.  NaN otherwise.
     """
 
     route: str
@@ -409,6 +418,7 @@ class SelectionReport:
     rival: tuple = ()
     left_open: tuple = ()
     open_span: FloatArray | None = None
+    focused_test: tuple = (np.nan, 0, np.nan, "")
 
     def __setstate__(self, state: list) -> None:
         """Unpickling (a frozen dataclass's list of field values): fields are only ever

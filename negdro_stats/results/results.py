@@ -473,7 +473,7 @@ class NegDROResults(BootstrapViews, Saveable):
             "nobs": {str(e): int(n) for e, n in self.nobs_env.items()},
             "route": self.solver.refit, "verdict": self.verdict,
             "rests_on": {"covariates": list(self.rests_on), "said": rests_on_line(self),
-                         "declared": self.declared},
+                         "declared": self.declared, "own_conditions": self._own_conditions()},
             "declarations": self.declarations and self.declarations.to_dict(),
             "problems": fit_problems(self), "converged": self.converged,
             "identification": None if self.identification is None else {
@@ -485,6 +485,16 @@ class NegDROResults(BootstrapViews, Saveable):
             "n_boot": self.fit_bootstrap.n_boot if ran else 0,
             "settings": self.settings,
         })
+
+    def _own_conditions(self) -> dict | None:
+        """:attr:`SelectionReport.focused_test` for :meth:`to_dict` (None where not run):
+        how strongly the data back each selected covariate's own invariance condition,
+        which a child of the outcome that an environment shifts moves."""
+        sel = self.selection
+        if sel is None or not np.isfinite(sel.focused_test[2]):
+            return None
+        J, df, pvalue, name = sel.focused_test
+        return {"covariate": name, "statistic": J, "df": df, "pvalue_bonferroni": pvalue}
 
     def summary(self, alpha: float = 0.05, show: str | None = None,
                 ci_method: str = "percentile", intervals: str = "auto") -> NegDROSummary:

@@ -126,6 +126,7 @@ class Decision:
     removed: tuple = ()
     identified: bool = True
     fixed: tuple | None = None
+    focused: tuple = (np.nan, 0, np.nan, "")
     constrained: ConstrainedLS | None = None
     contested: tuple = ()
     rival: tuple = ()
@@ -151,6 +152,7 @@ def _report(w: Walked, rank: RankTest, d: Decision, undetermined: tuple,
         and not fit.pvalue >= w.alpha,
         identified=d.identified, undetermined=undetermined,
         fixed_test=(np.nan, 0, np.nan, np.nan) if d.fixed is None else d.fixed,
+        focused_test=d.focused,
         stand_ins=tuple((names[j], names[k]) for j, k in standing), test_level=w.alpha,
         contested=d.contested, rival=d.rival,
         left_open=() if w.recentre is not None else tuple(
@@ -242,6 +244,7 @@ def _undetermined(w: Walked, rank: RankTest, fit: GMMFit | None,
                "not invariant there)")
         return (Decision(
             route="negdro" if identified else "not identified", estimator=inv.estimator,
+            focused=_focused(w, inv) if recentre is None else (np.nan, 0, np.nan, ""),
             reason=verdict + f". Reported: {how}, the invariant fit with the smallest pooled "
             f"risk (the invariance conditions at that fixed fit: J = {J:.3g} on {df} "
             f"df, p = {pv:.2g}, accepted at level alpha / p = {level:.2g})", fit=fit,
@@ -268,6 +271,20 @@ def _undetermined(w: Walked, rank: RankTest, fit: GMMFit | None,
                              "worst-case risk guarantee needs no identification "
                              f"({tested})")), None), verdict
     return None, verdict + ". Reported: "
+
+
+def _focused(w: Walked, inv: InvariantOLS) -> tuple:
+    """:attr:`SelectionReport.focused_test`: each support member's own invariance
+    condition at the reported pooled OLS fit (:meth:`InvarianceGMM.own_tests_at_ols`,
+    ``|E| - 1`` df each), the smallest p-value times the support's size (Bonferroni)
+    and the member it belongs to; NaN for a constrained fit or the empty support."""
+    S = inv.support
+    if inv.estimator != "ols" or not len(S):
+        return np.nan, 0, np.nan, ""
+    J, df, pvalues = _AtFixedFits(w, S).gmm_on(S, inv.b, own=True).own_tests_at_ols(
+        S, inv.b, S)
+    i = int(np.argmin(pvalues))
+    return float(J[i]), df, min(1.0, len(S) * float(pvalues[i])), w.std.names[S[i]]
 
 
 def _contest(readings: Readings, names: tuple) -> tuple[tuple, str]:
