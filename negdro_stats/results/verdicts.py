@@ -18,7 +18,7 @@ VERDICTS = ("identified", "if Condition 4", "not identified", "rejected")
 
 Results = Any   # a NegDROResults (results imports this module)
 _READ = object()  # problems(): read res.identification
-WARNING_CHARS = 165  # the fit's warning clauses (its line, with the advice: at most 250)
+WARNING_LINE = 250   # the fit's warning, one line
 
 
 class Problem(NamedTuple):
@@ -48,13 +48,13 @@ def problems(res: Results, ident: Any = _READ) -> list[Problem]:
     ident, sel = res.identification if ident is _READ else ident, res.selection
     on_4 = on_condition_4(res)
     if ident is not None and not ident.holds and not on_4:
-        found.append(Problem(ident.failure, f"Condition 1b fails (relative margin "
+        found.append(Problem(ident.failure, f"Condition 1b fails (margin "
                                             f"{ident.relative_margin:.2g})", last=True))
     if sel is not None and not sel.identified and not on_4:
         found.append(Problem(
             f"NOT IDENTIFIED: these environments do not determine "
-            f"{listed(sel.undetermined, 5)}", "not identified: the environments leave "
-            f"{listed(sel.undetermined, 3)} open"))
+            f"{listed(sel.undetermined, 5)}", f"not identified: {listed(sel.undetermined, 3)} "
+            "left open"))
     if targets := contradicted(res):
         one = len(targets) == 1
         found.append(Problem(
@@ -125,7 +125,7 @@ def _least_risk_doubts(sel: Any) -> list[Problem]:
             f"same fit with {name} added passes the invariance test too (p = "
             f"{pvalue:.2g}) with a smaller pooled risk; {name} is a cause no environment "
             "shifts, or a descendant of the outcome whose shift the data do not show",
-            f"with {name} added the fit passes too, at a smaller risk"))
+            f"a fit with {name} added passes at a smaller risk"))
     if sel is not None and sel.narrow and not sel.invariance_rejected:
         J, df, pvalue, level = sel.fixed_test
         found.append(Problem(
@@ -142,20 +142,24 @@ def fit_problems(res: Results) -> list[str]:
     return [problem.said for problem in problems(res)]
 
 
-def fit_warning(res: Results, ident: Any = _READ, limit: int = WARNING_CHARS) -> str:
-    """The clauses of the fit's one ``IdentificationWarning``: the ``head`` of each of
-    :func:`problems` not of the data (``last`` ones last), joined, as many as fit in
-    ``limit`` characters (at least one), then how many more the summary gives; empty
-    where there is none."""
+def fit_warning(res: Results, ident: Any = _READ, advice: str = "") -> str:
+    """The fit's one ``IdentificationWarning``, a line of at most ``WARNING_LINE``
+    characters: the ``head`` of each of :func:`problems` not of the data (``last`` ones
+    last), joined, as many as fit beside ``advice`` (at least one), then how many more
+    the summary gives, then ``advice``; empty where there is none."""
     heads = [problem.head for problem in sorted(problems(res, ident), key=lambda x: x.last)
              if problem.head and not problem.data]
+    limit = WARNING_LINE - len(advice)
     said, room = heads[:1], limit - len("; 9 more in the summary")
     for i, head in enumerate(heads[1:], start=2):
         if len("; ".join(said + [head])) > (limit if i == len(heads) else room):
             break
         said.append(head)
+    if not said:
+        return ""
     more = len(heads) - len(said)
-    return "; ".join(said) + (f"; {more} more in the summary" if more else "")
+    line = "; ".join(said) + (f"; {more} more in the summary" if more else "") + advice
+    return line[0].upper() + line[1:]
 
 
 def mean_left_out(res: Results) -> str | None:

@@ -277,12 +277,16 @@ def _focused(w: Walked, inv: InvariantOLS) -> tuple:
     """:attr:`SelectionReport.focused_test`: each support member's own invariance
     condition at the reported pooled OLS fit (:meth:`InvarianceGMM.own_tests_at_ols`,
     ``|E| - 1`` df each), the smallest p-value times the support's size (Bonferroni)
-    and the member it belongs to; NaN for a constrained fit or the empty support."""
-    S = inv.support
+    and the member it belongs to; NaN for a constrained fit, the empty support or a
+    condition without variance (degenerate rows)."""
+    S, none = inv.support, (np.nan, 0, np.nan, "")
     if inv.estimator != "ols" or not len(S):
-        return np.nan, 0, np.nan, ""
-    J, df, pvalues = _AtFixedFits(w, S).gmm_on(S, inv.b, own=True).own_tests_at_ols(
-        S, inv.b, S)
+        return none
+    try:
+        J, df, pvalues = _AtFixedFits(w, S).gmm_on(S, inv.b, own=True).own_tests_at_ols(
+            S, inv.b, S)
+    except np.linalg.LinAlgError:        # a member's condition has no variance to test
+        return none
     i = int(np.argmin(pvalues))
     return float(J[i]), df, min(1.0, len(S) * float(pvalues[i])), w.std.names[S[i]]
 
