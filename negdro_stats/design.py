@@ -728,10 +728,12 @@ class DesignReport:
             wrong = [k for k in decl.not_descendants if k in self.descendants]
             missed = [f"{k} ({e})" for e, ks in decl.targets.items() for k in ks
                       if k not in self.intervened.get(e, ())]
-            lines += [f"  Declared not descendants of Y, but descendants in this plan: "
-                      f"{', '.join(wrong)}." for _ in wrong[:1]]
-            lines += [f"  Declared targets that this plan does not intervene on: "
-                      f"{', '.join(missed)}." for _ in missed[:1]]
+            if wrong:
+                lines.append(f"  Declared not descendants of Y, but descendants in this "
+                             f"plan: {', '.join(wrong)}.")
+            if missed:
+                lines.append(f"  Declared targets that this plan does not intervene on: "
+                             f"{', '.join(missed)}.")
         if never and "1b" not in self.routes and self.identified:
             child = [k for k in never if k in self.descendants]
             lines.append(

@@ -24,13 +24,12 @@ WARNING_LINE = 250   # the fit's warning, one line
 class Problem(NamedTuple):
     """One thing the reader must not miss, decided once (:func:`problems`): ``said`` in
     full (the summary's warning line, :meth:`to_dict`, the CLI) and ``head``, its clause
-    in the fit's one-line warning (None: the summary alone says it, where another
-    problem's clause already covers it); ``data``: a problem of the data
+    in the fit's one-line warning (:func:`fit_warning`); ``data``: a problem of the data
     (``DataWarning``), not of identification; ``last``: the warning puts it after the
     others (Condition 1b's failure: the route's own reasons say more)."""
 
     said: str
-    head: str | None
+    head: str
     data: bool = False
     last: bool = False
 
@@ -148,7 +147,7 @@ def fit_warning(res: Results, ident: Any = _READ, advice: str = "") -> str:
     last), joined, as many as fit beside ``advice`` (at least one), then how many more
     the summary gives, then ``advice``; empty where there is none."""
     heads = [problem.head for problem in sorted(problems(res, ident), key=lambda x: x.last)
-             if problem.head and not problem.data]
+             if not problem.data]
     limit = WARNING_LINE - len(advice)
     said, room = heads[:1], limit - len("; 9 more in the summary")
     for i, head in enumerate(heads[1:], start=2):
