@@ -443,24 +443,27 @@ def test_bad_declarations_are_named_errors():
     assert model.declarations.targets == {2: ("X1",)}
 
 
-def test_each_selected_covariates_own_condition_is_reported():
+def test_each_selected_covariates_own_condition_decides_the_verdict():
     """Issue 63 item 1: a 150-row environment alone shifts the child X3 of Y (the
-    other two have 2,000 rows); the least-risk fit keeps X3 (error 0.59, "if Condition
-    4", no alarm), its omnibus test at the fixed fit p = 0.14 over 99 equations.  X3's
+    other two have 2,000 rows); the least-risk fit keeps X3 (error 0.59), its omnibus
+    test at the fixed fit p = 0.14 over 99 equations (no alarm at alpha / 3).  X3's
     own condition (``E_e[X_3 r]`` equal across environments, 2 df) is what X3's shift
-    moves: Bonferroni p = 0.012 over the support, named in ``to_dict()``.  On the same
+    moves: Bonferroni p = 0.012 over the support, named in ``to_dict()``, so the
+    verdict is "not identified" (it was "if Condition 4", silent), the fit's warning
+    names X3 and no interval conditional on Condition 4 is given.  On the same
     kind of design with every environment at 2,000 rows the fit is the parent alone and
     its own condition holds."""
     kw = dict(n_envs=3, n_parents=1, n_children=1, shift="variance", shift_downstream=True)
     sem = simulate.random_sem(34, intervened=0.5403823395619191, rng=84608903, **kw)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with pytest.warns(IdentificationWarning, match="X3's own invariance test gives p = "):
         res = NegDRO(sem.sample([2000, 150, 2000], rng=10_003), env="env",
                      outcome="Y").fit(n_boot=0)
     J, df, pvalue, name = res.selection.focused_test
     assert res.selection.estimator == "ols" and df == 2 and res.support[name]
     assert sem.beta_star[list(res.params.index).index(name)] == 0     # not a parent
-    assert pvalue < 0.05
+    assert pvalue < 0.05 < res.selection.fixed_test[2] and res.selection.narrow
+    assert res.verdict == "not identified" and not res.selection.least_risk
+    assert any(f"{name}'s own condition" in said for said in res.to_dict()["problems"])
     said = res.to_dict()["rests_on"]["own_conditions"]
     assert said["covariate"] == name and said["pvalue_bonferroni"] == pytest.approx(pvalue)
     with warnings.catch_warnings():

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 from .._validation import listed
@@ -126,13 +127,32 @@ def _least_risk_doubts(sel: Any) -> list[Problem]:
             "shifts, or a descendant of the outcome whose shift the data do not show",
             f"a fit with {name} added passes at a smaller risk"))
     if sel is not None and sel.narrow and not sel.invariance_rejected:
-        J, df, pvalue, level = sel.fixed_test
-        found.append(Problem(
-            f"cannot tell whether the least-risk fit is invariant: its invariance test "
-            f"gives p = {pvalue:.2g}, below alpha = {sel.test_level:g} (accepted only at "
-            f"the search's level {level:.2g}), so no interval conditional on Condition 4 "
-            "is given", f"its invariance test gives p = {pvalue:.2g} < alpha"))
+        found.append(_narrow(sel))
     return found
+
+
+def _narrow(sel: Any) -> Problem:
+    """The problem of a least-risk fit whose invariance the data cannot tell
+    (:attr:`SelectionReport.narrow`): the focused test where it rejects, else the
+    omnibus one."""
+    J, df, pvalue, member = sel.focused_test
+    tail = "so no interval conditional on Condition 4 is given"
+    if pvalue < sel.test_level:
+        return Problem(
+            f"cannot tell whether the least-risk fit is invariant: {member}'s own condition "
+            f"E_e[{member} (Y - b'X)] differs across environments (J = {J:.3g} on {df} df, "
+            f"p = {pvalue:.2g} with Bonferroni over the support, below alpha = "
+            f"{sel.test_level:g}): {member} may be a child of the outcome that an "
+            f"environment shifts; {tail}",
+            f"{member}'s own invariance test gives p = {pvalue:.2g} < alpha")
+    J, df, pvalue, level = sel.fixed_test
+    cut = ("alpha", sel.test_level) if math.isnan(sel.focused_test[2]) else (
+        f"alpha / {sel.test_level / sel.alarm_level:g}", sel.alarm_level)
+    return Problem(
+        f"cannot tell whether the least-risk fit is invariant: its invariance test "
+        f"gives p = {pvalue:.2g}, below {cut[0]} = {cut[1]:.2g} (accepted only at the "
+        f"search's level {level:.2g}), {tail}",
+        f"its invariance test gives p = {pvalue:.2g} < {cut[0]}")
 
 
 def fit_problems(res: Results) -> list[str]:
