@@ -5,7 +5,7 @@ Algorithm 3's), with the bootstrap's recentring."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -13,7 +13,7 @@ from ..._stats import chi2_sf
 from ..._typing import FloatArray
 from ..._validation import listed
 from ...data.moments import Moments
-from ...identification import risk_test_at
+from ...identification import RISK_WARN_LEVEL, risk_test_at
 from ...identification.determined import condition_4_on_data, covariance_shift
 from ..gmm import GATE_SE, Cumulant, GMMFit, InvarianceGMM
 from ..options import ALARM_SHARE, OPEN_SHARE, SelectionReport
@@ -85,7 +85,9 @@ def select_by_invariance(
     coefficient undetermined, a replicate follows it instead of re-checking Condition 4.
     Returns the report and, when the invariance fit is reported (route ``"invariance"``,
     or ``"not identified"`` with a sharply determined fit that the J test accepts),
-    ``(support, b_std)``; None means keep Algorithm 3's support and fit.
+    ``(support, b_std)``; None means keep Algorithm 3's support and fit, as where no
+    invariant linear model fits the sample (:func:`_no_invariant_fit`: Algorithm 3's
+    fit of objective (9) at ``gamma``, decided here, once).
     ``alg3_support()`` gives that support (run on demand: only the route without every
     coefficient determined uses it).
     """
@@ -107,7 +109,39 @@ def select_by_invariance(
         decided = _determined(w, fit, ols, verdict, doubted=bool(doubts),
                               undetermined=undetermined)
     decision, chosen = decided
-    return _report(w, rank, decision, undetermined, standing), chosen
+    report = _report(w, rank, decision, undetermined, standing)
+    if route is None and (why := _no_invariant_fit(std, report, chosen)):
+        return _objective_9(report, gamma, why), None
+    return report, chosen
+
+
+def _no_invariant_fit(std: Moments, report: SelectionReport,
+                      chosen: tuple[np.ndarray, FloatArray] | None) -> str:
+    """Why no invariant linear model fits these data, decisively (level
+    ``RISK_WARN_LEVEL``): the J test rejects every support tried, or the equal-risk test
+    rejects at the route's fit (:func:`~negdro_stats.identification.risk_test_at`).
+    Empty where an invariant fit may exist, or where Algorithm 3's fit is reported
+    already (``chosen`` None)."""
+    if chosen is None:
+        return ""
+    if report.rejected and report.pvalue < RISK_WARN_LEVEL:
+        return f"the J test rejects every support tried, p = {report.pvalue:.2g}"
+    risks = risk_test_at(std, chosen[1])
+    if risks.pvalue < RISK_WARN_LEVEL:
+        return (f"the environments' risks differ at the invariance route's fit, p = "
+                f"{risks.pvalue:.2g}")
+    return ""
+
+
+def _objective_9(report: SelectionReport, gamma: float, why: str) -> SelectionReport:
+    """The report where no invariant linear model fits (``why``,
+    :attr:`SelectionReport.no_invariant_fit`): Algorithm 3's fit of (9) is reported, the
+    trade-off at ``gamma`` that needs no invariance (issue 40 item 4)."""
+    return replace(report, estimator="negdro", no_invariant_fit=why, reason=(
+        f"{report.reason}.  No invariant linear model fits these data ({why}): reported "
+        f"Algorithm 3's fit of NegDRO's objective (9) at gamma = {gamma:g}, the trade-off "
+        "between the worst environment's risk and the spread of the risks, which needs no "
+        "invariance"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)

@@ -13,11 +13,10 @@ from threadpoolctl import ThreadpoolController
 from ..._typing import FloatArray
 from ...data.moments import Moments, block
 from ...exceptions import SolverError
-from ...identification import RISK_WARN_LEVEL, risk_test_at
 from ..algorithms import invariant_refit, run_method
 from ..gmm import Cumulant
 from ..objective import env_risks, gradient, objective
-from ..options import SelectionReport, SolverOptions, SolverOutput
+from ..options import SolverOptions, SolverOutput
 from .choose import select_by_invariance
 from .standardise import centred_problem, exact_fit, standardised_cov
 
@@ -102,8 +101,6 @@ def solve(
             report = replace(report, cumulant=report.cumulant.scaled(unit),   # original scale
                              misfit=None if report.misfit is None
                              else report.misfit * (d * s_y))
-            if route is None and (why := _no_invariant_fit(std, report, chosen)):
-                chosen, report = None, _objective_9(report, options.gamma, why)
             if chosen is not None:
                 S, b_std = chosen
                 used_refit = report.estimator
@@ -144,35 +141,6 @@ def solve(
         refit=used_refit,
         selection=report,
     )
-
-def _no_invariant_fit(std: Moments, report: SelectionReport,
-                      chosen: tuple[np.ndarray, FloatArray] | None) -> str:
-    """Why no invariant linear model fits these data, decisively (level
-    ``RISK_WARN_LEVEL``): the J test rejects every support tried, or the equal-risk test
-    rejects at the route's fit (:func:`~negdro_stats.identification.risk_test_at`).
-    Empty where an invariant fit may exist, or where Algorithm 3's fit is reported
-    already (``chosen`` None)."""
-    if chosen is None:
-        return ""
-    if report.rejected and report.pvalue < RISK_WARN_LEVEL:
-        return f"the J test rejects every support tried, p = {report.pvalue:.2g}"
-    risks = risk_test_at(std, chosen[1])
-    if risks.pvalue < RISK_WARN_LEVEL:
-        return (f"the environments' risks differ at the invariance route's fit, p = "
-                f"{risks.pvalue:.2g}")
-    return ""
-
-
-def _objective_9(report: SelectionReport, gamma: float, why: str) -> SelectionReport:
-    """The report where no invariant linear model fits (``why``,
-    :attr:`SelectionReport.no_invariant_fit`): Algorithm 3's fit of (9) is reported, the
-    trade-off at ``gamma`` that needs no invariance (issue 40 item 4)."""
-    return replace(report, estimator="negdro", no_invariant_fit=why, reason=(
-        f"{report.reason}.  No invariant linear model fits these data ({why}): reported "
-        f"Algorithm 3's fit of NegDRO's objective (9) at gamma = {gamma:g}, the trade-off "
-        "between the worst environment's risk and the spread of the risks, which needs no "
-        "invariance"))
-
 
 @cache
 def _blas() -> ThreadpoolController:
