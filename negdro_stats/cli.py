@@ -118,8 +118,11 @@ def _cli_spelling(message: str) -> str:
     ``--missing drop``), and long lists (say, 2000 labels of a wrong --env) shortened."""
     for python, option in _PYTHON_TO_OPTION.items():
         message = message.replace(python, option)
-    message = re.sub(r"The '(\w+)' parameter of NegDRO(?:\.\w+)?",
+    message = re.sub(r"The '(\w+)' (?:parameter|argument) of NegDRO(?:\.\w+)?",
                      lambda m: f"--{m.group(1).replace('_', '-')}", message)
+    message = re.sub(r"^(not_descendants|targets) names", lambda m: "--" + m.group(1).replace(
+        "_", "-") + " names", message)
+    message = re.sub(r"^targets\['?(.*?)'?\] names", r"--targets \1= names", message)
     return re.sub(r"\[([^\[\]]*)\]", _shorten_list, message)
 
 
@@ -228,15 +231,39 @@ def _header(path: str, sep: str) -> list[str]:
 COLUMN_FLAGS = {"env": "--env", "outcome": "--outcome", "covariates": "--covariates"}
 
 
+def _names(text: str | None, flag: str) -> list[str] | None:
+    """The comma-separated column names of ``flag`` (None when not given)."""
+    if text is None:
+        return None
+    names = [c.strip() for c in text.split(",") if c.strip()]
+    if not names:
+        raise CLIError(f"{flag} is empty; give column names separated by commas, "
+                       f"e.g. {flag} X1,X3.", EXIT_INVALID)
+    return names
+
+
 def _covariates(args: argparse.Namespace) -> list[str] | None:
     """The names of ``--covariates`` (None when not given)."""
-    if args.covariates is None:
-        return None
-    names = [c.strip() for c in args.covariates.split(",") if c.strip()]
-    if not names:
-        raise CLIError("--covariates is empty; give column names separated by commas, "
-                       "e.g. --covariates X1,X3.", EXIT_INVALID)
-    return names
+    return _names(args.covariates, "--covariates")
+
+
+def _declarations(args: argparse.Namespace) -> dict:
+    """``not_descendants`` and ``targets`` of ``NegDRO`` from ``--not-descendants A,B``
+    and each ``--targets ENV=A,B`` (``fit`` only; none for the other commands)."""
+    declared = {}
+    if getattr(args, "not_descendants", None) is not None:
+        declared["not_descendants"] = _names(args.not_descendants, "--not-descendants")
+    if getattr(args, "targets", None):
+        targets: dict[str, list[str]] = {}
+        for item in args.targets:
+            env, sep, names = item.partition("=")
+            if not sep or not env.strip():
+                raise CLIError(f"--targets {item!r}: give an environment label, '=' and the "
+                               "covariates it intervenes on, e.g. --targets 2=X1,X3.",
+                               EXIT_INVALID)
+            targets.setdefault(env.strip(), []).extend(_names(names, f"--targets {env}="))
+        declared["targets"] = targets
+    return declared
 
 
 def _select_columns(frame: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataFrame, str]:
@@ -275,13 +302,15 @@ def _model(args: argparse.Namespace, gamma: float = 20.0) -> NegDRO:
             warnings.filterwarnings("ignore", message=FIRST_COLUMN)   # (args.note says it)
             model = NegDRO.from_parquet(args.path, args.env, outcome=args.outcome,
                                         covariates=covariates, gamma=gamma,
-                                        fit_intercept=args.intercept, missing=args.missing)
+                                        fit_intercept=args.intercept, missing=args.missing,
+                                        **_declarations(args))
     else:
         frame, outcome = _select_columns(_read_csv(args.path, args.env, args.sep,
                                                    args.decimal), args)
         with _package_errors():
             model = NegDRO(frame, env=args.env, outcome=outcome, gamma=gamma,
-                           fit_intercept=args.intercept, missing=args.missing)
+                           fit_intercept=args.intercept, missing=args.missing,
+                           **_declarations(args))
     if args.outcome is None:                      # said after the command succeeds (main)
         args.note = (f"no --outcome given; the outcome was {model.endog_name!r}, the first "
                      "column other than --env.")
@@ -585,6 +614,14 @@ def _parser() -> argparse.ArgumentParser:
                      help="bootstrap replicates for errors, intervals and selection "
                           "frequencies (default 0: analytic standard errors and robust "
                           "intervals)")
+    knows = fit.add_argument_group(
+        "what you know of the design (it can settle a fit that rests on Condition 4)")
+    knows.add_argument("--not-descendants", metavar="A,B",
+                       help="covariates that cannot be descendants of the outcome (measured "
+                            "before it, or assigned by design)")
+    knows.add_argument("--targets", metavar="ENV=A,B", action="append",
+                       help="the covariates environment ENV intervenes on; repeat for each "
+                            "environment")
     fit.add_argument("--format", choices=["text", "html", "latex"], default=None,
                      help="format of the summary (default: text)")
     fit.add_argument("--save", metavar="PATH", default=None,

@@ -136,6 +136,24 @@ def test_fit_options_reach_the_model(capsys, csv):
     assert res["conf_int"]["alpha"] == 0.1
 
 
+def test_fit_takes_the_experimenters_declarations(capsys, csv, frame):
+    """``--not-descendants`` and each ``--targets ENV=A,B`` reach ``NegDRO``'s
+    declarations (JSON ``declarations``); bad ones are one-line errors naming the flag."""
+    env = str(frame["env"].unique()[1])
+    code, out, _ = run(capsys, "fit", csv, "--env", "env", "--json", "--not-descendants",
+                       "X1, X3", "--targets", f"{env}=X1", "--targets", f"{env}=X2")
+    assert code == 0
+    assert json.loads(out)["declarations"] == {"not_descendants": ["X1", "X3"],
+                                               "targets": {env: ["X1", "X2"]}}
+    for flags, needle in ((["--not-descendants", "X9"], "--not-descendants names 'X9'"),
+                          (["--targets", "X1"], "--targets 'X1': give an environment"),
+                          (["--targets", "nowhere=X1"], "--targets names the environment"),
+                          (["--targets", f"{env}=X1,Z"], f"--targets {env}= names 'Z'")):
+        code, out, err = run(capsys, "fit", csv, "--env", "env", *flags)
+        assert code != 0 and needle in err, err
+        assert_one_line_error(err, out)
+
+
 def test_fit_missing_drop(capsys, nan_csv):
     code, out, _ = run(capsys, "fit", nan_csv, "--env", "env", "--n-boot", 0, "--json",
                        "--missing", "drop")
