@@ -479,25 +479,24 @@ def test_a_fit_that_rests_on_condition_4_is_never_called_identified():
     assert verdicts.verdict(stand_in) == "not identified"
 
 
-def test_a_pooled_ols_fit_is_judged_by_the_tests_aimed_at_its_support():
-    """:attr:`SelectionReport.narrow`: where the least-risk fit is pooled OLS, a
-    support member's own condition at alpha decides, the omnibus test at alpha / 3 (a
-    supplementary check); a constrained fit has no focused test, and its omnibus test
-    decides at alpha.  The problem names what rejected."""
+def test_a_pooled_ols_fit_is_judged_by_two_invariance_tests():
+    """:attr:`SelectionReport.narrow`: the omnibus test at the fixed fit (what a
+    missing cause moves) or, for pooled OLS, a support member's own condition (what a
+    shifted child in the support moves) rejecting at alpha; a constrained fit has no
+    focused test.  The problem names what rejected."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fitted = NegDRO(simulate.random_sem(8, n_envs=3, rng=1).sample(500, rng=2),
                         env="env", outcome="Y").fit(n_boot=0)
     sel = replace(fitted.selection, estimator="ols", test_level=0.05,
-                  fixed_test=(30.0, 20, 0.03, 0.001), focused_test=(2.0, 2, 0.6, "X2"))
-    assert not sel.narrow                                  # 0.03 > alpha / 3
-    assert replace(sel, fixed_test=(40.0, 20, 0.01, 0.001)).narrow
-    focused = replace(sel, fixed_test=(10.0, 20, 0.9, 0.001), focused_test=(9.0, 2, 0.04, "X2"))
-    assert focused.narrow
-    assert "X2's own condition" in verdicts._narrow(focused).said
-    assert replace(sel, estimator="ils", focused_test=(np.nan, 0, np.nan, "")).narrow
-    assert "< alpha / 3" in verdicts._narrow(replace(sel, fixed_test=(40.0, 20, 0.01,
-                                                                        0.001))).head
+                  fixed_test=(30.0, 20, 0.07, 0.001), focused_test=(2.0, 2, 0.6, "X2"))
+    assert not sel.narrow
+    omnibus = replace(sel, fixed_test=(32.0, 20, 0.04, 0.001))
+    assert omnibus.narrow and "invariance test gives p = 0.04 < alpha" in verdicts._narrow(
+        omnibus).head
+    focused = replace(sel, focused_test=(9.0, 2, 0.04, "X2"))
+    assert focused.narrow and "X2's own condition" in verdicts._narrow(focused).said
+    assert not replace(sel, estimator="ils", focused_test=(np.nan, 0, np.nan, "")).narrow
 
 
 def test_an_intervention_on_the_outcome_gives_negdros_own_fit():
