@@ -471,3 +471,27 @@ def test_each_selected_covariates_own_condition_decides_the_verdict():
         even = NegDRO(sem.sample(2000, rng=10_003), env="env", outcome="Y").fit(n_boot=0)
     assert even.support.sum() == 1 and even.params[even.support].index[0] == "X25"
     assert sem.beta_star[24] != 0 and even.selection.focused_test[2] > 0.5
+
+
+def test_a_small_environment_that_alone_could_show_a_shift_is_named():
+    """``study_condition4.py``'s unequal_envs seed 18: every child of Y is shifted only
+    in a 150-row environment beside three of 2,000; the fit keeps the child X36, left
+    open, with no alarm (error 1.07: no test has power against it).  The RESTS ON line
+    names X36 and says that a shift in that environment alone is seen only if about
+    3.7 (sqrt(2000 / 150)) times larger; with equal environments it says nothing of
+    their size."""
+    sem = simulate.random_sem(37, n_envs=4, n_parents=1, n_children=3,
+                              intervened=0.384246998410801, shift="both",
+                              shift_downstream=True, rng=1996166182)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = NegDRO(sem.sample([2000, 2000, 2000, 150], rng=10_018), env="env",
+                     outcome="Y").fit(n_boot=0)
+    assert res.verdict == "if Condition 4" and "X36" in res.rests_on
+    assert 35 in sem.D                                                 # X36: a child of Y
+    said = res.to_dict()["rests_on"]["said"]
+    assert "environment 4 has 150 rows (median 2,000)" in said and "about 3.7 times" in said
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        even = NegDRO(sem.sample(2000, rng=10_018), env="env", outcome="Y").fit(n_boot=0)
+    assert "rows (median" not in (even.to_dict()["rests_on"]["said"] or "")
