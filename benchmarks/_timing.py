@@ -1,11 +1,20 @@
-"""Shared helpers of the benchmark scripts: timing, writing a run's result, and the
-table of errors by verdict."""
+"""Shared helpers of the benchmark scripts: timing, running jobs in processes, writing a
+run's result, and the table of errors by verdict."""
 
 from __future__ import annotations
 
 import statistics
 import time
 import warnings
+
+
+def run_jobs(fn, jobs: list, processes: int, chunksize: int = 1) -> list:
+    """``[fn(job) for job in jobs]``, in ``processes`` worker processes where above 1."""
+    if processes <= 1:
+        return [fn(job) for job in jobs]
+    import multiprocessing
+    with multiprocessing.Pool(processes) as pool:
+        return pool.map(fn, jobs, chunksize=chunksize)
 
 
 def timed(fn, reps: int = 5):

@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import time
 import warnings
 
 import numpy as np
-from _timing import fit_warned, verdict_lines, write_result
+from _timing import fit_warned, run_jobs, verdict_lines, write_result
 
 from negdro_stats import LinearSEM, NegDRO, simulate
 
@@ -196,11 +195,7 @@ def main():
     a = ap.parse_args()
     jobs = [(v, p, seed, a.n, a.robust, a.coverage) for v in a.variants for p in a.ps
             for seed in a.seeds]
-    if a.jobs > 1:
-        with multiprocessing.Pool(a.jobs) as pool:
-            rows = pool.map(one_fit, jobs, chunksize=1)
-    else:
-        rows = [one_fit(job) for job in jobs]
+    rows = run_jobs(one_fit, jobs, a.jobs)
     write_result(a.out, table, rows=rows)
 
 

@@ -84,7 +84,6 @@ JSON (date, command) to ``--out`` and the tables beside it (``.txt``).
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import subprocess
 import time
 import warnings
@@ -94,7 +93,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _timing import write_result
+from _timing import run_jobs, write_result
 from bench_partial import design as partial_design
 
 import negdro_stats
@@ -537,11 +536,7 @@ def main() -> None:
     commit, dirty = git("rev-parse", "HEAD"), bool(git("status", "--porcelain", "."))
     jobs = [(f, seed, a.ns, a.declare) for f in a.families for seed in range(a.seeds)]
     t0 = time.perf_counter()
-    if a.jobs > 1:
-        with multiprocessing.Pool(a.jobs) as pool:
-            per_design = pool.map(one_design, jobs, chunksize=1)
-    else:
-        per_design = [one_design(job) for job in jobs]
+    per_design = run_jobs(one_design, jobs, a.jobs)
     rows = [r for rs in per_design for r in rs]
     write_result(a.out, table, commit=commit, package=str(package), package_dirty=dirty,
                  rows=rows, seconds=time.perf_counter() - t0)

@@ -20,12 +20,11 @@ Prints the table and writes JSON (date, command) to ``--out`` and the table besi
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import time
 import warnings
 
 import numpy as np
-from _timing import write_result
+from _timing import run_jobs, write_result
 from study_condition4 import CLAIMS, FAMILIES, _names, _parents
 
 from negdro_stats import NegDRO
@@ -102,11 +101,7 @@ def main() -> None:
                      f"{sorted(FAMILIES)}")
     jobs = [(name, k) for name in a.designs for k in range(a.samples)]
     t0 = time.perf_counter()
-    if a.jobs > 1:
-        with multiprocessing.Pool(a.jobs) as pool:
-            rows = pool.map(one_sample, jobs, chunksize=4)
-    else:
-        rows = [one_sample(job) for job in jobs]
+    rows = run_jobs(one_sample, jobs, a.jobs, chunksize=4)
     write_result(a.out, table, rows=rows, seconds=time.perf_counter() - t0)
 
 
