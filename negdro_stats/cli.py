@@ -249,7 +249,7 @@ def _covariates(args: argparse.Namespace) -> list[str] | None:
 
 def _declarations(args: argparse.Namespace) -> dict:
     """``not_descendants`` and ``targets`` of ``NegDRO`` from ``--not-descendants A,B``
-    and each ``--targets ENV=A,B`` (``fit`` only; none for the other commands)."""
+    and each ``--targets ENV=A,B`` (``fit`` and ``design``; none for the others)."""
     declared = {}
     if getattr(args, "not_descendants", None) is not None:
         declared["not_descendants"] = _names(args.not_descendants, "--not-descendants")
@@ -385,7 +385,7 @@ def _design(args: argparse.Namespace) -> int:
     plan = _read_plan(args.path)
     with _package_errors():
         sem = LinearSEM.from_equations(**plan)
-        report = sem.check_identification()
+        report = sem.check_identification(**_declarations(args))
     advice = {}
     # Condition 1b covers every design; advice for the others matters only while 1b fails.
     failing = [] if report.condition_1b.holds else [
@@ -614,14 +614,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="bootstrap replicates for errors, intervals and selection "
                           "frequencies (default 0: analytic standard errors and robust "
                           "intervals)")
-    knows = fit.add_argument_group(
-        "what you know of the design (it can settle a fit that rests on Condition 4)")
-    knows.add_argument("--not-descendants", metavar="A,B",
-                       help="covariates that cannot be descendants of the outcome (measured "
-                            "before it, or assigned by design)")
-    knows.add_argument("--targets", metavar="ENV=A,B", action="append",
-                       help="the covariates environment ENV intervenes on; repeat for each "
-                            "environment")
+    _knows(fit)
     fit.add_argument("--format", choices=["text", "html", "latex"], default=None,
                      help="format of the summary (default: text)")
     fit.add_argument("--save", metavar="PATH", default=None,
@@ -650,8 +643,21 @@ def _parser() -> argparse.ArgumentParser:
                     "'envs'.")
     design.add_argument("path", metavar="PLAN", help="plan file, .json or .toml")
     design.add_argument("--json", action="store_true", help="print one JSON object")
+    _knows(design)
     design.set_defaults(func=_design)
     return parser
+
+
+def _knows(command: argparse.ArgumentParser) -> None:
+    """The declarations' flags (:func:`_declarations`), for ``fit`` and ``design``."""
+    knows = command.add_argument_group(
+        "what you know of the design (it can settle a fit that rests on Condition 4)")
+    knows.add_argument("--not-descendants", metavar="A,B",
+                       help="covariates that cannot be descendants of the outcome (measured "
+                            "before it, or assigned by design)")
+    knows.add_argument("--targets", metavar="ENV=A,B", action="append",
+                       help="the covariates environment ENV intervenes on; repeat for each "
+                            "environment")
 
 
 def _format_warning(message, category, filename, lineno, line=None) -> str:

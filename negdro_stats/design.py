@@ -742,7 +742,9 @@ class DesignReport:
                    "from Y, so no declaration settles a fit "
                    "that leaves them open ('if Condition 4')." if child else
                    "none descends from Y: declaring them (NegDRO(..., not_descendants=[...])) "
-                   "lets a fit that leaves only them open say 'identified'."))
+                   "settles the children part of what a fit that leaves only them open "
+                   "rests on ('if Condition 4', its RESTS ON line); hidden confounding "
+                   "the declarations cannot settle."))
         return lines
 
     @property

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -79,6 +79,7 @@ from .identification import (
     risk_test_at,
 )
 from .identification.conditions import DEFAULT_TOL, check_condition_1b
+from .identification.declared import Declarations
 from .results.plotting import plot_plan
 from .results.verdicts import verdict
 
@@ -454,7 +455,7 @@ class SamplePlan:
                          "unconditional (bootstrap, Wald before it runs); "
                          "p_if_condition_4, Wald intervals valid if every child of Y is "
                          f"intervened on -- {children}.")
-        return lines
+        return lines + d.declaration_lines()
 
     def __str__(self) -> str:
         return self.summary()
@@ -484,6 +485,8 @@ def plan_sample_size(
     draw: str = "moments",
     margin_alpha: float = 0.05,
     margin_boot: int = 0,
+    not_descendants: Sequence[str] | None = None,
+    targets: Mapping | None = None,
     verbose: bool | None = None,
     **options: Any,
 ) -> SamplePlan:
@@ -510,6 +513,12 @@ def plan_sample_size(
         Parametric bootstrap draws per replicate for the margin's lower bound (module
         docstring; 30 is plenty for its normal approximation); 0 uses the faster, and
         near the threshold optimistic, shift approximation.
+    not_descendants, targets : optional
+        The declarations the fits will be given (``NegDRO(not_descendants=,
+        targets=)``): the plan's summary says where the planned design contradicts
+        them and whether they settle what a fit resting on Condition 4 assumes
+        (:meth:`LinearSEM.check_identification
+        <negdro_stats.design.LinearSEM.check_identification>`).
     verbose : bool, optional
         Progress bar over the replicates (tqdm); default: in a terminal or notebook,
         after 2 s.  The replicates run in the resampling's workers (forked processes
@@ -528,7 +537,8 @@ def plan_sample_size(
     ------
     DataError
         If ``sem`` is not a LinearSEM, ``n`` is not a list of distinct integers >= p + 2,
-        or an option is unknown.
+        an option is unknown, or a declaration names an unknown covariate or
+        environment.
 
     Examples
     --------
@@ -561,6 +571,9 @@ def plan_sample_size(
                          "approximation) or at least 2 (one draw has no spread). Got 1 "
                          "instead.")
     solver_options = SolverOptions.from_user(owner, options, gamma=gamma, fixed=())
+    Declarations.from_user(not_descendants, targets, names=sem.names[1:], envs=sem.envs,
+                           owner=owner)                 # named errors for this function
+    design = sem.check_identification(not_descendants=not_descendants, targets=targets)
     population = sem.moments()
     beta_star, truth = sem.beta_star, sem.beta_star != 0
     shape = (len(grid), reps)
@@ -608,7 +621,7 @@ def plan_sample_size(
                       margin_alpha=margin_alpha, tol=DEFAULT_TOL, draw=draw,
                       gaussian_approximation=draw == "moments" and not sem.is_gaussian,
                       failed=failed, seconds=time.perf_counter() - start,
-                      verdicts=verdicts, design=sem.check_identification())
+                      verdicts=verdicts, design=design)
 
 
 def _fit_verdict(out: SolverOutput, ident: IdentificationResult,

@@ -220,6 +220,22 @@ def test_design_identified_needs_no_advice(capsys, tmp_path):
     assert "Advice" not in out and err == ""
 
 
+def test_design_reads_the_declarations_against_the_plan(capsys, tmp_path):
+    """``negdro design`` takes ``fit``'s declaration flags: X3, a child of Y, declared a
+    non-descendant and a target of the environment that does not touch it, is named."""
+    path = tmp_path / "plan.toml"
+    path.write_text(PLAN_TOML)
+    code, out, _ = run(capsys, "design", path, "--json", "--not-descendants", "X3",
+                       "--targets", "shifted=X1,X3")
+    assert code == 0
+    said = json.loads(out)["on_declarations"]
+    assert "Declared not descendants of Y, but descendants in this plan: X3." in said
+    assert "Declared targets that this plan does not intervene on: X3 (shifted)." in said
+    code, out, err = run(capsys, "design", path, "--targets", "nowhere=X1")
+    assert code != 0 and "--targets names the environment" in err
+    assert_one_line_error(err, out)
+
+
 # ------------------------------------------------------------------------ errors
 def _write(tmp_path, name, text):
     path = tmp_path / name

@@ -228,7 +228,7 @@ def test_the_design_check_reads_the_declarations_against_the_plan():
     true declaration settles a fit that leaves it open; declaring it a non-descendant,
     or a target of environment 2 (which does not touch it), contradicts the plan.  A
     random plan whose never-intervened covariates are all non-descendants: declaring
-    them lets a fit say "identified"."""
+    them settles the children part of what such a fit rests on, not the confounding."""
     from .helpers import issue40_design, non_descendants
 
     report = issue40_design(10).check_identification(not_descendants=["X5", "X7"],
@@ -243,8 +243,9 @@ def test_the_design_check_reads_the_declarations_against_the_plan():
     report = sem.check_identification(not_descendants=non_descendants(sem))
     assert report.to_dict()["on_declarations"] == [
         "Never intervened on: X1, X3, X12; none descends from Y: declaring them "
-        "(NegDRO(..., not_descendants=[...])) lets a fit that leaves only them open say "
-        "'identified'."]
+        "(NegDRO(..., not_descendants=[...])) settles the children part of what a fit "
+        "that leaves only them open rests on ('if Condition 4', its RESTS ON line); hidden "
+        "confounding the declarations cannot settle."]
     assert "Never intervened on: X1, X3, X12" in report.summary()
     with pytest.raises(DataError, match="not_descendants names 'X99'"):
         sem.check_identification(not_descendants=["X99"])

@@ -312,3 +312,23 @@ def test_a_plan_whose_fits_assume_a_condition_the_design_breaks_says_so():
     text = " ".join(plan.summary().split())
     assert "it is wrong for this design" in text
     assert "(['X4'], children of Y, are never intervened on)" in text
+
+
+def test_a_plan_reads_the_declarations_its_fits_will_be_given():
+    """plan_sample_size takes NegDRO's declarations: its summary says where the planned
+    design contradicts them (issue 40's design: X5, a grandchild of Y, declared a
+    non-descendant; X5 declared a target of environment 2, which does not touch it)
+    and that no declaration settles the grandchild left open; a declaration naming an
+    unknown covariate is refused."""
+    sem = issue40_design(8)
+    plan = plan_sample_size(sem, [500], reps=2, rng=0, verbose=False,
+                            not_descendants=["X5", "X7"], targets={2: ["X1", "X5"]})
+    assert plan.design.declarations.not_descendants == ("X5", "X7")
+    text = " ".join(plan.summary().split())
+    assert "Declared not descendants of Y, but descendants in this plan: X5." in text
+    assert "Declared targets that this plan does not intervene on: X5 (2)." in text
+    assert "X5 descends from Y, so no declaration settles" in text
+    assert "Declared" not in plan_sample_size(sem, [500], reps=2, rng=0,
+                                              verbose=False).summary()
+    with pytest.raises(DataError, match="not_descendants names 'X99'"):
+        plan_sample_size(sem, [500], reps=2, not_descendants=["X99"])
