@@ -43,13 +43,15 @@ def test_the_comparison_sees_a_changed_bit():
         f"{recorded['appendix_f2']['ident_margin']}"]
 
 
-@pytest.mark.parametrize("name", ["saved_before_issue39.pkl",
-                                  "saved_before_issue39_deferred.pkl"])
-def test_results_saved_before_the_move_load(name):
-    """Files saved by the flat layout (class paths such as ``negdro_stats.solvers``) load,
-    and give the same estimate and bootstrap intervals (the deferred one runs now)."""
-    want = json.loads((RESULTS / "saved_before_issue39.json").read_text())
-    key = "deferred_" if "deferred" in name else ""
+@pytest.mark.parametrize("name, record, key", [
+    ("saved_before_issue39.pkl", "saved_before_issue39.json", ""),
+    ("saved_before_issue39_deferred.pkl", "saved_before_issue39.json", "deferred_"),
+    ("saved_by_0_2.pkl", "saved_by_0_2.json", "")])
+def test_results_saved_by_earlier_versions_load(name, record, key):
+    """Files saved by 0.1 (the flat layout: class paths such as ``negdro_stats.solvers``)
+    and by 0.2 (``negdro_stats.estimation.options`` and the stage packages) load, and
+    give the same estimate and bootstrap intervals (the deferred one runs now)."""
+    want = json.loads((RESULTS / record).read_text())
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeprecationWarning)      # no old path is used
         warnings.filterwarnings("ignore", "was saved by negdro_stats")
