@@ -10,14 +10,9 @@
 Imports only the foundations (``_typing``, ``_validation``, ``exceptions``).
 """
 
-from .. import _moved
 from .container import MISSING, MultiEnvData, intercept_index, risk_variances, split_intercept
 from .moments import N_POPULATION, MomentAccumulator, Moments
 
 __all__ = ["MultiEnvData", "MISSING", "intercept_index", "split_intercept", "Moments",
            "MomentAccumulator", "N_POPULATION", "risk_variances"]
 
-
-def __getattr__(name: str):  # noqa: N807  (a module's __getattr__)
-    """The other names of 0.1's negdro_stats.data module, with a DeprecationWarning."""
-    return _moved.old_name(__name__, name)

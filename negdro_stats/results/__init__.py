@@ -7,12 +7,7 @@ Imports the foundations and the public names of identification and inference; ne
 model (a deferred bootstrap is a closure the model hands over).
 """
 
-from .. import _moved
 from .results import NegDROResults, PathResult, load
 
 __all__ = ["NegDROResults", "PathResult", "load"]
 
-
-def __getattr__(name: str):  # noqa: N807  (a module's __getattr__)
-    """The other names of 0.1's negdro_stats.results module, with a DeprecationWarning."""
-    return _moved.old_name(__name__, name)
