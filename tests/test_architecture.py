@@ -7,8 +7,6 @@ import sys
 import tomllib
 from pathlib import Path
 
-import pytest
-
 import negdro_stats
 
 PACKAGE = Path(negdro_stats.__file__).parent
