@@ -33,9 +33,9 @@ import numpy as np
 from _timing import timed
 
 from negdro_stats import NegDRO, simulate
+from negdro_stats.estimation import solve
 from negdro_stats.estimation.algorithms import _lipschitz, gdm, sqp, subgradient_prox
 from negdro_stats.estimation.options import SolverOptions
-from negdro_stats.estimation.route import solve
 
 
 def _arrays(sem, n, seed):

@@ -2,8 +2,10 @@
 
 A saved result names each class by its module path at the time it was saved: 0.1's flat
 layout (``negdro_stats.solvers``, ``negdro_stats.selection``, ...), whose modules were
-removed in 0.3.  :func:`~negdro_stats.load` reads such a file through :func:`new_path`,
-which finds each class's module today.  (A table of names, not of imports: the modules
+removed in 0.3, and 0.2's selection modules (``estimation.walk``,
+``estimation.route``), which 0.3 gathered in ``estimation.selection``.
+:func:`~negdro_stats.load` reads such a file through :func:`new_path`, which finds each
+class's module today.  (A table of names, not of imports: the modules
 are imported when a saved file asks for one, so the foundations do not import the
 stages.)
 """
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 import importlib
 
+_SELECTION = tuple(f"estimation.selection.{m}" for m in ("verdict", "least_risk", "walk",
+                                                          "exogeneity", "rank", "standardise"))
 MOVED = {                       # old module -> the modules that may hold its classes now
     "fourth": ("data.fourth",),
     "moments": ("data.moments",),
@@ -20,10 +24,9 @@ MOVED = {                       # old module -> the modules that may hold its cl
     "diagnostics": ("identification.conditions",),
     "report": ("identification.report",),
     "objective": ("estimation.objective",),
-    "selection": ("estimation.gmm", "estimation.walk", "estimation.options"),
+    "selection": ("estimation.gmm", "estimation.options", *_SELECTION),
     "solvers": ("estimation.options", "estimation.algorithms", "results.labels"),
-    "route": ("estimation.route.choose", "estimation.route.least_risk",
-              "identification.determined"),
+    "route": (*_SELECTION, "identification.determined"),
     "inference": ("inference.stratified",),
     "robust": ("inference.robust",),
     "sandwich": ("inference.sandwich",),
@@ -33,6 +36,11 @@ MOVED = {                       # old module -> the modules that may hold its cl
     "baselines": ("peers.baselines",),
     "holdout": ("peers.holdout",),
     "estimator": ("regressor",),
+    # 0.2's layout
+    "estimation.walk": _SELECTION,
+    **{f"estimation.route.{m}": _SELECTION for m in ("choose", "least_risk", "search", "rank",
+                                                      "standardise")},
+    "estimation.route.pipeline": ("estimation.pipeline",),
 }
 
 

@@ -20,7 +20,7 @@ independent,
 
 so one replicate costs ``|E|`` draws of size ``(p + 1)^2`` whatever ``n``, and the fit is
 the one :meth:`NegDRO.fit <negdro_stats.NegDRO.fit>` runs on rows
-(:func:`~negdro_stats.estimation.route.solve`).  On rows, the selection's score covariance adds a
+(:func:`~negdro_stats.estimation.solve`).  On rows, the selection's score covariance adds a
 fourth-cumulant term estimated from them; for Gaussian rows that term is pure sampling
 noise, which :func:`cumulant_noise` draws from a few auxiliary rows (leaving it out made
 the fits measurably worse than those on rows: P(error <= 0.05) 0.63 against 0.71 on
@@ -149,7 +149,7 @@ def cumulant_noise(population: Moments, n: int, rng: np.random.Generator
     uncorrelated for normal data).  It is drawn from ``m = min(n, AUX_ROWS)`` auxiliary
     Gaussian rows per environment and scaled by ``sqrt(m / n)``.  Returns a function of
     the replicate's moments giving the ``score_cov(b, cols)`` that
-    :func:`~negdro_stats.estimation.route.solve` takes.
+    :func:`~negdro_stats.estimation.solve` takes.
     """
     m = min(n, AUX_ROWS)
     mu, factors = _gaussian_rows(population)

@@ -20,8 +20,8 @@ from negdro_stats import (
     simulate,
 )
 from negdro_stats import testing as nt
+from negdro_stats.estimation import solve
 from negdro_stats.estimation.options import SolverOptions
-from negdro_stats.estimation.route import solve
 from negdro_stats.identification import conditions
 
 

@@ -1,6 +1,6 @@
 """Limited interventions (Condition 4): the causes of Y need not be shifted; the default
 reports pooled OLS on the invariant support with the smallest pooled risk
-(negdro_stats.estimation.route.least_risk.invariant_ols) where the environment
+(negdro_stats.estimation.selection.least_risk.invariant_ols) where the environment
 differences do not determine the coefficients."""
 
 import warnings
@@ -14,8 +14,8 @@ from pandas.testing import assert_frame_equal
 
 from negdro_stats import DataError, IdentificationWarning, NegDRO, simulate
 from negdro_stats.data import N_POPULATION
-from negdro_stats.estimation.route import solve
-from negdro_stats.estimation.route.least_risk import (
+from negdro_stats.estimation import solve
+from negdro_stats.estimation.selection.least_risk import (
     InvariantOLS,
     Readings,
     held_out_risks,
@@ -58,7 +58,7 @@ def test_population_moments_with_hidden_confounding_give_beta_star(p, n_envs, sh
     support, and Algorithm 3 stopped at a stationary point 0.26-1.2 from beta* in 5 of 9
     such designs where Condition 6 holds.  Where it holds (and 1b fails), the default
     returns beta* (1e-6), by least squares constrained to the moment-invariant set
-    (:func:`negdro_stats.estimation.walk.invariant_ls`), and no child of Y."""
+    (:func:`negdro_stats.estimation.selection.least_risk.invariant_ls`), and no child of Y."""
     sem = simulate.random_sem(p, n_envs=n_envs, n_parents=min(3, p // 2), n_children=3,
                               intervened=share, shift_downstream=True, confounding=True,
                               rng=seed)

@@ -1,4 +1,4 @@
-"""The default estimator on moments (negdro_stats.estimation.route): selection at any p, the rank
+"""The default estimator on moments (negdro_stats.estimation.selection): selection at any p, the rank
 test that says when the environments do not decide, and the intercept profiled by
 pooled centring."""
 
@@ -14,9 +14,10 @@ from numpy.testing import assert_allclose
 from pandas.testing import assert_frame_equal
 
 from negdro_stats import IdentificationWarning, LinearSEM, NegDRO, simulate
+from negdro_stats.estimation import solve
 from negdro_stats.estimation.gmm import Cumulant, InvarianceGMM
 from negdro_stats.estimation.options import SolverOptions
-from negdro_stats.estimation.route import instrument_budget, rank_test, solve
+from negdro_stats.estimation.selection import instrument_budget, rank_test
 from negdro_stats.results import verdicts
 
 
@@ -190,7 +191,7 @@ def test_rank_test_from_the_smallest_eigenpairs_equals_the_full_one(design, monk
     generalised eigenpairs; its count, statistic and undetermined covariates equal those
     of every eigenpair (p = 60: eq. (33), every direction determined; a random design
     with half the covariates shifted, 20-40 null directions)."""
-    from negdro_stats.estimation.route import rank as rank_module
+    from negdro_stats.estimation.selection import rank as rank_module
 
     sem = (simulate.eq33(p=60) if design == "identified"
            else simulate.random_sem(60, n_envs=5, intervened=0.5, rng=1))
@@ -348,7 +349,7 @@ def test_a_replicate_runs_algorithm_3_only_where_its_route_uses_it(
     """A bootstrap replicate (the sample's ``route`` given) gets the same coefficients
     and support whether Algorithm 3 runs first (the sample's order) or on demand, and
     it runs only where the route uses Algorithm 3's support or fit."""
-    from negdro_stats.estimation.route import pipeline as route_module
+    from negdro_stats.estimation import pipeline as route_module
 
     model = NegDRO(design.sample(2000, rng=3), env="env", outcome="Y")
     with warnings.catch_warnings():

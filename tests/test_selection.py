@@ -20,7 +20,7 @@ from negdro_stats.estimation.gmm import (
     cumulant_scaling,
     first_stage_wald,
 )
-from negdro_stats.estimation.walk import augment_support, pooled_ols
+from negdro_stats.estimation.selection.exogeneity import augment_support, pooled_ols
 
 from .helpers import cause_effects, descendants
 

@@ -8,8 +8,8 @@ from numpy.testing import assert_allclose
 
 from negdro_stats import IdentificationWarning, Moments, NegDRO, check_condition_1b, simulate
 from negdro_stats import testing as nt
+from negdro_stats.estimation import solve
 from negdro_stats.estimation.options import SolverOptions
-from negdro_stats.estimation.route import solve
 
 
 @pytest.mark.parametrize("variant", ["text", "code"])

@@ -22,8 +22,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from negdro_stats import Moments, simulate
+from negdro_stats.estimation import solve
 from negdro_stats.estimation.options import SolverOptions
-from negdro_stats.estimation.route import solve
 
 # QUICK (environment variable NEGDRO_QUICK=1, or --quick): the small sizes that the test
 # suite runs.  Figures go to NEGDRO_FIGURES (default: vignettes/figures).

@@ -835,7 +835,7 @@ def _check_outcome_not_determined(check: Moments) -> None:
     """Warn of an outcome that the covariates give exactly (a covariate that copies or
     rescales it, e.g. ``Xc = 2 Y``): every residual is 0, so no test of invariance has a
     variance to compare with (the default fit reports that exact fit;
-    :func:`negdro_stats.estimation.route.exact_fit`, the same decision)."""
+    :func:`negdro_stats.estimation.selection.exact_fit`, the same decision)."""
     unexplained, b = check.unexplained()
     if unexplained > EXACT_FIT:
         return

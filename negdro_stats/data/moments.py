@@ -323,7 +323,8 @@ class Moments:
         (standardised, so that covariates at 1e-6 and 1e6 keep the precision).  At most
         ``EXACT_FIT`` (rounding is ~1e-16): the covariates give the outcome exactly, e.g.
         a covariate ``Xc = 2 Y`` -- every residual is 0, and no test has a variance to
-        compare with (the data's warning and :func:`negdro_stats.estimation.route.exact_fit`)."""
+        compare with (the data's warning and
+        :func:`negdro_stats.estimation.selection.exact_fit`)."""
         d, s_y = self.scales()
         w = self.pooled_weights()
         G = np.tensordot(w, self.Sigma, axes=1) / np.multiply.outer(d, d)

@@ -2,10 +2,13 @@
 
 - :mod:`.objective`: the risks, Phi (17) and Phi_mu (19), their gradients;
 - :mod:`.algorithms`: the paper's Algorithms 1, 2 and 3, the options and the output;
-- :mod:`.gmm`: the invariance GMM (Lemma 1) and the support walk;
+- :mod:`.gmm`: the invariance GMM (Lemma 1): moment conditions, J tests, fits;
 - :mod:`.newton`: the one minimiser of its continuously updated criteria;
-- :mod:`.route`: the default route (standardise, rank test, choose) and :func:`solve`,
-  the one entry point that every caller uses to fit moments.
+- :mod:`.selection`: the default route's selection (walk, exogeneity, rank, least
+  risk, verdict);
+- :mod:`.options`: the settings and the output (:class:`SelectionReport` among them);
+- :mod:`.pipeline`: :func:`solve`, the one entry point that every caller uses to fit
+  moments (samples, population moments and resamples alike).
 
 Imports the foundations, :mod:`negdro_stats.data` and
 :mod:`negdro_stats.identification`.  Its ``__all__`` is what later stages may import.
@@ -25,7 +28,13 @@ from .gmm import (
 from .newton import gauss_newton
 from .objective import env_risks, gradient, negative_weight
 from .options import REFITS, SelectionReport, SolverOptions, SolverOutput
-from .route import centred_problem, instrument_budget, most_heterogeneous, solve, standardised_cov
+from .pipeline import solve
+from .selection import (
+    centred_problem,
+    instrument_budget,
+    most_heterogeneous,
+    standardised_cov,
+)
 
 __all__ = [
     "solve", "SolverOptions", "SolverOutput", "SelectionReport", "REFITS",

@@ -5,7 +5,7 @@ glossary in :mod:`negdro_stats.estimation.objective`).  :func:`run_method` runs 
 moments rescaled so that every covariate and the outcome have unit root mean square
 (which makes ``mu``, ``threshold`` and the tolerances scale-free); the entry point that
 standardises, profiles an intercept and chooses the support is
-:func:`negdro_stats.estimation.route.solve`.
+:func:`negdro_stats.estimation.solve`.
 
 Methods
 -------
@@ -15,7 +15,7 @@ Methods
     Each inner minimisation uses ``inner="sqp"`` (default) or ``inner="gdm"``
     (Algorithm 1, as printed).  With ``refit="auto"`` (default) the support is then
     chosen by over-identified gradient invariance and refitted (see
-    :func:`negdro_stats.estimation.route.solve` and
+    :func:`negdro_stats.estimation.solve` and
     :mod:`negdro_stats.estimation.gmm`); ``refit="negdro"`` is the paper's algorithm
     verbatim; ``refit="invariant"`` refits Algorithm 3's support by (31)
     (:func:`invariant_refit`).
@@ -425,7 +425,8 @@ def run_method(std: Moments, options: SolverOptions
     and 2; Algorithm 3's thresholded support, whose coefficients are the last result's),
     and the options with the defaults resolved from the data (``step_size``,
     ``max_iter``, ``tol``, ``upsilon``).  Only optimisation: the choice of the support
-    by invariance and the intercept live in :mod:`negdro_stats.estimation.route`.
+    by invariance and the intercept live in :mod:`negdro_stats.estimation.selection`
+    and :mod:`negdro_stats.estimation.pipeline`.
     """
     gamma, method, inner, mu = options.gamma, options.method, options.inner, options.mu
     tau, threshold = options.tau, options.threshold

@@ -387,8 +387,8 @@ class InvarianceGMM:
         X^T v]`` (Isserlis; the noise of the equations ``(Sigma_e - Sigma_bar) v`` along
         ``v``): ``v^T P v`` is then the J statistic of their invariance, ``chi2`` where
         the environments do not determine ``v`` (the rank test's calibration,
-        :func:`negdro_stats.estimation.route.rank_test`).  Computed as the score covariance of the
-        outcome ``X^T v`` at ``b = 0``."""
+        :func:`negdro_stats.estimation.selection.rank_test`).  Computed as the score covariance of
+        the outcome ``X^T v`` at ``b = 0``."""
         m = self.mom
         along = m.with_outcome(np.append(v, 0.0))
         W = self._invert(gaussian_score_cov(along, np.zeros(self.p), self.R))

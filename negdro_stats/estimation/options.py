@@ -298,8 +298,8 @@ class SelectionReport:
     gate_se : float
     rank_test : tuple of (stat, df, pvalue)
         The rank test of the invariance conditions on every covariate
-        (:func:`negdro_stats.estimation.route.rank_test`): the smallest normalised information; a
-        p-value above ``alpha`` means some direction is not determined.
+        (:func:`negdro_stats.estimation.selection.rank_test`): the smallest normalised information;
+        a p-value above ``alpha`` means some direction is not determined.
     instruments : tuple of str
         The covariates whose residual moments are required to be invariant.
     cumulant : Cumulant
@@ -316,13 +316,14 @@ class SelectionReport:
         Where the environment differences do not determine the coefficients: the
         invariance test at the reported pooled OLS fit itself (a fixed ``b``), which
         accepted it at ``level`` among the supports tried, the one with the smallest
-        pooled risk (:func:`negdro_stats.estimation.route.least_risk.invariant_ols`; then
+        pooled risk (:func:`negdro_stats.estimation.selection.least_risk.invariant_ols`; then
         ``J``, ``df``, ``pvalue`` are this test's).  NaN when that path was not taken.
     constrained : tuple of (ndarray, ndarray) or None
         Where the estimator is ``"ils"``: ``(P, C_d)`` on the support (original scale; of
         the slopes with an intercept), ``b = P b_gmm + (I - P) b_ols`` with ``P`` the
         projector onto the directions the invariance conditions determine and ``C_d``
-        the GMM's covariance along them (:class:`~negdro_stats.estimation.walk.ConstrainedLS`);
+        the GMM's covariance along them
+        (:class:`~negdro_stats.estimation.selection.least_risk.ConstrainedLS`);
         :func:`~negdro_stats.inference.sandwich.refit_cov` adds pooled OLS's sandwich
         along the others.  None otherwise.
     test_level : float
@@ -337,11 +338,11 @@ class SelectionReport:
         Pairs ``(selected, stand-in)`` of near copies (pooled cosine at least 0.95)
         where the J test accepts the support with the stand-in too: the data barely tell
         which of the two is the cause
-        (:func:`negdro_stats.estimation.route.search._substitutes`; the reported one has
+        (:func:`negdro_stats.estimation.selection.walk._substitutes`; the reported one has
         the smaller pooled risk).
     contested : tuple of (tuple of str, float), or ()
         Where Theorem 6's least-risk fit differs between the two readings of invariance
-        (:class:`negdro_stats.estimation.route.least_risk.Readings`: the intervened
+        (:class:`negdro_stats.estimation.selection.least_risk.Readings`: the intervened
         covariates' residual moments, or the support's own moments and the risks) and
         the own reading's fit, reported, predicts held-out environments better: the
         linear reading's support and its worst leave-one-environment-out risk over the
@@ -517,7 +518,7 @@ class SelectionReport:
     @property
     def exact(self) -> bool:
         """The covariates give the outcome exactly
-        (:func:`negdro_stats.estimation.route.exact_fit`): pooled OLS reported, nothing
+        (:func:`negdro_stats.estimation.selection.exact_fit`): pooled OLS reported, nothing
         tested."""
         return self.route == "invariance" and not self.walk
 

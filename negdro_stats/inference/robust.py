@@ -45,7 +45,7 @@ whole set costs ~14 fits of the model (median) (``bench_inference.py --only robu
 The p-value of "X_j has no direct effect" is the least level at which the test rejects
 ``b_j = 0`` (``P(chi2(df_sub) > AR_j(0) / scale)`` for ``"ar"``).
 
-With more covariates than :func:`~negdro_stats.estimation.route.instrument_budget` allows (the
+With more covariates than :func:`~negdro_stats.estimation.selection.instrument_budget` allows (the
 score covariances of ``(|E| - 1) p`` moment conditions cannot be estimated from few rows),
 the residual moments of the ``q`` covariates whose second moments vary most across
 environments are tested instead (``chi2((|E| - 1)(q + 1))``; chosen without looking at ``Y``,
@@ -190,8 +190,8 @@ class RobustSet:
         ``0.8 alpha`` (``"kj"``), times :attr:`scale`.
     instruments : tuple of str
         The covariates whose residual moments are tested: all of them within the budget
-        of :func:`~negdro_stats.estimation.route.instrument_budget`, else those whose second moments
-        vary most across environments (a choice that does not look at ``Y``, so the
+        of :func:`~negdro_stats.estimation.selection.instrument_budget`, else those whose second
+        moments vary most across environments (a choice that does not look at ``Y``, so the
         test keeps its level; the set is then larger).
     bartlett : float
         The bootstrap's mean of ``AR`` over ``df``, at least 1 (:func:`_bartlett`); NaN
@@ -518,7 +518,7 @@ def _with_outcome_shift(mom: Moments, j: int, beta0: float) -> Moments:
 def too_few_moments(mom: Moments, const: int | None = None) -> str | None:
     """Why :func:`robust_set` cannot be computed from ``mom`` (``const`` the intercept's
     column, profiled), or None where it can: the residual moments the rows allow to be
-    tested (:func:`~negdro_stats.estimation.route.search.instrument_budget`) give no
+    tested (:func:`~negdro_stats.estimation.selection.walk.instrument_budget`) give no
     more moment conditions than coefficients."""
     p, E, n_min = mom.p - (const is not None), mom.n_envs, float(mom.n.min())
     q = instrument_budget(E, n_min, p)

@@ -16,7 +16,7 @@ unconditional ones.  By the estimator that produced the coefficients on ``S``:
   cumulant (efficient GMM; with an intercept, of the slopes on the pooled-centred
   moments, and the intercept's variance is not computed);
 * least squares constrained by the invariance conditions where they determine the
-  coefficients (``"ils"``, :func:`~negdro_stats.estimation.walk.invariant_ls`,
+  coefficients (``"ils"``, :func:`~negdro_stats.estimation.selection.least_risk.invariant_ls`,
   ``b = P b_gmm + (I - P) b_ols``): ``(I - P) C_r (I - P)^T + C_d``, along the
   directions the conditions leave open the sandwich ``C_r = A^{-1} B A^{-1}`` of the
   pooled score at the estimate (``B = sum_e n_e Var_e(X_S r)``: the score's mean

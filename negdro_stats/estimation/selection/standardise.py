@@ -1,4 +1,4 @@
-"""Stage 1 of the route: the problem on standardised moments -- an intercept profiled
+"""The selection's first step: the problem on standardised moments -- an intercept profiled
 by the pooled level condition, score covariances in standardised units, and the exact
 fit that no test can judge."""
 
@@ -13,7 +13,7 @@ from ...data.fourth import RESIDUAL
 from ...data.moments import EXACT_FIT, Moments
 from ..gmm import GATE_SE, Cumulant
 from ..options import SelectionReport
-from ..walk import pooled_ols
+from .exogeneity import pooled_ols
 
 __all__ = ["centred_problem", "standardised_cov", "exact_fit"]
 

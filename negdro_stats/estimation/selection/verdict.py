@@ -1,6 +1,6 @@
-"""Stage 4 of the route: the verdict -- whether the environments decide, and what is
-reported (the invariance fit, pooled OLS, Theorem 6's least-risk invariant fit or
-Algorithm 3's), with the bootstrap's recentring."""
+"""The selection's verdict: whether the environments decide, and what is reported
+(the invariance fit, pooled OLS, Theorem 6's least-risk invariant fit or Algorithm
+3's), with the bootstrap's recentring."""
 
 from __future__ import annotations
 
@@ -15,19 +15,20 @@ from ..._validation import listed
 from ...data.moments import Moments
 from ...identification import RISK_WARN_LEVEL, risk_test_at
 from ...identification.determined import condition_4_on_data, covariance_shift
-from ..gmm import GATE_SE, Cumulant, GMMFit, InvarianceGMM
+from ..gmm import GATE_SE, Cumulant, GMMFit
 from ..options import ALARM_SHARE, OPEN_SHARE, SelectionReport
-from ..walk import (
+from .exogeneity import ExogenousSupport, critical_value, pooled_ols, pooled_t
+from .least_risk import (
     ConstrainedLS,
-    ExogenousSupport,
-    critical_value,
+    FixedFits,
+    contest,
     invariant_ls,
-    pooled_ols,
-    pooled_t,
+    least_risk_fit,
+    own_condition_test,
+    reliable_instruments,
 )
-from .least_risk import InvariantOLS, Readings, decisive_level, held_out_risks, invariant_ols
 from .rank import RankTest, rank_test
-from .search import Walked, refine, walk
+from .walk import Walked, refine, walk
 
 __all__ = ["select_by_invariance"]
 
@@ -45,8 +46,8 @@ def _recentring(std: Moments, b_gmm: FloatArray, S: np.ndarray, b_ols: FloatArra
       true support in most replicates.
     - Exogeneity, when pooled OLS on ``S`` was reported: the pooled score
       ``gbar_j(b_ols)`` of every covariate ``j`` whose pooled ``|t|`` on ``S + {j}`` is
-      below the cut of :func:`~negdro_stats.estimation.walk.augment_support` -- those that the
-      sample says are not causes -- so that replicates do not find, half the time, a
+      below the cut of :func:`~negdro_stats.estimation.selection.exogeneity.augment_support` --
+      those that the sample says are not causes -- so that replicates do not find, half the time, a
       non-cause whose ``t`` sat just under the cut in the sample.  Covariates above the
       cut that were not added (set aside as children of Y) keep their pooled association.
     """
@@ -224,7 +225,7 @@ def _undetermined(w: Walked, rank: RankTest, fit: GMMFit | None,
                   route: str | None, alg3_support: Callable[[], np.ndarray] | None):
     """Where the environment differences leave directions undetermined: Condition 4 on
     the data (the sample; a replicate follows the sample's ``route``), then Theorem 6's
-    least-risk invariant fit (:func:`_least_risk`) where one passes, else Algorithm 3's
+    least-risk invariant fit (:func:`least_risk_fit`) where one passes, else Algorithm 3's
     fit.  Returns ``((decision, chosen), verdict)``, or ``(None, verdict)`` where the
     sharply determined invariance fit is to be reported after all (:func:`_determined`,
     with ``verdict`` leading its reason)."""
@@ -236,20 +237,20 @@ def _undetermined(w: Walked, rank: RankTest, fit: GMMFit | None,
     else:                                  # a replicate follows the sample's verdict
         holds, margin, bound = route == "negdro", np.nan, np.nan
     alg3 = None if alg3_support is None else alg3_support()
-    inv, readings = _least_risk(w, fit, ols, holds=holds, alg3_support=alg3,
+    inv, readings = least_risk_fit(w, fit, ols, holds=holds, alg3_support=alg3,
                                 instruments=w.instruments)
     reportable = ols is not None and bool(len(ols.support)) and (
         fit.worst_se <= GATE_SE and fit.pvalue >= alpha)      # the walk's fit (_determined)
-    few = _reliable(w)
+    few = reliable_instruments(w)
     if inv is None and not holds and not reportable and few < len(w.instruments):
         # Algorithm 3's fall-back is next: first the search with a test that is
-        # reliable on fewer instruments (_least_risk).  Issue 40's design at p = 30 / 50
+        # reliable on fewer instruments (least_risk_fit).  Issue 40's design at p = 30 / 50
         # (n = 2,000, 4 environments, 3 q^2 > n for q >= 26) fell back with a child of Y
         # in 3-4 fits of 20 per variant, errors 0.44-0.70; now at most 0.14 where
         # Condition 4 holds.  Not in place of a reportable walk's fit: at n = 500 the
         # weaker test passed children of Y there (bench_selection's families: the
         # intercept family's mean error 0.03 -> 0.32)
-        inv, readings = _least_risk(w, fit, ols, holds=holds, alg3_support=alg3,
+        inv, readings = least_risk_fit(w, fit, ols, holds=holds, alg3_support=alg3,
                                     instruments=w.instruments_within(few))
     if holds:
         verdict = (weak + "; Condition 1b holds on the directions they determine "
@@ -263,7 +264,7 @@ def _undetermined(w: Walked, rank: RankTest, fit: GMMFit | None,
                    f"{bound:.2g} > {BIAS_MAX:g}), so Algorithm 3's fit may be biased there")
     contested, identified = (), holds
     if readings is not None:                 # the data cannot tell which reading holds
-        (contested, said), identified = _contest(readings, names), False
+        (contested, said), identified = contest(readings, names), False
         verdict += said
     if inv is not None:
         b_std = np.zeros(std.p)
@@ -278,7 +279,7 @@ def _undetermined(w: Walked, rank: RankTest, fit: GMMFit | None,
                "not invariant there)")
         return (Decision(
             route="negdro" if identified else "not identified", estimator=inv.estimator,
-            focused=_focused(w, inv) if recentre is None else (np.nan, 0, np.nan, ""),
+            focused=own_condition_test(w, inv) if recentre is None else (np.nan, 0, np.nan, ""),
             reason=verdict + f". Reported: {how}, the invariant fit with the smallest pooled "
             f"risk (the invariance conditions at that fixed fit: J = {J:.3g} on {df} "
             f"df, p = {pv:.2g}, accepted at level alpha / p = {level:.2g})", fit=fit,
@@ -307,171 +308,6 @@ def _undetermined(w: Walked, rank: RankTest, fit: GMMFit | None,
     return None, verdict + ". Reported: "
 
 
-def _focused(w: Walked, inv: InvariantOLS) -> tuple:
-    """:attr:`SelectionReport.focused_test`: each support member's own invariance
-    condition at the reported pooled OLS fit (:meth:`InvarianceGMM.own_tests_at_ols`,
-    ``|E| - 1`` df each), the smallest p-value times the support's size (Bonferroni)
-    and the member it belongs to; NaN for a constrained fit, the empty support or a
-    condition without variance (degenerate rows)."""
-    S, none = inv.support, (np.nan, 0, np.nan, "")
-    if inv.estimator != "ols" or not len(S):
-        return none
-    try:
-        J, df, pvalues = _AtFixedFits(w, S).gmm_on(S, inv.b, own=True).own_tests_at_ols(
-            S, inv.b, S)
-    except np.linalg.LinAlgError:        # a member's condition has no variance to test
-        return none
-    i = int(np.argmin(pvalues))
-    return float(J[i]), df, min(1.0, len(S) * float(pvalues[i])), w.std.names[S[i]]
-
-
-def _contest(readings: Readings, names: tuple) -> tuple[tuple, str]:
-    """:attr:`SelectionReport.contested` and the reason's words, where the own reading's
-    fit predicts held-out environments better (:class:`~.least_risk.Readings`)."""
-    linear = ", ".join(names[j] for j in readings.linear.support) or "the empty support"
-    own = ", ".join(names[j] for j in readings.own.support) or "the empty support"
-    lin_risk, own_risk = readings.worst
-    return (tuple(names[j] for j in readings.linear.support),
-            lin_risk / max(own_risk, 1e-300)), (
-        f"; and two readings of invariance choose different fits: the residual moments of "
-        f"the intervened covariates (Lemma 1, for a linear outcome mechanism) choose "
-        f"{linear}; the support's own moments and equal risks (Theorem 6) choose {own}, "
-        f"which predicts a held-out environment better (worst leave-one-environment-out "
-        f"risk {own_risk:.3g} against {lin_risk:.3g}, standardised).  The data cannot "
-        f"tell whether the outcome's mechanism is linear, so beta* is not identified")
-
-
-class _AtFixedFits:
-    """The invariance conditions at fixed fits (:meth:`InvarianceGMM.test_at`): the
-    residual moments of ``instruments`` and of the support itself (a child of Y in the
-    support shows there first; ``own``: of the support alone), the weight and the
-    cumulant at ``b`` (on every environment's rows); each built once (OLS is tested,
-    then constrained, at the same ``b``: one pass over the rows)."""
-
-    def __init__(self, w: Walked, instruments: np.ndarray) -> None:
-        self.w, self.instruments = w, instruments
-        self.built: dict[tuple, InvarianceGMM] = {}
-
-    def gmm_on(self, S: np.ndarray, b_S: FloatArray, own: bool = False,
-               keep: np.ndarray | None = None) -> InvarianceGMM:
-        """The conditions at ``b`` (``b_S`` on ``S``), of the environments ``keep``."""
-        key = (tuple(np.asarray(S).tolist()), np.asarray(b_S, dtype=float).tobytes(), own)
-        if key not in self.built:
-            w = self.w
-            b = np.zeros(w.std.p)
-            b[S] = b_S
-            R = (np.asarray(S, dtype=int) if own
-                 else np.union1d(self.instruments, S).astype(int))
-            self.built[key] = InvarianceGMM(
-                w.std, instruments=R, cumulant=w.cumulant_at(b, R) if w.refresh else w.cumulant,
-                b_ref=b, own_weight=False, recentre=w.recentre)
-        return self.built[key] if keep is None else self.built[key].environments(keep)
-
-    def test_at(self, S: np.ndarray, b_S: FloatArray) -> tuple:
-        """``(J, df, pvalue)`` of the conditions at the fixed fit ``b_S`` on ``S``."""
-        return self.gmm_on(S, b_S).test_at(S, b_S)
-
-
-def _reliable(w: Walked) -> int:
-    """How many instruments a test at a fixed fit is reliable on without Condition 4:
-    ``(|E| - 1) q^2 <= n`` (:func:`_least_risk`)."""
-    if not np.isfinite(w.n_min):
-        return len(w.instruments)
-    return max(int(np.sqrt(w.n_min / (w.std.n_envs - 1))), 1)
-
-
-def _least_risk(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, *,
-                holds: bool, alg3_support: np.ndarray | None, instruments: np.ndarray):
-    """Theorem 6's least-risk invariant fit (:func:`~.least_risk.invariant_ols`) from the
-    supports the route has at hand (Algorithm 3's, the walk's, the augmented one, the
-    empty one; every covariate in the second round, where ``(|E| - 1) p^2 <= n``),
-    invariance tested at each fixed fit on the residual moments of ``instruments`` and of
-    the support itself (the linear reading), and again with the support's own moments
-    and the equal-risk test (Theorem 6's reading, :class:`~.least_risk.Readings`).
-    Returns ``(fit, readings)``: the own reading's fit and both readings where they
-    choose different supports and the own one predicts held-out environments better
-    (:attr:`~.least_risk.Readings.own_predicts_better`), else the linear reading's
-    fit and None.  ``(None, None)`` where no fit
-    passes, or where without Condition 4 (``holds``) the test is not reliable: the
-    estimated weights distort J by about ``m q / n`` (``m = |E| - 1`` equations on each
-    of ``q`` instruments; module docstring); at n = 500 with 60-75 equations (``m q / n
-    ~ 2``) it passed children of Y (identified families flagged at n = 500: error 0.10
-    -> 0.39).
-
-    The own reading (pooled OLS only, from the same starts and the linear reading's
-    support) contends only where the linear one found a fit and the environments
-    shift some covariate's variance (:func:`covariance_shift`): with mean shifts alone
-    a child of Y moves its own residual moment and the risks only at second order in
-    the shift, and the own reading's fit, a better predictor with children of Y in
-    it, replaced fits within 0.02 of ``beta*`` by ones 1.4-1.9 away (bench_selection's
-    mean_only family at n = 2,000, 2 of 20 fits).  Alone, Theorem 6's reading chose
-    worse on linear designs (bench_limited's confounded p = 12 seed 0: error 0.06 ->
-    1.46, an own-moments pass with a child of Y), hence the held-out arbiter."""
-    std, pooled, alpha, n_min = w.std, w.pooled, w.alpha, w.n_min
-    p, E, every = std.p, std.n_envs, np.arange(std.p)
-    starts = [S for S in (alg3_support, None if fit is None else fit.support,
-                          None if ols is None else ols.support, np.zeros(0, dtype=int))
-              if S is not None]
-    fixed = _AtFixedFits(w, instruments)
-    gmm_on, test_at = fixed.gmm_on, fixed.test_at
-
-    def own_test_at(S: np.ndarray, b_S: FloatArray) -> tuple:
-        """Theorem 6's constraint as it reads (:class:`~.least_risk.Readings`): the
-        support's own residual moments and the equal-risk test at ``b``, Bonferroni
-        (twice the smaller p-value); on the empty support the risks alone."""
-        b = np.zeros(p)
-        b[S] = b_S
-        risk = risk_test_at(pooled, b)
-        if not len(S):
-            return risk.statistic, risk.df, risk.pvalue
-        J, df, pvalue = gmm_on(S, b_S, own=True).test_at(S, b_S)
-        return J + risk.statistic, df + risk.df, min(1.0, 2.0 * min(pvalue, risk.pvalue))
-
-    def constrained(S: np.ndarray, b_S: FloatArray, keep: np.ndarray | None = None):
-        """:func:`invariant_ls` (on the environments ``keep``: the readings' refits)."""
-        data = pooled if keep is None else pooled.environments(keep)
-        return invariant_ls(gmm_on(S, b_S, keep=keep), S, data, alpha=alpha)
-
-    reliable = holds or (E - 1) * len(instruments) ** 2 <= n_min    # (the docstring)
-    keep = ()                   # Algorithm 3's support, unless decisively not invariant
-    if holds and alg3_support is not None and len(alg3_support):
-        if test_at(alg3_support, pooled_ols(pooled, alg3_support)[0])[2] >= (
-                decisive_level(alpha, p, n_min)):
-            keep = tuple(int(j) for j in alg3_support)
-
-    def search(test: Callable) -> InvariantOLS | None:
-        """Pooled OLS where it is invariant (efficient), else constrained."""
-        inv = None
-        for ils_starts in ((False, True) if reliable else ()):
-            # the constrained fit on every covariate (beta* on exact moments under
-            # Condition 4 or 6) is a start only where its test is reliable, (|E| - 1)
-            # p^2 <= n: past it the descent costs p constrained fits a step (issue 40's
-            # design, p = 50: 87-127 s a fit, 0.3-0.8 s without, the same estimates)
-            wide_ok = ils_starts and (E - 1) * p * p <= n_min
-            if inv is None:
-                inv = invariant_ols(test, pooled, starts + [every] * wide_ok,
-                                    alpha=alpha, n_min=n_min, keep=keep,
-                                    constrained=constrained, ils_starts=ils_starts)
-        return inv
-
-    if (linear := search(test_at)) is None:
-        return None, None
-    if covariance_shift(std)[2] >= alpha:       # mean shifts only: no contest (docstring)
-        return linear, None
-    # Theorem 6's reading by pooled OLS alone, from the same starts and the linear
-    # reading's support: where the linear model fits its own moments and risks but not
-    # the instruments', OLS is the least-risk fit on a support (no constrained fits:
-    # they doubled the time of issue 40's design at p = 10 and never won)
-    own = invariant_ols(own_test_at, pooled, starts + [linear.support], alpha=alpha,
-                        n_min=n_min, keep=keep)
-    if own is None or np.array_equal(own.support, linear.support):
-        return linear, None
-    readings = Readings(linear=linear, own=own, alpha=alpha, held_out=tuple(held_out_risks(
-        pooled, f.support, None if f.ils is None else
-        lambda keep, f=f: constrained(f.support, f.b, keep).b) for f in (linear, own)))
-    return (own, readings) if readings.own_predicts_better else (linear, None)
-
-
 def _determined(w: Walked, fit: GMMFit, ols: ExogenousSupport, verdict: str, *,
                 doubted: bool, undetermined: tuple = ()
                 ) -> tuple[Decision, tuple[np.ndarray, FloatArray]]:
@@ -481,8 +317,8 @@ def _determined(w: Walked, fit: GMMFit, ols: ExogenousSupport, verdict: str, *,
     (``verdict`` says why; ``undetermined`` the covariates they leave open, by name):
     this sharply determined fit is one invariant fit of possibly several (its
     :func:`_rival` is named), and the report, unless pooled OLS is, is
-    :func:`~negdro_stats.estimation.walk.invariant_ls` on its support -- the GMM's value
-    along the directions the conditions determine, pooled least squares along the
+    :func:`~negdro_stats.estimation.selection.least_risk.invariant_ls` on its support -- the GMM's
+    value along the directions the conditions determine, pooled least squares along the
     others, Theorem 6's least-risk invariant fit there.  The GMM's own value along an
     open direction is noise: the walk's many weak moments make its standard errors
     look sharp (issue 40's design at p = 30, seed 0: an unshifted noise covariate got
@@ -544,8 +380,8 @@ def _rival(w: Walked, S: np.ndarray, undetermined: list, *, constrained: bool) -
     {j}``, tested with as many fewer degrees of freedom as it determines), ``j`` among
     the ``undetermined`` covariates (indices) by its pooled ``|t|`` there (at least
     :func:`critical_value`, largest first), the first that the invariance test at that
-    fixed fit accepts at ``alpha`` (the linear reading of :func:`_least_risk`, on as
-    many instruments as it is reliable on, :func:`_reliable`).  ``(name, J, df,
+    fixed fit accepts at ``alpha`` (the linear reading of :func:`least_risk_fit`, on as
+    many instruments as it is reliable on, :func:`reliable_instruments`).  ``(name, J, df,
     pvalue)``, or ``()`` where there is none.  A rival is another fit: it loads on ``j``
     decisively (``|t|`` at least that value: a constrained fit that holds ``j`` at
     about 0 is the fit on ``S`` again), and, as pooled OLS, ``j``'s own condition does
@@ -569,8 +405,8 @@ def _rival(w: Walked, S: np.ndarray, undetermined: list, *, constrained: bool) -
     if not len(rest):
         return ()
     t = pooled_t(w.pooled, S, rest)
-    q = min(_reliable(w), len(w.instruments))
-    fixed = _AtFixedFits(w, w.instruments if q == len(w.instruments)
+    q = min(reliable_instruments(w), len(w.instruments))
+    fixed = FixedFits(w, w.instruments if q == len(w.instruments)
                          else w.instruments_within(q))
     crit = critical_value(w.alpha / ALARM_SHARE, w.std.p, w.n_min)   # (alarm_level)
     for j in rest[np.argsort(-t, kind="stable")][:np.count_nonzero(t >= crit)]:

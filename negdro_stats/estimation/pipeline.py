@@ -1,4 +1,4 @@
-"""The route's pipeline: :func:`solve`, the one entry point that fits moments (samples,
+"""The estimator's pipeline: :func:`solve`, the one entry point that fits moments (samples,
 population moments and bootstrap replicates alike)."""
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ from functools import cache
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from ..._typing import FloatArray
-from ...data.moments import Moments, block
-from ...exceptions import SolverError
-from ..algorithms import invariant_refit, run_method
-from ..gmm import Cumulant
-from ..objective import env_risks, gradient, objective
-from ..options import SolverOptions, SolverOutput
-from .choose import select_by_invariance
-from .standardise import centred_problem, exact_fit, standardised_cov
+from .._typing import FloatArray
+from ..data.moments import Moments, block
+from ..exceptions import SolverError
+from .algorithms import invariant_refit, run_method
+from .gmm import Cumulant
+from .objective import env_risks, gradient, objective
+from .options import SolverOptions, SolverOutput
+from .selection.standardise import centred_problem, exact_fit, standardised_cov
+from .selection.verdict import select_by_invariance
 
 __all__ = ["solve"]
 
