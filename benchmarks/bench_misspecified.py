@@ -5,7 +5,7 @@ intervened on, and the interventions move the gains and noise of sibling sensors
     python benchmarks/bench_misspecified.py [--seeds 30] [--ns 2000 20000]
         [--out benchmarks/results/misspecified.json]
 
-Each seed draws a design of :func:`negdro_stats.simulate.misspecified_sensors` (its
+Each seed draws a design of :func:`negdro_stats.planning.simulate.misspecified_sensors` (its
 docstring): nonlinear mechanisms of the parents, never intervened on; ``Y`` linear in
 them plus a product of two (no linear model is right); siblings whose gain and noise
 scale the environment sets; children of ``Y`` with additive shifts; noise covariates.
@@ -33,7 +33,7 @@ from _timing import write_result
 from negdro_stats import IdentificationWarning, NegDRO
 from negdro_stats.exceptions import DataError
 from negdro_stats.peers.baselines import fit_baseline
-from negdro_stats.simulate import misspecified_sensors
+from negdro_stats.planning.simulate import misspecified_sensors
 
 PEERS = ("eills", "anchor", "erm")
 METHODS = ("negdro", "parents", *PEERS)

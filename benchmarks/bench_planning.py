@@ -25,7 +25,8 @@ over plan time, per replicate.
 4. ``diagnose``: on Example 3, the share of ``NegDRO.diagnose(n_boot=99, n_perm=0)``
    lower bounds above the tolerance (a real bootstrap in each of ``--diagnose-reps`` row
    samples) against the plan's shift approximation of it and its parametric bootstrap
-   (``margin_boot=30``, ``--boot-reps`` replicates; module docstring of ``negdro_stats.planning``).
+   (``margin_boot=30``, ``--boot-reps`` replicates; module docstring of
+   ``negdro_stats.planning.sample_size``).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ declarations settled the fit (``declared``); its results are
 
 Families (a design is drawn from its seed ``s``; ``s = 0 .. --seeds - 1``; rows from
 ``10,000 + s``; p in 8..40 and 3-6 environments unless said; the random ones are
-:func:`negdro_stats.simulate.random_sem` with a share ``intervened`` in 0.3-0.6 of the
+:func:`negdro_stats.planning.simulate.random_sem` with a share ``intervened`` in 0.3-0.6 of the
 upstream covariates shifted, "both" or "variance" shifts, no confounding unless said;
 the families built on ``children_shifted`` draw the same configuration from a seed, so
 they are paired where their first draw is accepted):

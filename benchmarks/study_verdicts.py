@@ -5,7 +5,7 @@
         [--out benchmarks/results/study_verdicts.json]
 
 Each fit draws its design from a generator seeded by ``--seed``:
-:func:`negdro_stats.simulate.random_sem` with p in {8, 15, 30, 60}, E in {3, 4, 6}, n in
+:func:`negdro_stats.planning.simulate.random_sem` with p in {8, 15, 30, 60}, E in {3, 4, 6}, n in
 {300, 1000, 3000} rows per environment, a share 0.3-1 of the covariates intervened, mean /
 variance / both shifts, every descendant of Y shifted (40% of designs), hidden
 confounding (40%), a weak cause of standardised effect 0.05 (25%), t(5) or exponential

@@ -5,10 +5,9 @@
 >>> NegDRO(df, env="env", outcome="Y").fit().summary()   # doctest: +SKIP
 """
 
-from . import datasets, planning, simulate, studies
+from . import datasets, planning, studies
 from ._version import __version__  # noqa: F401  (re-exported)
 from .data import MomentAccumulator, Moments, MultiEnvData
-from .design import DesignReport, Intervention, InterventionAdvice, LinearSEM
 from .estimation import SolverOptions
 from .exceptions import (
     BootstrapFailureWarning,
@@ -32,7 +31,8 @@ from .identification import (
 from .inference import BootstrapResult
 from .model import NegDRO, diagnose
 from .peers import BaselineResult, LOEOResult, fit_baseline
-from .planning import SamplePlan, plan_sample_size
+from .planning import SamplePlan, plan_sample_size, simulate
+from .planning.design import DesignReport, Intervention, InterventionAdvice, LinearSEM
 from .results import NegDROResults, PathResult, load
 
 __all__ = [

@@ -3,7 +3,8 @@
 A saved result names each class by its module path at the time it was saved: 0.1's flat
 layout (``negdro_stats.solvers``, ``negdro_stats.selection``, ...), whose modules were
 removed in 0.3, and 0.2's selection modules (``estimation.walk``,
-``estimation.route``), which 0.3 gathered in ``estimation.selection``.
+``estimation.route``) and pre-experiment modules (``design``, ``simulate``,
+``planning``), which 0.3 gathered in ``estimation.selection`` and ``planning``.
 :func:`~negdro_stats.load` reads such a file through :func:`new_path`, which finds each
 class's module today.  (A table of names, not of imports: the modules
 are imported when a saved file asks for one, so the foundations do not import the
@@ -41,6 +42,9 @@ MOVED = {                       # old module -> the modules that may hold its cl
     **{f"estimation.route.{m}": _SELECTION for m in ("choose", "least_risk", "search", "rank",
                                                       "standardise")},
     "estimation.route.pipeline": ("estimation.pipeline",),
+    "design": ("planning.design",),
+    "simulate": ("planning.simulate",),
+    "planning": ("planning.sample_size",),
 }
 
 

@@ -1,7 +1,7 @@
 """The package's one resampling loop and its default sizes: the bootstrap of the
 estimator (:mod:`negdro_stats.inference.stratified`), the identification report's
 bootstrap and permutations (:mod:`negdro_stats.identification.report`) and the
-sample-size planner's replicates (:mod:`negdro_stats.planning`) all run through
+sample-size planner's replicates (:mod:`negdro_stats.planning.sample_size`) all run through
 :func:`replicate`; it and the robust sets' per-coefficient intervals
 (:mod:`negdro_stats.inference.robust`) through :func:`map_jobs`, the one place that
 chooses between forked processes, threads and one job."""

@@ -3,7 +3,7 @@
 - :func:`load_sachs`: the protein-signalling data of Sachs et al. (2005), 9 experimental
   conditions (the environments), 7,466 single cells, 11 proteins.
 
-Simulated data need no loader: every design in :mod:`negdro_stats.simulate` samples a
+Simulated data need no loader: every design in :mod:`negdro_stats.planning.simulate` samples a
 frame of the same shape (outcome first, then the covariates and ``env``), e.g.
 ``simulate.eq33(p=10).sample(500, rng=0)``, and gives its exact population moments with
 ``.moments()``.

@@ -1,7 +1,7 @@
 """Monte Carlo studies: NegDRO and its peers on simulated designs (Figures 8 and 10).
 
 The harness sits above the estimator and the peers (it fits both), so it lives here and
-not in :mod:`negdro_stats.simulate`, which only builds designs.
+not in :mod:`negdro_stats.planning.simulate`, which only builds designs.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .design import LinearSEM
 from .exceptions import DataError, SubsetCapError
 from .model import NegDRO
 from .peers.baselines import BASELINES, ENUMERATING
 from .peers.holdout import fit_method
+from .planning.design import LinearSEM
 
 __all__ = ["compare_methods", "METHODS"]
 

@@ -35,9 +35,9 @@ except ImportError as err:                                    # pragma: no cover
                       ) from err
 
 from . import theory
-from .design import Intervention, LinearSEM
 from .exceptions import DataError
 from .identification.conditions import check_condition_1b
+from .planning.design import Intervention, LinearSEM
 from .theory import (  # noqa: F401 (re-exported: theory.__all__ is part of __all__)
     StatementCheck,
     algorithm3_exactness,

@@ -27,11 +27,11 @@ import numpy as np
 
 from ._typing import ArrayLike, FloatArray
 from .data.moments import Moments
-from .design import LinearSEM
 from .estimation import SolverOptions, env_risks, gradient, negative_weight, solve
 from .exceptions import DataError
 from .identification.conditions import Certificate1a, IdentificationResult, check_condition_1b
 from .model import NegDRO
+from .planning.design import LinearSEM
 
 __all__ = [
     "StatementCheck",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from negdro_stats.design import Intervention, LinearSEM
+from negdro_stats.planning.design import Intervention, LinearSEM
 
 
 def child_shift_sem(p: int = 6) -> LinearSEM:

@@ -190,7 +190,7 @@ def test_constructors_refuse_bad_arguments_with_named_errors():
     import pytest
 
     from negdro_stats import DataError, simulate
-    from negdro_stats.design import LinearSEM
+    from negdro_stats.planning.design import LinearSEM
 
     with pytest.raises(DataError, match="one dict per environment"):
         LinearSEM.from_equations({"Y": {"X1": 1.0}}, interventions={"X1": 1.0})

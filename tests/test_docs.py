@@ -52,9 +52,12 @@ def html(tmp_path_factory):
 
 @pytest.mark.smoke
 def test_api_reference_documents_every_public_name(html):
+    """A name is documented under its own path, or a module under the path it lives at
+    (``negdro_stats.simulate`` is ``negdro_stats.planning.simulate``)."""
     ids = set(re.findall(r'id="([^"]+)"', (html / "api.html").read_text()))
     missing = [name for name in negdro_stats.__all__
-               if f"negdro_stats.{name}" not in ids and f"module-negdro_stats.{name}" not in ids]
+               if f"negdro_stats.{name}" not in ids and f"module-negdro_stats.{name}" not in ids
+               and f"module-{getattr(getattr(negdro_stats, name), '__name__', '')}" not in ids]
     assert not missing, f"add to docs/api.rst: {missing}"
 
 

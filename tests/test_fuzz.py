@@ -296,7 +296,7 @@ def test_fuzz_formula(formula, seed, env):
                                "sxy_inf", "huge"]),
        )
 def test_fuzz_moments(seed, defect):
-    sem = negdro_stats.simulate.eq33(p=5)
+    sem = negdro_stats.planning.simulate.eq33(p=5)
     mom = sem.moments()
     rng = np.random.default_rng(seed)
     Sigma, sxy, n = mom.Sigma.copy(), mom.sxy.copy(), mom.n.copy()

@@ -1,6 +1,6 @@
-"""The default estimator on moments (negdro_stats.estimation.selection): selection at any p, the rank
-test that says when the environments do not decide, and the intercept profiled by
-pooled centring."""
+"""The default estimator on moments (negdro_stats.estimation.selection): selection at any p,
+the rank test that says when the environments do not decide, and the intercept profiled
+by pooled centring."""
 
 import warnings
 from dataclasses import replace

@@ -155,7 +155,7 @@ def test_conf_int_alpha_keeps_statsmodels_meaning():
 
 
 def test_no_rows_no_residuals():
-    from negdro_stats.simulate import example2
+    from negdro_stats.planning.simulate import example2
 
     res = _fit(NegDRO.from_moments(example2().moments()))
     with pytest.raises(DataError, match="no rows"):

@@ -175,7 +175,7 @@ def plot_risks(res: Any):
 
 
 def plot_plan(plan: Any, *, target_error: float | None = None):
-    """A :class:`~negdro_stats.planning.SamplePlan`: error quantiles (left) and the
+    """A :class:`~negdro_stats.planning.sample_size.SamplePlan`: error quantiles (left) and the
     probabilities (right) against ``n``, log axes; with ``target_error``, the target on
     the left and ``P(error <= target)`` on the right."""
     if target_error is not None:

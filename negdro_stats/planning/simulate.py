@@ -1,4 +1,4 @@
-"""The paper's simulation designs as :class:`~negdro_stats.design.LinearSEM` objects.
+"""The paper's simulation designs as :class:`~negdro_stats.planning.design.LinearSEM` objects.
 
 - :func:`example2`: eq. (6), two environments differing in the covariate noise level.
 - :func:`example3`: Section 5.2, limited / weak / strong intervention regimes.
@@ -21,9 +21,9 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ._validation import check_int, check_option, check_rng
+from .._validation import check_int, check_option, check_rng
+from ..exceptions import DataError
 from .design import Intervention, LinearSEM
-from .exceptions import DataError
 
 __all__ = ["example2", "example3", "eq33", "appendix_f2", "random_sem",
            "dense_second_moments", "misspecified_sensors", "SENSOR_TRAIN", "SENSOR_HELD_OUT"]

@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ._json import jsonable
-from ._typing import ArrayLike, FloatArray
-from ._validation import check_int, check_option, check_rng, did_you_mean
-from .data.moments import Moments
-from .exceptions import DataError
-from .identification.conditions import CONDITIONS, IdentificationResult
-from .identification.declared import Declarations
+from .._json import jsonable
+from .._typing import ArrayLike, FloatArray
+from .._validation import check_int, check_option, check_rng, did_you_mean
+from ..data.moments import Moments
+from ..exceptions import DataError
+from ..identification.conditions import CONDITIONS, IdentificationResult
+from ..identification.declared import Declarations
 
 __all__ = ["DesignReport", "Intervention", "InterventionAdvice", "LinearSEM"]
 

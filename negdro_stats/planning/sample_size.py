@@ -1,6 +1,6 @@
 """Sample-size planning for a planned design: how many rows per environment?
 
-:meth:`LinearSEM.check_identification <negdro_stats.design.LinearSEM.check_identification>`
+:meth:`LinearSEM.check_identification <negdro_stats.planning.design.LinearSEM.check_identification>`
 says whether the environments identify ``beta*`` in the population; how many rows each
 environment needs before a fit recovers it is a finite-sample question.
 :func:`plan_sample_size` answers it by simulation, for a grid of candidate ``n`` (rows per
@@ -62,26 +62,26 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ._resampling import process_jobs, replicate
-from ._stats import norm_ppf
-from ._typing import FloatArray, IntArray
-from ._validation import check_int, check_option, check_rng, check_scalar, progress, warn_user
-from .data.container import MultiEnvData
-from .data.fourth import gaussian_score_cov
-from .data.moments import Moments
-from .design import DesignReport, LinearSEM
-from .estimation import SolverOptions, SolverOutput, solve
-from .exceptions import DataError, DataWarning, SolverError
-from .identification import (
+from .._resampling import process_jobs, replicate
+from .._stats import norm_ppf
+from .._typing import FloatArray, IntArray
+from .._validation import check_int, check_option, check_rng, check_scalar, progress, warn_user
+from ..data.container import MultiEnvData
+from ..data.fourth import gaussian_score_cov
+from ..data.moments import Moments
+from ..estimation import SolverOptions, SolverOutput, solve
+from ..exceptions import DataError, DataWarning, SolverError
+from ..identification import (
     IdentificationResult,
     RiskInvarianceTest,
     risk_invariance_test,
     risk_test_at,
 )
-from .identification.conditions import DEFAULT_TOL, check_condition_1b
-from .identification.declared import Declarations
-from .results.plotting import plot_plan
-from .results.verdicts import verdict
+from ..identification.conditions import DEFAULT_TOL, check_condition_1b
+from ..identification.declared import Declarations
+from ..results.plotting import plot_plan
+from ..results.verdicts import verdict
+from .design import DesignReport, LinearSEM
 
 __all__ = ["SamplePlan", "cumulant_noise", "plan_sample_size", "sample_moments"]
 
@@ -212,7 +212,7 @@ class SamplePlan:
         4", "not identified" or "rejected" (a failed fit: "not identified").
     design : DesignReport or None
         :meth:`LinearSEM.check_identification
-        <negdro_stats.design.LinearSEM.check_identification>` of the planned design
+        <negdro_stats.planning.design.LinearSEM.check_identification>` of the planned design
         (population moments): which conditions identify ``beta*``.
     """
 
@@ -264,7 +264,7 @@ class SamplePlan:
     @property
     def identified(self) -> bool:
         """Whether the design identifies ``beta*`` in the population: some condition of
-        the paper holds (:attr:`DesignReport.routes <negdro_stats.design.DesignReport>`:
+        the paper holds (:attr:`DesignReport.routes <negdro_stats.planning.design.DesignReport>`:
         Condition 1b, 4 without hidden confounding, or 6); for a plan without the
         design's report, whether Condition 1b's relative margin exceeds ``tol``."""
         if self.design is not None:
@@ -518,7 +518,7 @@ def plan_sample_size(
         targets=)``): the plan's summary says where the planned design contradicts
         them and whether they settle what a fit resting on Condition 4 assumes
         (:meth:`LinearSEM.check_identification
-        <negdro_stats.design.LinearSEM.check_identification>`).
+        <negdro_stats.planning.design.LinearSEM.check_identification>`).
     verbose : bool, optional
         Progress bar over the replicates (tqdm); default: in a terminal or notebook,
         after 2 s.  The replicates run in the resampling's workers (forked processes
