@@ -57,7 +57,7 @@ from .data.readers import (
     resolve_columns,
     text_labels,
 )
-from .estimation import REFITS
+from .estimation import DEFAULT_ALPHA, REFITS
 from .identification.conditions import CONDITIONS
 
 __all__ = ["main"]
@@ -607,9 +607,9 @@ def _parser() -> argparse.ArgumentParser:
                           "algorithm verbatim (negdro), or (31) on its support (invariant)")
     fit.add_argument("--alpha", type=float, default=0.05,
                      help="1 - the intervals' coverage (default 0.05: 95%% intervals)")
-    fit.add_argument("--test-level", type=float, default=0.05,
+    fit.add_argument("--test-level", type=float, default=DEFAULT_ALPHA,
                      help="level of the selection's J tests and pruning (refit auto; "
-                          "default 0.05)")
+                          f"default {DEFAULT_ALPHA:g})")
     fit.add_argument("--n-boot", type=_count, default=0,
                      help="bootstrap replicates for errors, intervals and selection "
                           "frequencies (default 0: analytic standard errors and robust "

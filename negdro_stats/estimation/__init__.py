@@ -27,7 +27,7 @@ from .gmm import (
 )
 from .newton import gauss_newton
 from .objective import env_risks, gradient, negative_weight
-from .options import REFITS, SelectionReport, SolverOptions, SolverOutput
+from .options import DEFAULT_ALPHA, REFITS, SelectionReport, SolverOptions, SolverOutput
 from .pipeline import solve
 from .selection import (
     centred_problem,
@@ -37,7 +37,7 @@ from .selection import (
 )
 
 __all__ = [
-    "solve", "SolverOptions", "SolverOutput", "SelectionReport", "REFITS",
+    "solve", "SolverOptions", "SolverOutput", "SelectionReport", "REFITS", "DEFAULT_ALPHA",
     "env_risks", "gradient", "negative_weight",
     "InvarianceGMM", "Cumulant", "N_POPULATION", "inv_psd", "score_weights", "with_cumulant",
     "gauss_newton", "cumulant_scaling", "score_form", "SECANT_AFTER",
