@@ -175,6 +175,33 @@ def test_the_check_sees_broken_rules(tmp_path):
         assert expected in found, found
 
 
+def _private_model_calls(modules: dict[str, Path]) -> list[str]:
+    """Where a module of the results stage reads a private attribute of the fit behind a
+    result (``model._x``, ``self.model._x``): results read the fit only through
+    :class:`negdro_stats.results.source.FitSource`."""
+    found = []
+    for name, path in modules.items():
+        if not name.startswith("results."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                    and not node.attr.startswith("__")
+                    and (isinstance(node.value, ast.Name) and node.value.id == "model"
+                         or isinstance(node.value, ast.Attribute)
+                         and node.value.attr == "model")):
+                found.append(f"{name}:{node.lineno} reads model.{node.attr}")
+    return found
+
+
+def test_results_read_the_fit_only_through_its_protocol(tmp_path):
+    assert _private_model_calls(_modules()) == []
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "bad.py").write_text(
+        "def f(res, model):\n    return res.model._condition_1b(), model._cache\n")
+    assert sorted(_private_model_calls(_modules(tmp_path))) == [
+        "results.bad:2 reads model._cache", "results.bad:2 reads model._condition_1b"]
+
+
 def test_the_docs_show_the_contract():
     page = (PACKAGE.parent / "docs" / "architecture.rst").read_text()
     assert ".. literalinclude:: ../architecture.toml" in page

@@ -4,7 +4,8 @@ use) and figures (:mod:`.plotting`, matplotlib on first use).
 
 Imports the foundations and the public names of identification and inference; never
 :mod:`negdro_stats.data` or :mod:`negdro_stats.estimation`'s private names, and never the
-model (a deferred bootstrap is a closure the model hands over).
+model: a result reads the fit behind it only through :class:`~.source.FitSource`, which it
+is handed at construction.
 """
 
 from .results import NegDROResults, PathResult, load

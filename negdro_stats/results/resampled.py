@@ -21,6 +21,7 @@ from .._resampling import DEFAULT_N_BOOT, MAX_REPLICATES
 from .._validation import check_int, check_rng, generator_from_state
 from ..exceptions import BootstrapPendingError, DataError
 from ..inference.stratified import BootstrapResult
+from .source import FitSource
 
 __all__ = ["BootstrapViews"]
 
@@ -35,7 +36,7 @@ class BootstrapViews:
     _deferred: dict | None
     _requested: BootstrapResult | None = None       # (results saved before issue 41)
     fit_seconds: float = float("nan")               # (idem)
-    model: Any
+    model: FitSource
     solver: Any
     can_resample: bool
     params: pd.Series

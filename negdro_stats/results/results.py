@@ -28,6 +28,7 @@ from ..inference.sandwich import refit_cov
 from ..inference.stratified import CI_METHODS, BootstrapResult
 from .path import PathResult
 from .resampled import BootstrapViews
+from .source import FitSource
 from .verdicts import (
     condition_1b,
     conditional,
@@ -125,7 +126,7 @@ class NegDROResults(BootstrapViews, Saveable):
 
     declarations: Declarations | None = None      # (files saved before it existed)
 
-    def __init__(self, *, model: Any, moments: Any, solver: SolverOutput,
+    def __init__(self, *, model: FitSource, moments: Any, solver: SolverOutput,
                  fit_intercept: bool = False,
                  can_resample: bool = True,
                  identification: IdentificationResult | str | None = None,
@@ -383,7 +384,7 @@ class NegDROResults(BootstrapViews, Saveable):
         computes it).  (A marker, not a bound method of the model: results must pickle
         by value, issue 41.)"""
         src = self._identification
-        return self.model._condition_1b() if src == ON_FIRST_USE else src
+        return self.model.condition_1b() if isinstance(src, str) else src  # ON_FIRST_USE
 
     @property
     def ident_margin(self) -> float:
