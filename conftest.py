@@ -1,11 +1,19 @@
-"""Collection for the whole repository: the doctests of ``negdro_stats/`` skip 0.1's
-forwarding modules (the part ``deprecated`` of ``architecture.toml``): their names live,
-and are collected, in the new modules, and walking them would only raise
-DeprecationWarnings."""
+"""Collection for the whole repository: the quick tier.
 
-import tomllib
-from pathlib import Path
+``python -m pytest -m quick`` runs every test and doctest outside the modules below, the
+ones that take longest (``--durations=0`` on the full run: together about five of its
+seven minutes on 2 cores); the full command in the README, which CI runs, runs them all.
+"""
 
-_CONTRACT = tomllib.loads((Path(__file__).parent / "architecture.toml").read_text())
-collect_ignore = [f"negdro_stats/{module}.py" for part in _CONTRACT["part"]
-                  if part["name"] == "deprecated" for module in part["modules"]]
+import pytest
+
+NOT_QUICK = {"test_fuzz", "test_docs", "test_diagnostics", "test_limited", "test_golden",
+             "test_readme", "test_selection", "test_route", "test_one_truth",
+             "test_messages", "test_inference", "test_robust", "test_hardening",
+             "test_sources", "test_model"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.stem not in NOT_QUICK and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.quick)
