@@ -76,7 +76,7 @@ def default_jobs(data) -> int:
     is many small numpy calls that hold the GIL (on eq. (33) with B = 40, two threads
     took 1.28-1.46x the time of one at p = 10 / 30 / 60 and 2,000 rows x 4; 1.04x at
     p = 30, 20,000 x 4 and 1.00x at p = 100, 2,000 x 4 (about 1e8); 0.83x at p = 60,
-    20,000 x 4 and 0.68x at p = 200, 2,000 x 4, issue 42), while two forked processes
+    20,000 x 4 and 0.68x at p = 200, 2,000 x 4), while two forked processes
     took 0.52x of one on eq. (33), p = 10, 20,000 x 4, B = 200 (a fork and its pool
     cost about 15 ms)."""
     if _cores() is not None or can_fork():

@@ -789,8 +789,8 @@ class _Subvector:
         self.c_J = scale * chi2_ppf(1 - (1 - KJ_SHARE) * alpha, df_sub - 1)
         # The set is not empty (its ``least`` AR is below the joint quantile), yet the
         # subvector test would reject every value (AR_j at its least is the set's least
-        # AR, above AR's or J's own quantile): issue 41 met NaN bounds beside "not empty"
-        # there.  That quantile is then the joint one (AR: the joint set's projection; KJ:
+        # AR, above AR's or J's own quantile), which would give NaN bounds beside "not
+        # empty".  That quantile is then the joint one (AR: the joint set's projection; KJ:
         # its J part judged as the joint set is, K_j <= c_K still), so the joint CUE is
         # inside every interval; the level stays <= alpha (a larger quantile).
         self.projected = least <= joint_critical and least > (

@@ -425,7 +425,7 @@ class SamplePlan:
 
     def _design_lines(self) -> list[str]:
         """What identifies the design, and which intervals the fits' verdicts refer to
-        (issue 40 item 7: the plan agrees with what the fit will say)."""
+        (the plan agrees with what the fit will say)."""
         if self.design is None:
             return []
         d = self.design

@@ -332,7 +332,7 @@ def _mechanism(law: str, u: np.ndarray, source: np.ndarray) -> np.ndarray:
 
 def misspecified_sensors(n: int = 2000, *, seed: int = 0,
                          ) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """Sensor data that no linear SEM describes (issue 40, item 3): rows of the four
+    """Sensor data that no linear SEM describes: rows of the four
     training environments :data:`SENSOR_TRAIN` and of the three held-out ones
     :data:`SENSOR_HELD_OUT`, and the design's facts.
 

@@ -1,4 +1,4 @@
-"""The bootstrap's views of a result (issue 41: one truth per result).
+"""The bootstrap's views of a result (one truth per result).
 
 A result holds at most two bootstraps: the fit's own (``fit(n_boot=B)``), which the
 summary, :meth:`~negdro_stats.NegDROResults.to_dict`, the CLI and ``interval_kind`` read,
@@ -34,7 +34,7 @@ class BootstrapViews:
 
     _bootstrap: BootstrapResult | None
     _deferred: dict | None
-    _requested: BootstrapResult | None = None       # (results saved before issue 41)
+    _requested: BootstrapResult | None = None       # (files saved before it existed)
     fit_seconds: float = float("nan")               # (idem)
     model: FitSource
     solver: Any

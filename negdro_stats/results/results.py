@@ -382,7 +382,7 @@ class NegDROResults(BootstrapViews, Saveable):
         """Condition 1b on the moments (computed on first use for p > 30, where the fit
         passed ``ON_FIRST_USE``; ``fit`` warns when it fails for p <= 30, where it
         computes it).  (A marker, not a bound method of the model: results must pickle
-        by value, issue 41.)"""
+        by value.)"""
         src = self._identification
         return self.model.condition_1b() if isinstance(src, str) else src  # ON_FIRST_USE
 

@@ -235,7 +235,7 @@ def build_summary(res: Results, *, alpha: float, show: str, ci_method: str,
 
 def _shown_bootstrap(res: Results, kind: str) -> BootstrapResult | None:
     """The bootstrap the summary reads: the fit's own (``fit(n_boot=B)``), so that the
-    summary does not depend on what was called before (issue 41), or, where its
+    summary does not depend on what was called before, or, where its
     intervals were asked for by name (``kind``), the one run on request."""
     return res.bootstrap if kind == "bootstrap" else res.fit_bootstrap
 
@@ -318,8 +318,8 @@ def _coef_table(res: Results, rows: np.ndarray, ci: Any, alpha: float, kind: str
 
 
 def _outside(res: Results, ci: Any, kind: str, robust: RobustSet | None) -> list[str]:
-    """A note on the coefficients whose interval excludes their own estimate (issue 41:
-    the README's X2 = 0 beside [-0.047, -0.001]): the estimate is the selection's, the
+    """A note on the coefficients whose interval excludes their own estimate (e.g.
+    X2 = 0 beside [-0.047, -0.001]): the estimate is the selection's, the
     robust interval the test inversion's, and they disagree there."""
     if kind != "robust" or robust is None or robust.empty:
         return []

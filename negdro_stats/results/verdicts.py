@@ -423,7 +423,7 @@ def interval_kind(res: Results) -> str:
     :meth:`~negdro_stats.NegDROResults.conf_int` (its default), ``summary()`` and
     ``to_dict()`` (the CLI's JSON).  "A bootstrap" is the fit's own (``fit(n_boot=B)``),
     never one run later on request: the kind does not depend on what was called
-    before (issue 41).
+    before.
 
     - where the fit is Theorem 6's least-risk invariant fit in directions the
       environments leave undetermined (:func:`conditional`), intervals
@@ -452,9 +452,9 @@ def interval_kind(res: Results) -> str:
 
 def gamma_not_used(res: Results) -> str | None:
     """Why ``gamma`` does not enter the reported coefficients, or None where it does
-    (Algorithm 3's fit of the DRO objective (9) is reported).  Issue 40 item 4: gamma
-    = 20 / 100 / 1000 gave identical answers with nothing said; where the answer is the
-    gamma -> infinity end of NegDRO's trade-off, the summary says so."""
+    (Algorithm 3's fit of the DRO objective (9) is reported): where the answer is the
+    gamma -> infinity end of NegDRO's trade-off, the summary says so, since any gamma
+    gives the same answer there."""
     sel = res.selection
     if sel is None or sel.estimator == "negdro":
         return None

@@ -137,7 +137,7 @@ def _no_invariant_fit(std: Moments, report: SelectionReport,
 def _objective_9(report: SelectionReport, gamma: float, why: str) -> SelectionReport:
     """The report where no invariant linear model fits (``why``,
     :attr:`SelectionReport.no_invariant_fit`): Algorithm 3's fit of (9) is reported, the
-    trade-off at ``gamma`` that needs no invariance (issue 40 item 4)."""
+    trade-off at ``gamma`` that needs no invariance."""
     return replace(report, estimator="negdro", no_invariant_fit=why, reason=(
         f"{report.reason}.  No invariant linear model fits these data ({why}): reported "
         f"Algorithm 3's fit of NegDRO's objective (9) at gamma = {gamma:g}, the trade-off "
