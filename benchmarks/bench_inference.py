@@ -183,13 +183,13 @@ def replicates(B: int = 200) -> list[dict]:
     the same optimum, whatever the minimiser's start and steps."""
     from scipy import optimize
 
-    from negdro_stats.estimation import gmm
+    from negdro_stats.estimation import cue
 
     def tight(evaluate, b, objective, **_):
         opt = optimize.minimize(objective, np.array(b, dtype=float), jac=True,
                                 method="L-BFGS-B",
                                 options={"maxiter": 5000, "ftol": 1e-16, "gtol": 1e-12})
-        return gmm.Minimum(opt.x, float(opt.fun), True)
+        return cue.Minimum(opt.x, float(opt.fun), True)
 
     designs = {"eq33": (simulate.eq33(p=10), 20_000),
                "confounded15": (simulate.random_sem(15, n_envs=4, confounding=True, rng=2),
@@ -204,11 +204,11 @@ def replicates(B: int = 200) -> list[dict]:
             t0 = time.perf_counter()
             draws = res.run_bootstrap(B).draws
             boot = time.perf_counter() - t0
-            shipped, gmm.gauss_newton = gmm.gauss_newton, tight
+            shipped, cue.gauss_newton = cue.gauss_newton, tight
             try:
                 exact = model.fit(rng=0).run_bootstrap(B).draws
             finally:
-                gmm.gauss_newton = shipped
+                cue.gauss_newton = shipped
         gap = np.abs(draws - exact).max(axis=1)
         row = dict(design=name, n_per_env=n, B=B, one_fit_s=one, bootstrap_s=boot,
                    bootstrap_fits=boot / one, gap_median=float(np.median(gap)),
@@ -364,7 +364,7 @@ def robust_width(reps: int, n: int = 20_000, designs=("identified", "t5", "confo
             rs = res.robust_set(0.05)
             every = np.arange(3)
             fit = rs._gmm.fit_cue(every, start=rs._starts[0])
-            _, _, info = rs._gmm._evaluate(fit.b, every, information=True)
+            _, _, info = rs._gmm.evaluate(fit.b, every, information=True)
             se = np.sqrt(np.diag(np.linalg.inv(info))) / rs._to_std
             ratios["wald"].append(2 * 1.96 * se[:2] / width_boot)
         row = dict(design=name, n_per_env=n, reps=reps, B=B,

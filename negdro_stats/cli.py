@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import glob
 import json
 import os
@@ -48,15 +47,8 @@ from ._json import jsonable
 from ._resampling import DEFAULT_N_RESAMPLE
 from ._validation import did_you_mean
 from .data import MISSING
-from .data.readers import (
-    CSV_OPTIONS,
-    FIRST_COLUMN,
-    csv_header,
-    open_text,
-    path_kind,
-    resolve_columns,
-    text_labels,
-)
+from .data.csv_file import CsvFile
+from .data.readers import FIRST_COLUMN, path_kind, resolve_columns
 from .estimation import DEFAULT_ALPHA, REFITS
 from .identification.conditions import CONDITIONS
 
@@ -77,6 +69,8 @@ _PYTHON_TO_OPTION = {
     "Encode them first (e.g. pandas.get_dummies) or use NegDRO.from_formula.":
         "Encode them as numbers, or leave them out with --covariates.",
     "pass overwrite=True to replace it": "remove it or give --save another path",
+    "pass encoding= with": "pass --encoding with",
+    "(outcome=, covariates=)": "(--outcome, --covariates)",
 }
 _LONG_LIST = 8          # error messages show at most this many items of a list
 
@@ -118,6 +112,7 @@ def _cli_spelling(message: str) -> str:
     ``--missing drop``), and long lists (say, 2000 labels of a wrong --env) shortened."""
     for python, option in _PYTHON_TO_OPTION.items():
         message = message.replace(python, option)
+    message = re.sub(r"\b(sep|decimal|encoding)='([^']*)'", r"--\1 '\2'", message)
     message = re.sub(r"The '(\w+)' (?:parameter|argument) of NegDRO(?:\.\w+)?",
                      lambda m: f"--{m.group(1).replace('_', '-')}", message)
     message = re.sub(r"^(not_descendants|targets) names", lambda m: "--" + m.group(1).replace(
@@ -134,99 +129,6 @@ def _shorten_list(match: re.Match) -> str:
 
 
 # ---------------------------------------------------------------------------- input
-def _read_csv(path: str, env: str, sep: str = ",", decimal: str = ".") -> pd.DataFrame:
-    """The CSV file as a DataFrame, read as :meth:`NegDRO.from_csv` reads it (the package's
-    CSV options, compression by suffix, its rule for the ``env`` labels,
-    :func:`~negdro_stats.data.readers.text_labels`); a missing, unreadable, empty or
-    ragged file is an error, and so are a comment line above the header and a header of
-    one column that holds another separator (a ';' file)."""
-    try:
-        with open_text(path) as handle:
-            if handle.readline().startswith("#"):
-                with _package_errors(EXIT_INPUT):
-                    csv_header(path, "utf-8", sep)             # (its message)
-        with warnings.catch_warnings():
-            # index_col=False: a first data row longer than the header is not silently
-            # taken as an index column; pandas warns instead, and we make that an error.
-            warnings.simplefilter("error", pd.errors.ParserWarning)
-            frame = pd.read_csv(path, sep=sep, decimal=decimal, index_col=False,
-                                dtype={env: str}, **CSV_OPTIONS)
-    except FileNotFoundError:
-        raise CLIError(f"{path}: no such file.", EXIT_INPUT) from None
-    except IsADirectoryError:
-        raise CLIError(f"{path} is a directory; give a CSV file.", EXIT_INPUT) from None
-    except OSError as exc:
-        raise CLIError(f"cannot read {path}: {exc.strerror or exc}.", EXIT_INPUT) from None
-    except UnicodeDecodeError:
-        raise CLIError(f"{path} is not a text CSV file (it is not valid UTF-8).",
-                       EXIT_INPUT) from None
-    except pd.errors.EmptyDataError:
-        raise CLIError(f"{path} is empty; it needs a header row and data rows.",
-                       EXIT_INPUT) from None
-    except pd.errors.ParserError as exc:
-        found = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
-        if found is None:
-            raise CLIError(f"{path} is not a valid CSV file: {_one_line(exc)}",
-                           EXIT_INPUT) from None
-        n_header, line, n_row = found.groups()
-        raise CLIError(_ragged_message(path, int(line), int(n_row), int(n_header)),
-                       EXIT_INPUT) from None
-    except pd.errors.ParserWarning as exc:
-        long_row = _first_odd_row(path, sep, longer=True)
-        if long_row is None:
-            raise CLIError(f"{path} is not a valid CSV file: {_one_line(exc)}",
-                           EXIT_INPUT) from None
-        raise CLIError(_ragged_message(path, *long_row), EXIT_INPUT) from None
-    if frame.empty:
-        raise CLIError(f"{path} has a header but no data rows.", EXIT_INPUT)
-    if env in frame.columns and frame[env].notna().all():     # (blank cells: the reader's)
-        frame[env] = text_labels(frame[env])(frame[env])
-    header = _header(path, sep)
-    repeated = sorted({c for c in header if header.count(c) > 1})
-    if repeated:                         # pandas renames the second one 'X1.1' and reads on
-        raise CLIError(f"{path}: the header repeats the column name(s) {', '.join(repeated)}"
-                       "; rename them.", EXIT_INPUT)
-    if frame.isna().to_numpy().any():    # pandas pads a short row with NaN
-        short = _first_odd_row(path, sep, longer=False)
-        if short is not None:
-            raise CLIError(_ragged_message(path, *short), EXIT_INPUT)
-    other = [c for c in (";", "\t", "|", ",") if c != sep and c in str(frame.columns[0])]
-    if frame.shape[1] == 1 and other:
-        shown = "\\t" if other[0] == "\t" else other[0]
-        raise CLIError(f"{path} has one column {str(frame.columns[0])!r}: it looks "
-                       f"{shown!r}-separated; pass --sep '{shown}'.", EXIT_INPUT)
-    commas = [str(c) for c in frame.columns if frame[c].dtype.kind not in "biufc"
-              and decimal != "," and frame[c].notna().any() and frame[c].dropna()
-              .astype(str).str.fullmatch(r"[-+]?\d*,\d+(?:[eE][-+]?\d+)?").all()]
-    if commas:
-        raise CLIError(f"columns {', '.join(commas[:5])}{' ...' if len(commas) > 5 else ''}"
-                       f" of {path} hold numbers with decimal commas "
-                       "(such as '1,5'); pass --decimal ','.", EXIT_INPUT)
-    return frame
-
-
-def _ragged_message(path: str, line: int, n_row: int, n_header: int) -> str:
-    return (f"{path}, line {line}: {n_row} fields, but the header has {n_header}; fix that "
-            "row (a stray comma, or an unquoted comma inside a value?).")
-
-
-def _first_odd_row(path: str, sep: str, *, longer: bool) -> tuple[int, int, int] | None:
-    """(line number, fields, header fields) of the first row longer (or shorter) than
-    the header; blank lines are skipped, as pandas does."""
-    with open_text(path) as handle:
-        reader = csv.reader(handle, delimiter=sep, skipinitialspace=True)
-        n_header = len(next(reader, []))
-        for row in reader:
-            if row and (len(row) > n_header if longer else len(row) < n_header):
-                return reader.line_num, len(row), n_header
-    return None
-
-
-def _header(path: str, sep: str) -> list[str]:
-    with open_text(path) as handle:
-        return next(csv.reader(handle, delimiter=sep, skipinitialspace=True), [])
-
-
 #: How the column errors of :func:`~negdro_stats.data.readers.resolve_columns` name the flags.
 COLUMN_FLAGS = {"env": "--env", "outcome": "--outcome", "covariates": "--covariates"}
 
@@ -266,16 +168,18 @@ def _declarations(args: argparse.Namespace) -> dict:
     return declared
 
 
-def _select_columns(frame: pd.DataFrame, args: argparse.Namespace) -> tuple[pd.DataFrame, str]:
-    """The frame restricted to env, outcome and the chosen covariates; and the outcome
-    (the package's one column check, its errors naming the flags)."""
-    covariates = _covariates(args)
+def _read_csv(args: argparse.Namespace) -> tuple[pd.DataFrame, str]:
+    """The CSV file of ``args`` as a frame of env, the outcome and the chosen covariates
+    (the library's one reader, :class:`~negdro_stats.data.csv_file.CsvFile`; its text's
+    defects exit as input errors, the columns' as invalid options); and the outcome."""
+    with _package_errors(EXIT_INPUT):
+        file = CsvFile(args.path, sep=args.sep, decimal=args.decimal, encoding=args.encoding)
     with _package_errors():
-        outcome, names = resolve_columns(frame.columns, args.env, args.outcome, covariates,
-                                         where=args.path, flags=COLUMN_FLAGS)
-    if covariates is None:
-        return frame, outcome
-    return frame.loc[:, [outcome, *names, args.env]], outcome
+        outcome, names = resolve_columns(file.header, args.env, args.outcome,
+                                         _covariates(args), where=args.path,
+                                         flags=COLUMN_FLAGS)
+    with _package_errors(EXIT_INPUT):
+        return file.frame(args.env, [outcome, *names]), outcome
 
 
 def _is_parquet(path: str) -> bool:
@@ -305,8 +209,7 @@ def _model(args: argparse.Namespace, gamma: float = 20.0) -> NegDRO:
                                         fit_intercept=args.intercept, missing=args.missing,
                                         **_declarations(args))
     else:
-        frame, outcome = _select_columns(_read_csv(args.path, args.env, args.sep,
-                                                   args.decimal), args)
+        frame, outcome = _read_csv(args)
         with _package_errors():
             model = NegDRO(frame, env=args.env, outcome=outcome, gamma=gamma,
                            fit_intercept=args.intercept, missing=args.missing,
@@ -566,6 +469,8 @@ def _add_data_options(parser: argparse.ArgumentParser) -> None:
                        help="field separator of a CSV file (default ','; '\\t' for tabs)")
     group.add_argument("--decimal", default=".", choices=[".", ","],
                        help="decimal mark of a CSV file (default '.')")
+    group.add_argument("--encoding", default="utf-8", metavar="NAME",
+                       help="text encoding of a CSV file (default utf-8; e.g. latin-1)")
     group.add_argument("--missing", choices=MISSING, default="raise",
                        help="rows with NaN or infinite values: stop with an error, or drop "
                             "them (default: raise)")

@@ -7,11 +7,13 @@ import sys
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
-from negdro_stats import NegDRO, cli, simulate
+from negdro_stats import MultiEnvData, NegDRO, cli, simulate
 from negdro_stats.cli import main
-from negdro_stats.exceptions import SolverError
+from negdro_stats.data.csv_file import HEADER_CHARS
+from negdro_stats.exceptions import DataError, SolverError
 
 COVARIATES = ["X1", "X2", "X3", "X4", "X5"]
 
@@ -433,7 +435,7 @@ def test_cli_header_short_rows_version_and_the_note(tmp_path, capsys):
 
     (tmp_path / "dup.csv").write_text("env,Y,X1,X1\n1,2,3,4\n1,2,3,5\n2,3,4,5\n2,1,2,3\n")
     assert main(["fit", str(tmp_path / "dup.csv"), "--env", "env", "--n-boot", "0"]) == 3
-    assert "repeats the column name(s) X1" in capsys.readouterr().err
+    assert "duplicate column names ['X1']" in capsys.readouterr().err
     (tmp_path / "short.csv").write_text("env,Y,X1\n1,2,3\n1,2\n2,3,4\n2,3,1\n")
     assert main(["fit", str(tmp_path / "short.csv"), "--env", "env", "--n-boot", "0"]) == 3
     assert "line 3: 2 fields, but the header has 3" in capsys.readouterr().err
@@ -450,3 +452,60 @@ def test_cli_header_short_rows_version_and_the_note(tmp_path, capsys):
     assert main(["fit", str(tmp_path / "bad.csv"), "--env", "env", "--n-boot", "0"]) == 4
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("negdro: error:")
+
+
+def _defective_csv(kind: str, lines: list[str]) -> str:
+    """The text of a CSV file with one defect of ``kind``; ``lines`` are a good file's."""
+    late = len(lines) - 3
+    return "\n".join({
+        "long row late": lines[:late] + [lines[late] + ",1"] + lines[late + 1:],
+        "short row late": lines[:late] + [lines[late].rsplit(",", 1)[0]] + lines[late + 1:],
+        "long first row": [lines[0], lines[1] + ",1", *lines[2:]],
+        "comment": ["# measured 2026", *lines],
+        "';'-separated": [line.replace(",", ";") for line in lines],
+        "decimal commas": [line.replace(",", ";").replace(".", ",") for line in lines],
+        "written index": ["," + lines[0]] + [f"{k},{line}" for k, line in enumerate(lines[1:])],
+        "NUL bytes": ["\x00" * 50],
+        "no line break": ["1" * (HEADER_CHARS + 10)],
+    }[kind]) + "\n"
+
+
+@pytest.mark.parametrize("kind, needle", [
+    ("long row late", "line 39: 5 fields, but the header has 4"),
+    ("short row late", "line 39: 3 fields, but the header has 4"),
+    ("long first row", "line 2: 5 fields, but the header has 4"),
+    ("comment", "starts with a comment line"),
+    ("';'-separated", "it looks ';'-separated; pass sep=';'"),
+    ("decimal commas", "hold numbers with decimal commas (such as '1,5'); pass decimal=','"),
+    ("written index", "column without a name (read as 'Unnamed: 0')"),
+    ("NUL bytes", "not a text CSV file (it holds NUL bytes)"),
+    ("no line break", "has no header line"),
+])
+def test_the_cli_and_the_library_refuse_a_csv_alike(capsys, tmp_path, kind, needle):
+    """One reader: each defect is refused by NegDRO('x.csv') (read in chunks of 7 rows,
+    so the defect is past the first) and by 'negdro fit' with the same message, the CLI's
+    naming its options; the CLI exits 3 (its input)."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(40, 3)), columns=["Y", "X1", "X2"])
+    good = frame.assign(env=np.repeat(["a", "b"], 20)).to_csv(index=False).splitlines()
+    path = _write(tmp_path, "d.csv", _defective_csv(kind, good))
+    sep = ";" if kind == "decimal commas" else ","
+    with pytest.raises(DataError) as library:
+        MultiEnvData.from_csv(path, "env", outcome="Y", sep=sep, chunk_rows=7)
+    assert needle in str(library.value)
+    code, out, err = run(capsys, "fit", path, "--env", "env", "--outcome", "Y", "--sep", sep)
+    assert code == 3
+    assert_one_line_error(err, out)
+    assert cli._cli_spelling(str(library.value)) in err
+
+
+def test_the_cli_reads_other_encodings(capsys, tmp_path):
+    rows = "".join(f"{city},{k % 3},{k % 5 + k % 2}\n"
+                   for k, city in enumerate(["Zürich", "Bern"] * 20))
+    path = tmp_path / "latin.csv"
+    path.write_bytes(f"env,Y,X1\n{rows}".encode("latin-1"))
+    code, out, err = run(capsys, "fit", path, "--env", "env", "--outcome", "Y")
+    assert code == 3 and "--encoding with the file's encoding" in err
+    code, out, err = run(capsys, "fit", path, "--env", "env", "--outcome", "Y", "--json",
+                         "--encoding", "latin-1", "--n-boot", 0)
+    assert code == 0 and json.loads(out)["nobs"] == {"Bern": 20, "Zürich": 20}

@@ -131,7 +131,7 @@ def test_csv_defects_are_errors(tmp_path):
     with pytest.raises(DataError, match="blank 'env' cell"):
         MultiEnvData.from_csv(path, "env")
     path.write_text("Y,X1,env\n1,2,a\n2,3,a,7\n3,1,b\n4,2,b\n")
-    with pytest.raises(DataError, match="could not be parsed"):
+    with pytest.raises(DataError, match="line 3: 4 fields, but the header has 3"):
         MultiEnvData.from_csv(path, "env")
     path.write_text("Y,X1,env\n1,2,a\n2,3,a\n3,1,b\n4,2,b\n")
     with pytest.raises(DataError, match="include the outcome"):

@@ -231,7 +231,7 @@ def test_kj_intervals_are_the_efficient_wald_intervals_where_identified():
     beta = np.array([1.0, -0.5, 0.0])
     every = np.arange(3)
     fit = kj._gmm.fit_cue(every, start=kj._starts[0])
-    _, _, info = kj._gmm._evaluate(fit.b, every, information=True)
+    _, _, info = kj._gmm.evaluate(fit.b, every, information=True)
     se = np.sqrt(np.diag(np.linalg.inv(info))) / kj._to_std
     width = (kj.upper - kj.lower).to_numpy()
     assert_allclose(width, 2 * np.sqrt(kj.critical_sub) * se, rtol=0.05)

@@ -14,12 +14,8 @@ from negdro_stats import IdentificationWarning, LinearSEM, NegDRO, simulate
 from negdro_stats import testing as nt
 from negdro_stats.data.fourth import gaussian_score_cov
 from negdro_stats.data.moments import Moments
-from negdro_stats.estimation.gmm import (
-    Cumulant,
-    InvarianceGMM,
-    cumulant_scaling,
-    first_stage_wald,
-)
+from negdro_stats.estimation.cue import cumulant_scaling
+from negdro_stats.estimation.gmm import Cumulant, InvarianceGMM, first_stage_wald
 from negdro_stats.estimation.selection.exogeneity import augment_support, pooled_ols
 
 from .helpers import cause_effects, descendants
@@ -149,8 +145,8 @@ def test_cue_gradient_matches_finite_differences(size):
     b = rng.normal(size=4) * 0.3
     t, _ = cumulant_scaling(gaussian_score_cov(std, gmm._full(S, b), gmm.R), gmm.K)
     assert (t == 1).all() if size < 1 else (t < 1).all()
-    numeric = optimize.approx_fprime(b, lambda x: gmm._cue_objective(x, S)[0], 1e-7)
-    assert_allclose(gmm._cue_objective(b, S)[1], numeric, rtol=1e-4)
+    numeric = optimize.approx_fprime(b, lambda x: gmm.objective(x, S)[0], 1e-7)
+    assert_allclose(gmm.objective(b, S)[1], numeric, rtol=1e-4)
 
 
 @pytest.mark.parametrize("design", ["example3", "confounded"])
@@ -181,14 +177,14 @@ def test_continuously_updated_fits_reach_their_minimum(design, monkeypatch):
     if design == "confounded":
         assert max(f.J / f.df for _, f in fits) > 3
     for gmm, fit in fits:
-        J, grad, P = gmm._evaluate(fit.b, fit.support, information=True)
+        J, grad, P = gmm.evaluate(fit.b, fit.support, information=True)
         assert_allclose(P, gmm.fit_at(fit.support, gmm._full(fit.support, fit.b)).info,
                         rtol=1e-10)
         if fit.J > 3 * fit.df:      # misspecified: J can fall on as b runs off to infinity
-            assert fit.J <= gmm._cue_objective(gmm.fit(fit.support).b, fit.support)[0]
+            assert fit.J <= gmm.objective(gmm.fit(fit.support).b, fit.support)[0]
             continue                # (a growing score variance): no minimum to reach
         assert grad @ np.linalg.solve(P, grad) / 4.0 <= 1e-8 * max(J, 1.0)   # stationary
-        opt = optimize.minimize(gmm._cue_objective, fit.b, args=(fit.support,), jac=True,
+        opt = optimize.minimize(gmm.objective, fit.b, args=(fit.support,), jac=True,
                                 method="L-BFGS-B",
                                 options={"maxiter": 5000, "ftol": 1e-16, "gtol": 1e-12})
         d = fit.b - opt.x

@@ -4,6 +4,8 @@
 - :mod:`.fourth`: the fourth moments carried with them (a sample of rows);
 - :mod:`.readers`: every reader (frames, arrays, formulas, CSV, Parquet, Dask) and the
   one NaN policy; the CLI reads files through them too;
+- :mod:`.csv_file`: a CSV file's header, chunks and defects, read one way for
+  ``from_csv`` and the CLI;
 - :mod:`.container`: :class:`MultiEnvData`, the container a model holds (labels, the
   intercept's one home, resampling).
 

@@ -12,7 +12,8 @@ does not read anything itself.
   :class:`Table`, passed over by :func:`read_rows`.
 - Streams, batch by batch, memory independent of n: :func:`read_batches` (any iterator
   of frames or column mappings: SQL chunks, a cursor, a generator), and through it
-  :func:`read_parquet` and :func:`read_csv`; :func:`read_dask` (partitions, merged).
+  :func:`read_parquet` and :func:`read_csv` (its text read by
+  :class:`~negdro_stats.data.csv_file.CsvFile`); :func:`read_dask` (partitions, merged).
   A new streaming format is a generator of batches given to :func:`read_batches`.
 
 Every reader uses the same three checks: :func:`resolve_columns` (the outcome and
@@ -23,25 +24,22 @@ distinct); and the same NaN policy, :class:`NanPolicy` (``missing='raise'`` or
 A row's position in its source (dropped rows counted) places it in its block and in the
 fourth-moment sample, so every split of the same rows gives the same moments.
 
-Why one module of ~750 lines: every reader (frames, arrays, formulas, Parquet, Dask,
+Why one module of ~800 lines: every reader (frames, arrays, formulas, Parquet, Dask,
 blocks) feeds one accumulator and one NaN policy, so that every source gives the same
 moments; one module keeps that one code path visible.
 """
 
 from __future__ import annotations
 
-import bz2
 import glob
-import gzip
 import itertools
-import lzma
 import numbers
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
-from typing import IO, Any
+from typing import Any
 
 import narwhals.stable.v1 as nw
 import numpy as np
@@ -59,12 +57,13 @@ from .._validation import (
 )
 from ..exceptions import DataError, DataWarning
 from .blocks import DEFAULT_BLOCKS, BlockAccumulator, BlockMoments
+from .csv_file import CsvFile, text_labels
 from .moments import DEFAULT_CHUNK_ROWS, MomentAccumulator, Moments, one_blas_thread
 
 __all__ = ["MISSING", "path_kind", "NanPolicy", "Read", "Rows", "Table", "as_pandas",
            "check_labels", "check_real", "read_arrays", "read_batches", "read_csv", "read_dask",
            "read_formula", "read_frame", "read_parquet", "read_rows", "resolve_columns",
-           "CSV_OPTIONS", "csv_header", "open_text", "text_labels"]
+           "FIRST_COLUMN"]
 
 CSV_SUFFIXES = (".csv", ".csv.gz", ".tsv", ".txt")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -691,114 +690,38 @@ def read_csv(path: str | os.PathLike, env: str, *, outcome: str | None = None,
              blocks: int = DEFAULT_BLOCKS, chunk_rows: int = 200_000,
              encoding: str = "utf-8", sep: str = ",", decimal: str = ".",
              verbose: bool | None = None) -> Read:
-    """A CSV file read ``chunk_rows`` rows at a time, in two passes: the environment
-    column first (typed once for the whole file: integers if every label is one, else
-    text; typed per chunk, label 4 and a later chunk's "4" were two environments), then
-    the variables into block moments.  Empty, 'NA' and 'n/a' cells are NaN (the NaN
-    policy); spaces after a separator are skipped; a column without a name (a written
-    index) is refused unless left out; ragged rows and undecodable text are errors naming
-    the file."""
-    path = os.fspath(path)
+    """A CSV file (:class:`~negdro_stats.data.csv_file.CsvFile`: its header and text
+    checked) read ``chunk_rows`` rows at a time, in two passes: the environment column
+    first (typed once for the whole file by
+    :func:`~negdro_stats.data.csv_file.text_labels`), then the variables into block
+    moments.  Empty, 'NA' and 'n/a' cells are NaN (the NaN policy); a column without a
+    name (a written index) is refused unless left out."""
     chunk_rows = check_int(chunk_rows, "chunk_rows", "from_csv", min_val=1)
-    if sep == decimal:
-        raise DataError(f"decimal={decimal!r} is also the separator (sep={sep!r}); a file "
-                        "with decimal commas is ';'-separated: pass sep=';'.")
-    header = csv_header(path, encoding, sep)
-    outcome, covariates = resolve_columns(header, env, outcome, covariates, where=path)
+    file = CsvFile(path, sep=sep, decimal=decimal, encoding=encoding)
+    outcome, covariates = resolve_columns(file.header, env, outcome, covariates,
+                                          where=file.path)
     names = [*covariates, outcome]
-    unnamed = [c for c in names if c.startswith("Unnamed: ")]
-    if unnamed:
-        raise DataError(f"{path} has a column without a name (read as {unnamed[0]!r}), most "
-                        "likely an index written with the data; write the file with "
-                        "index=False, or name the outcome and covariates (outcome=, "
-                        "covariates=).")
-
-    def read(columns: list[str] | None = None) -> Iterator[pd.DataFrame]:
-        """pandas.read_csv, chunk by chunk, with its parse errors turned into DataError
-        (ragged rows are errors, not silently padded or dropped)."""
-        try:
-            yield from pd.read_csv(path, sep=sep, decimal=decimal, chunksize=chunk_rows,
-                                   encoding=encoding, dtype={env: str}, usecols=columns,
-                                   **CSV_OPTIONS)
-        except pd.errors.ParserError as exc:
-            raise DataError(f"{path} could not be parsed: {exc}") from exc
-        except UnicodeDecodeError as exc:
-            raise DataError(f"{path} is not valid {encoding} text (byte {exc.start} of a "
-                            "chunk); pass encoding= with the file's encoding, e.g. "
-                            "encoding='latin-1'.") from exc
-
+    file.check_named(names)
     # the first pass reads every column, so that ragged rows are found
-    text = pd.concat([chunk[env] for chunk in read()] or [pd.Series([], dtype=str)])
+    text = pd.concat([chunk[env] for chunk in file.chunks(env, chunk_rows)]
+                     or [pd.Series([], dtype=str)])
     if len(text) == 0:
-        raise DataError(f"{path} has a header but no rows.")
+        raise DataError(f"{file.path} has a header but no data rows.")
     if text.isna().any():
-        raise DataError(f"{path} has {int(text.isna().sum())} rows with a blank {env!r} "
+        raise DataError(f"{file.path} has {int(text.isna().sum())} rows with a blank {env!r} "
                         "cell; give every row an environment label.")
     typed = text_labels(text)
 
     def chunks() -> Iterator[dict[str, np.ndarray]]:
-        for chunk in read([env, *names]):
-            check_real(chunk[names].dtypes.to_dict(), where=f"{path} (a cell that is not a "
-                       "number; leave the column out with covariates=[...])")
+        for chunk in file.chunks(env, chunk_rows, [env, *names]):
+            file.check_numbers(chunk, names)
+            check_real(chunk[names].dtypes.to_dict(), where=f"{file.path} (a cell that is "
+                       "not a number; leave the column out with covariates=[...])")
             yield {env: typed(chunk[env]), **{c: chunk[c].to_numpy() for c in names}}
 
     return read_batches(chunks(), env, outcome=outcome, covariates=covariates,
-                        missing=missing, blocks=blocks, verbose=verbose, columns=header,
-                        total=-(-len(text) // chunk_rows), where=path, desc="csv")
-
-
-def text_labels(text: pd.Series) -> Callable[[pd.Series], np.ndarray]:
-    """The one rule for environment labels read as text (a CSV file's, in from_csv and in
-    the CLI), decided on every label of the file: stripped of spaces, and integers where
-    every label is an integer within int64 ('01' and '1' are one environment), else text
-    ('1.0' and '1' are two; a 20-digit label stays text: it overflowed).  Returns the
-    function that types the labels of a chunk."""
-    integral = bool(text.str.strip().str.fullmatch(r"[-+]?\d{1,18}").all())
-
-    def typed(values: pd.Series) -> np.ndarray:
-        values = values.str.strip()
-        return values.astype(np.int64).to_numpy() if integral else values.to_numpy()
-    return typed
-
-
-CSV_OPTIONS = {"skipinitialspace": True, "on_bad_lines": "error"}   # (one reading of a CSV)
-
-
-def open_text(path: str, encoding: str = "utf-8") -> IO[str]:
-    """A CSV file as text, decompressed by its suffix as pandas does (.gz, .bz2, .xz)."""
-    opener = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}.get(
-        os.path.splitext(str(path))[1].lower(), open)
-    return opener(path, "rt", newline="", encoding=encoding)
-
-
-def csv_header(path: str, encoding: str, sep: str) -> list[str]:
-    """The CSV's column names as pandas reads them, after a check of the names as written
-    (pandas would rename a repeated ``X1`` to ``X1.1`` and read on) and of a comment line
-    above them; its read errors as DataErrors."""
-    def first(**kwargs) -> pd.DataFrame:
-        try:
-            return pd.read_csv(path, sep=sep, encoding=encoding, skipinitialspace=True,
-                               **kwargs)
-        except pd.errors.EmptyDataError as exc:
-            raise DataError(f"{path} is empty.") from exc
-        except (OSError, pd.errors.ParserError) as exc:
-            raise DataError(f"Could not read {path!r}: {exc}") from exc
-        except UnicodeDecodeError as exc:
-            raise DataError(f"{path} is not valid {encoding} text; pass encoding= with the "
-                            "file's encoding, e.g. encoding='latin-1'.") from exc
-
-    written = first(nrows=1, header=None, dtype=str, keep_default_na=False).iloc[0].tolist()
-    if str(written[0]).startswith("#"):
-        raise DataError(f"{path} starts with a comment line ({sep.join(written)[:40]!r}); "
-                        "remove the comment lines: a CSV file's first line is its header.")
-    dupes = sorted({c for c in written if written.count(c) > 1})
-    if dupes:
-        raise DataError(f"{path} has duplicate column names {dupes}; rename them.")
-    header = [str(c) for c in first(nrows=0).columns]
-    if len(header) == 1 and sep == "," and ";" in header[0]:
-        raise DataError(f"{path} has one column; its header holds ';' -- pass sep=';' (and "
-                        "decimal=',' for decimal commas).")
-    return header
+                        missing=missing, blocks=blocks, verbose=verbose, columns=file.header,
+                        total=-(-len(text) // chunk_rows), where=file.path, desc="csv")
 
 
 def _blocks(blocks: int) -> int:

@@ -3,7 +3,8 @@
 - :mod:`.objective`: the risks, Phi (17) and Phi_mu (19), their gradients;
 - :mod:`.algorithms`: the paper's Algorithms 1, 2 and 3, the options and the output;
 - :mod:`.gmm`: the invariance GMM (Lemma 1): moment conditions, J tests, fits;
-- :mod:`.newton`: the one minimiser of its continuously updated criteria;
+- :mod:`.cue`: the continuously updated criterion (the selection's and the robust
+  sets'), its score covariances and its one minimiser;
 - :mod:`.selection`: the default route's selection (walk, exogeneity, rank, least
   risk, verdict);
 - :mod:`.options`: the settings and the output (:class:`SelectionReport` among them);
@@ -14,18 +15,17 @@ Imports the foundations, :mod:`negdro_stats.data` and
 :mod:`negdro_stats.identification`.  Its ``__all__`` is what later stages may import.
 """
 
-from .gmm import (
-    N_POPULATION,
+from .cue import (
     SECANT_AFTER,
-    Cumulant,
-    InvarianceGMM,
+    ContinuouslyUpdated,
     cumulant_scaling,
+    gauss_newton,
     inv_psd,
     score_form,
     score_weights,
     with_cumulant,
 )
-from .newton import gauss_newton
+from .gmm import N_POPULATION, Cumulant, InvarianceGMM
 from .objective import env_risks, gradient, negative_weight
 from .options import DEFAULT_ALPHA, REFITS, SelectionReport, SolverOptions, SolverOutput
 from .pipeline import solve
@@ -39,7 +39,8 @@ from .selection import (
 __all__ = [
     "solve", "SolverOptions", "SolverOutput", "SelectionReport", "REFITS", "DEFAULT_ALPHA",
     "env_risks", "gradient", "negative_weight",
-    "InvarianceGMM", "Cumulant", "N_POPULATION", "inv_psd", "score_weights", "with_cumulant",
+    "InvarianceGMM", "ContinuouslyUpdated", "Cumulant", "N_POPULATION", "inv_psd",
+    "score_weights", "with_cumulant",
     "gauss_newton", "cumulant_scaling", "score_form", "SECANT_AFTER",
     "centred_problem", "standardised_cov", "instrument_budget", "most_heterogeneous",
 ]

@@ -38,35 +38,25 @@ sampling noise is then far below rounding error, so the tests are exact up to it
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import linalg, special
-from scipy.linalg import lapack
 
 from .._stats import chi2_isf, chi2_sf
 from .._typing import FloatArray
-from ..data.fourth import gaussian_score_cov, isserlis_parts, score_cov_form
+from ..data.fourth import gaussian_score_cov, isserlis_parts
 from ..data.moments import N_POPULATION, block
-from .newton import Minimum, gauss_newton
+from .cue import ContinuouslyUpdated, Minimum, inv_psd, score_weights, with_cumulant
 
-__all__ = ["InvarianceGMM", "GMMFit", "Cumulant", "gaussian_score_cov", "N_POPULATION", "GATE_SE",
-           "first_stage_wald", "inv_psd", "score_weights", "with_cumulant", "cumulant_scaling",
-           "score_form", "SECANT_AFTER"]
+__all__ = ["InvarianceGMM", "GMMFit", "Cumulant", "N_POPULATION", "GATE_SE",
+           "first_stage_wald"]
 
 GATE_SE = 0.1           # sharply determined: worst standardised s.e. below this (route, growth)
 
 CUE_FTOL = 1e-12       # a continuously updated fit has converged: predicted decrease of J
 #                         at most this share (the fits within ~1e-8 of their minimum)
-SECANT_AFTER = 3        # Gauss-Newton steps of a continuously updated fit (the selection's and
-#                         the robust sets') before BFGS updates (gauss_newton; B = 200 on a
-#                         confounded p = 15 design: 29,081 evaluations against 33,781 without;
-#                         a robust set at p = 30: 4,270 against 5,511)
-SCORE_FLOOR = 0.1       # score covariances stay >= this share of their Gaussian form
-LAPACK_FROM = 64        # inv_psd: matrices of this many rows inverted one by one from their
-#                         Cholesky factor (below, numpy's batched inverse is faster)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -128,7 +118,7 @@ def _in_order(fitter: Callable, S: np.ndarray, start: FloatArray | None = None) 
     start = None if start is None else np.asarray(start)[order]
     return fitter(S[order], start).reordered(np.argsort(order))
 
-class InvarianceGMM:
+class InvarianceGMM(ContinuouslyUpdated):
     """GMM of the invariance conditions (M) on any support (module docstring).
 
     Parameters
@@ -162,7 +152,7 @@ class InvarianceGMM:
                  b_ref: FloatArray, own_weight: bool = True,
                  recentre: FloatArray | None = None) -> None:
         R = np.asarray(instruments)
-        self.R, self.mom, self.cumulant, self.b_ref = R, mom, cumulant, b_ref
+        self.R, self.cols, self.mom, self.cumulant, self.b_ref = R, R, mom, cumulant, b_ref
         self.recentre = recentre
         self.n = np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
         self.M = block(mom.Sigma, R, slice(None))                             # (E, q, p)
@@ -238,40 +228,13 @@ class InvarianceGMM:
     def _invert(self, V: FloatArray) -> FloatArray:
         return score_weights(V, self.n)
 
-    def _cue_objective(self, b_S: FloatArray, S: np.ndarray) -> tuple[float, FloatArray]:
-        """CUE criterion ``J(b) = min_m sum_e (g_e - m)^T W_e(b) (g_e - m)`` and gradient.
-
-        By the envelope theorem (m profiled out),
-        ``dJ/db_k = -2 sum_e M_e[:, k]^T W_e dev_e - sum_e (W_e dev_e)^T dV_e/db_k
-        (W_e dev_e) / n_e``.
-        """
-        return self._evaluate(b_S, S)[:2]
-
-    def _evaluate(self, b_S: FloatArray, S: np.ndarray, information: bool = False):
-        """``(J, gradient, P)`` of :meth:`_cue_objective` from one weight and one set of
-        Isserlis parts; ``P`` (with ``information``) is the information ``P_SS`` at the
-        weight ``W(b)``, half the Gauss-Newton Hessian of ``J``."""
+    def conditions(self, b_S: FloatArray, S: np.ndarray
+                   ) -> tuple[FloatArray, tuple, FloatArray, FloatArray]:
+        """(M) at ``b``: ``g_e(b) = u_e - M_e[:, S] b_S`` and its Jacobian ``-M_e[:, S]``
+        (:meth:`ContinuouslyUpdated.conditions`)."""
         b = self._full(S, b_S)
-        parts = isserlis_parts(self.mom, b, self.R)
-        gauss = gaussian_score_cov(self.mom, b, self.R, parts)
-        t, x = cumulant_scaling(gauss, self.K)
-        W = self._invert(gauss + t[:, None, None] * self.K)
         M = block(self.M, slice(None), S)
-        r = self.u - M @ b_S
-        Wr = np.einsum("eij,ej->ei", W, r)
-        Wbar_inv = inv_psd(W.sum(axis=0))
-        dev = r - Wbar_inv @ Wr.sum(axis=0)
-        Wd = np.einsum("eij,ej->ei", W, dev)
-        J = float(np.einsum("ei,ei->", dev, Wd))
-        form = score_form(self.mom, parts, self.R, Wd, S, self.K, (t, x))
-        grad = -2.0 * np.einsum("eqk,eq->k", M, Wd) - form.T @ (1.0 / self.n)
-        if not information:
-            return J, grad, None
-        WM = W @ M
-        SWM = WM.sum(axis=0)
-        E, q, k = M.shape
-        P = M.reshape(E * q, k).T @ WM.reshape(E * q, k) - SWM.T @ Wbar_inv @ SWM
-        return J, grad, (P + P.T) / 2.0
+        return b, isserlis_parts(self.mom, b, self.R), self.u - M @ b_S, -M
 
     def fit_cue(self, S: np.ndarray, start: FloatArray | None = None) -> GMMFit:
         """Continuously updated GMM on ``S``, started at ``start`` (default: the two-step
@@ -292,20 +255,15 @@ class InvarianceGMM:
         if start is None and key in self._done:
             return self._done[key]
         two = self.fit(S)
-        found = Minimum(two.b, np.nan, False)
+        found = None
         if len(S) and two.identified:
-            with np.errstate(all="ignore"):           # (no warnings module: threads)
-                try:
-                    found = gauss_newton(lambda b: self._evaluate(b, S, information=True),
-                                         two.b if start is None else start,
-                                         lambda b: self._cue_objective(b, S),
-                                         ftol=CUE_FTOL, max_steps=60,
-                                         secant_after=SECANT_AFTER)
-                except (linalg.LinAlgError, ValueError):
-                    pass                                   # keep the two-step estimate
+            found = self.minimise(S, two.b if start is None else start, ftol=CUE_FTOL,
+                                  max_steps=60)
+        if found is None:                                 # keep the two-step estimate
+            found = Minimum(two.b, np.nan, False)
         b_S, J, info = found.b, found.J, found.P        # the weight at b_S itself
         if info is None:
-            J, _, info = self._evaluate(b_S, S, information=True)
+            J, _, info = self.evaluate(b_S, S, information=True)
         J, df = max(J, 0.0), self.df_base - len(S)
         fit = GMMFit(support=S, b=b_S, info=info, J=J, df=df, pvalue=chi2_sf(J, df),
                      identified=_normal_solution(info, np.zeros(len(S)))[1])
@@ -347,8 +305,8 @@ class InvarianceGMM:
         """The invariance conditions (M) tested at a fixed ``b`` (not fitted to them):
         ``J(b)`` with the weight at ``b``, referred to ``chi2((|E| - 1) q)``.  Returns
         ``(J, df, pvalue)``."""
-        J = max(self._cue_objective(np.asarray(b_S, dtype=float),
-                                    np.asarray(S, dtype=int))[0], 0.0)
+        J = max(self.objective(np.asarray(b_S, dtype=float), np.asarray(S, dtype=int))[0],
+                0.0)
         return J, self.df_base, chi2_sf(J, self.df_base)
 
     def own_tests_at_ols(self, S: np.ndarray, b_S: FloatArray, cols: np.ndarray
@@ -461,112 +419,6 @@ def first_stage_wald(mom, R: np.ndarray, S: np.ndarray, n: FloatArray) -> FloatA
                        np.einsum("eqkl,eql->qk", W, M))
     d = M - centre
     return np.einsum("eqk,eqkl,eql->q", d, W, d)
-
-def score_weights(V: FloatArray, n: FloatArray) -> FloatArray:
-    """``W_e = n_e V_e^{-1}`` (a ridge of 1e-10 of the mean eigenvalue keeps it finite).
-
-    An environment with ``n_e <= q`` rows (``q`` instruments) has a score covariance of
-    rank at most ``n_e - 1`` whatever the data: its other directions carry no estimate
-    and get no weight (the pseudo-inverse on its ``n_e - 1`` largest eigenvalues).  The
-    ridge's weight of ~1e10 on them turned rounding (moments equal to 1e-16 from a
-    frame and from Dask) into J tests that differed by O(1) and supports that differed
-    (1 in 200 of the fuzz test's frames)."""
-    q = V.shape[1]
-    ridged = V.copy()                       # (in place: at q = 1,000 the temporaries of
-    ridged.reshape(len(V), -1)[:, ::q + 1] += 1e-10 * np.einsum("ejj->e", V)[:, None] / q
-    W = inv_psd(ridged)                     # V + ridge I and n W took 0.06 s a call)
-    W *= n[:, None, None]
-    for e in np.flatnonzero(n <= q):
-        vals, vecs = np.linalg.eigh(V[e])
-        rank = max(int(n[e]) - 1, 0)
-        inv = np.zeros(q)
-        if rank:
-            top = vals[q - rank:]
-            inv[q - rank:] = np.where(top > 0, 1.0 / np.where(top > 0, top, 1.0), 0.0)
-        W[e] = n[e] * (vecs * inv) @ vecs.T
-    return W
-
-def with_cumulant(gauss: FloatArray, K: FloatArray) -> FloatArray:
-    """``gauss + t K`` per environment, ``t`` as :meth:`InvarianceGMM._score` says (1 where
-    ``gauss + K / (1 - SCORE_FLOOR)`` is positive definite): a covariance ``>= SCORE_FLOOR
-    gauss``, continuous in ``b``.  ``gauss`` itself where ``K`` is 0 (the pilot's, on
-    every covariate: two passes over (E, p, p) saved at each of its weights)."""
-    if not K.any():
-        return gauss
-    t, _ = cumulant_scaling(gauss, K)
-    return gauss + t[:, None, None] * K
-
-
-def cumulant_scaling(gauss: FloatArray, K: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """Per environment the share ``t`` of the cumulant ``K`` that :func:`with_cumulant`
-    adds, and where ``t < 1`` the vector ``x`` with ``K x = low gauss x``, ``x^T gauss x
-    = 1`` (zero elsewhere): ``t = (1 - SCORE_FLOOR) / (-low)`` moves with the Gaussian
-    part, ``dt = t x^T d(gauss) x`` (the derivative of a generalised eigenvalue), which
-    the criteria's gradients add to ``dV = d(gauss) + dt K``.  (Without it the gradient
-    was wrong wherever ``t < 1``: example 3 at n = 1,000, -0.067 against 0.0004, and the
-    continuously updated fits stopped short of their minimum.)"""
-    E, q = gauss.shape[:2]
-    t, x = np.ones(E), np.zeros((E, q))
-    if not K.any() or _is_pd(gauss + K / (1.0 - SCORE_FLOOR)):
-        return t, x
-    for e in range(E):
-        try:
-            L = np.linalg.cholesky(gauss[e])
-        except np.linalg.LinAlgError:        # the Gaussian part itself is singular
-            continue
-        half = linalg.solve_triangular(L, K[e], lower=True)
-        vals, vecs = np.linalg.eigh(linalg.solve_triangular(L, half.T, lower=True))
-        if (1.0 - SCORE_FLOOR) < -vals[0]:
-            t[e] = (1.0 - SCORE_FLOOR) / -vals[0]
-            x[e] = linalg.solve_triangular(L, vecs[:, 0], lower=True, trans="T")
-    return t, x
-
-def score_form(mom, parts: tuple, cols: np.ndarray, a: FloatArray, S: np.ndarray,
-               K: FloatArray, scaling: tuple[FloatArray, FloatArray]) -> FloatArray:
-    """``a_e^T (dV_e / db_k) a_e`` for ``k`` in ``S``, shape (E, |S|), of the score
-    covariance ``V = gauss + t K`` (``scaling = (t, x)`` of :func:`cumulant_scaling` at
-    ``b``, ``parts`` the Isserlis parts there): the only part of ``dV`` the continuously
-    updated criteria's gradients need."""
-    t, x = scaling
-    form = score_cov_form(mom, parts, cols, a, S)
-    if x.any():
-        aKa = np.einsum("ei,eij,ej->e", a, K, a)
-        form = form + (t * aKa)[:, None] * score_cov_form(mom, parts, cols, x, S)
-    return form
-
-def _is_pd(A: FloatArray) -> bool:
-    """Whether a (stack of) symmetric matrices is positive definite (Cholesky)."""
-    try:
-        np.linalg.cholesky(A)
-        return True
-    except np.linalg.LinAlgError:
-        return False
-
-def inv_psd(A: FloatArray) -> FloatArray:
-    """Inverse of a (stack of) symmetric positive definite matrices; pseudo-inverse of
-    any that is only semi-definite.  From ``LAPACK_FROM`` rows on, LAPACK's Cholesky
-    factor and its inverse (``potrf``, ``potri``: a third of the work of a Cholesky check
-    and an LU inverse, 2.7 times faster at 1,000 rows); below, one batched call (Python's
-    cost per matrix is the larger there)."""
-    flat = A.reshape(int(np.prod(A.shape[:-2])), *A.shape[-2:])
-    if not flat.size or (flat.shape[-1] < LAPACK_FROM and _is_pd(flat)):
-        return np.linalg.inv(A)
-    out = np.empty_like(flat)
-    for a, inv in zip(flat, out, strict=True):
-        factor, info = lapack.dpotrf(a, lower=False, clean=False)
-        if not info:
-            upper, info = lapack.dpotri(factor, lower=False, overwrite_c=True)
-        if info:
-            inv[...] = linalg.pinvh(a)
-        else:                                   # potri fills the upper triangle only
-            inv[...] = upper
-            np.copyto(inv, upper.T, where=_below_diagonal(len(a)))
-    return out.reshape(A.shape)
-
-
-@functools.lru_cache(maxsize=8)
-def _below_diagonal(q: int) -> np.ndarray:
-    return np.tri(q, k=-1, dtype=bool)
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Cumulant:

@@ -116,16 +116,13 @@ from ..data.fourth import (
 from ..data.moments import EXACT_FIT, Moments, block
 from ..estimation import (
     N_POPULATION,
-    SECANT_AFTER,
+    ContinuouslyUpdated,
     Cumulant,
     InvarianceGMM,
     centred_problem,
-    cumulant_scaling,
-    gauss_newton,
     instrument_budget,
     inv_psd,
     most_heterogeneous,
-    score_form,
     score_weights,
     standardised_cov,
 )
@@ -379,17 +376,15 @@ class _ARFit(NamedTuple):
     b: FloatArray
 
 
-class _RiskAR:
+class _RiskAR(ContinuouslyUpdated):
     """The invariance statistic of the residual moments of the instruments ``R`` and of
-    the risk (module docstring): per environment ``m_e(b) = (E_e[Z r], E_e[r^2])``,
-    ``r = Y - b^T X``, and ``AR(b) = min_m sum_e n_e (m_e - m)^T V_e(b)^{-1} (m_e - m)``
-    with ``V_e(b) = Var_e((Z r, r^2))``: the Gaussian form at ``b`` (Isserlis, with ``r``
-    as one more instrument, :data:`~negdro_stats.data.fourth.RESIDUAL`) plus the fixed
-    non-Gaussian part ``K`` (E, q + 1, q + 1), kept positive definite as the selection
-    keeps its score covariances (:func:`~negdro_stats.estimation.with_cumulant`).
-    ``fit_cue(S, start)`` minimises it over the coefficients ``S`` (the others 0):
-    Gauss-Newton steps (:func:`~negdro_stats.estimation.gauss_newton`, the selection's
-    minimiser), then L-BFGS-B where they have not converged, with the exact gradient."""
+    the risk (module docstring): the continuously updated criterion
+    (:class:`~negdro_stats.estimation.ContinuouslyUpdated`) of ``m_e(b) = (E_e[Z r],
+    E_e[r^2])``, ``r = Y - b^T X``, ``AR(b) = min_m sum_e n_e (m_e - m)^T V_e(b)^{-1}
+    (m_e - m)`` with ``V_e(b) = Var_e((Z r, r^2))``: the Gaussian form at ``b`` (Isserlis,
+    with ``r`` as one more instrument, :data:`~negdro_stats.data.fourth.RESIDUAL`) plus
+    the fixed non-Gaussian part ``K`` (E, q + 1, q + 1).  ``fit_cue(S, start)`` minimises
+    it over the coefficients ``S`` (the others 0)."""
 
     def __init__(self, mom: Moments, R: np.ndarray, K: FloatArray, risk: bool = True
                  ) -> None:
@@ -401,16 +396,10 @@ class _RiskAR:
         self._moments_only = InvarianceGMM(mom, instruments=R, cumulant=Cumulant.zero(
             mom.n_envs), b_ref=np.zeros(mom.p))
 
-    def _parts(self, b_S: FloatArray, S: np.ndarray):
-        """The Gaussian form's parts (:func:`~negdro_stats.data.fourth.isserlis_parts`),
-        ``m_e``, its Jacobian ``D_e`` on ``S``, the weights ``W_e = n_e V_e^{-1}``, the
-        inverse of their sum and the deviations ``d_e = m_e - m`` at the best common
-        ``m``, and the cumulant's ``scaling``
-        (:func:`~negdro_stats.estimation.cumulant_scaling`).  Where every environment's
-        risk is 0 to rounding (``EXACT_FIT``: an outcome the covariates give exactly), the
-        conditions hold exactly and the deviations are 0: ``V`` is 0 there too, and
-        ``d^T V^{-1} d`` was rounding over rounding (a statistic of 14.5 or 0 at the
-        estimate, by chance; an interval of NaN where it was 14.5)."""
+    def conditions(self, b_S: FloatArray, S: np.ndarray
+                   ) -> tuple[FloatArray, tuple, FloatArray, FloatArray]:
+        """``m_e(b)`` and its Jacobian ``D_e`` on ``S``
+        (:meth:`~negdro_stats.estimation.ContinuouslyUpdated.conditions`)."""
         mom, R = self.mom, self.R
         b = np.zeros(mom.p)
         b[S] = b_S
@@ -420,35 +409,7 @@ class _RiskAR:
         if len(self.cols) > len(R):                                     # (E, q + 1)
             m = np.column_stack([m, risk])
             D = np.concatenate([D, -2.0 * g_full[:, None, S]], axis=1)
-        gauss = gaussian_score_cov(mom, b, self.cols, parts)
-        scaling = cumulant_scaling(gauss, self.K)
-        W = score_weights(gauss + scaling[0][:, None, None] * self.K, self.n)
-        Wbar_inv = inv_psd(W.sum(axis=0))
-        dev = m - Wbar_inv @ np.einsum("eij,ej->i", W, m)
-        if np.all(risk <= EXACT_FIT * np.maximum(mom.syy, 1.0)):   # (standardised units)
-            dev = np.zeros_like(dev)        # every residual 0: the conditions hold exactly
-        return parts, m, D, W, Wbar_inv, dev, scaling
-
-    def objective(self, b_S: FloatArray, S: np.ndarray) -> tuple[float, FloatArray]:
-        """``AR(b)`` and its gradient on ``S`` (envelope theorem: ``m`` profiled out):
-        ``2 sum_e D_e^T a_e - sum_e a_e^T (dV_e / db) a_e / n_e``, ``a_e = W_e d_e``."""
-        return self._evaluate(b_S, S)[:2]
-
-    def _evaluate(self, b_S: FloatArray, S: np.ndarray, information: bool = False):
-        """``(AR, gradient, P)`` from one evaluation of the weights; ``P`` (with
-        ``information``) is ``sum_e D_e^T W_e D_e`` less the common mean's share, half the
-        Gauss-Newton Hessian."""
-        parts, _, D, W, Wbar_inv, dev, scaling = self._parts(b_S, S)
-        a = np.einsum("eij,ej->ei", W, dev)
-        J = float(np.einsum("ei,ei->", dev, a))
-        grad = 2.0 * np.einsum("eqk,eq->k", D, a) - (             # the V's derivative
-            score_form(self.mom, parts, self.cols, a, S, self.K, scaling).T @ (1.0 / self.n))
-        if not information:
-            return J, grad, None
-        WD = W @ D
-        SWD = WD.sum(axis=0)
-        P = np.einsum("eqk,eql->kl", D, WD) - SWD.T @ Wbar_inv @ SWD
-        return J, grad, (P + P.T) / 2.0
+        return b, parts, m, D
 
     def score_statistic(self, b: FloatArray) -> float:
         """Kleibergen's score statistic at ``b`` (every coefficient):
@@ -465,7 +426,7 @@ class _RiskAR:
     def _score(self, b: FloatArray) -> tuple[FloatArray, FloatArray]:
         """``(s, I~)`` of :meth:`score_statistic`."""
         b = np.asarray(b, dtype=np.float64)
-        parts, _, D, W, Wbar_inv, dev, _ = self._parts(b, np.arange(self.mom.p))
+        parts, D, W, Wbar_inv, dev, _ = self.weighed(b, np.arange(self.mom.p))
         a = np.einsum("eij,ej->ei", W, dev)
         Dt = D - 0.5 * score_cov_derivative(self.mom, parts, self.cols, a) / self.n[
             :, None, None]
@@ -496,14 +457,8 @@ class _RiskAR:
              else np.asarray(start, dtype=float)).copy()
         if not len(S):
             return _ARFit(self.test_at(np.zeros(self.mom.p)), b)
-        with np.errstate(all="ignore"):
-            try:
-                b, J = gauss_newton(lambda x: self._evaluate(x, S, information=True), b,
-                                    lambda x: self.objective(x, S), ftol=ftol,
-                                    secant_after=SECANT_AFTER, enough=enough,
-                                    run_off=RUN_OFF)[:2]
-            except (linalg.LinAlgError, ValueError):
-                J = self.objective(b, S)[0]
+        found = self.minimise(S, b, ftol=ftol, enough=enough, run_off=RUN_OFF)
+        b, J = (b, self.objective(b, S)[0]) if found is None else found[:2]
         return _ARFit(max(float(J), 0.0), b)
 
 
@@ -583,7 +538,7 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
     # the searches' step: the joint statistic's standard errors at its CUE (the
     # curvature of every profile near it), else the residual moments' CUE's
     with np.errstate(all="ignore"):
-        se = np.sqrt(np.diag(linalg.pinvh(joint._evaluate(best.b, every, True)[2])))
+        se = np.sqrt(np.diag(linalg.pinvh(joint.evaluate(best.b, every, True)[2])))
     se = np.where(np.isfinite(se) & (se > 0), se, np.where(
         np.isfinite(cue.se) & (cue.se > 0), cue.se, 1.0))
     # ... at least the resolution of the statistic: it takes every risk below EXACT_FIT

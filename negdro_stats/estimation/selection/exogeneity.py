@@ -20,7 +20,8 @@ from scipy import linalg
 from ..._stats import chi2_sf, norm_isf
 from ..._typing import FloatArray
 from ...data.moments import block
-from ..gmm import N_POPULATION, InvarianceGMM, inv_psd
+from ..cue import inv_psd
+from ..gmm import N_POPULATION, InvarianceGMM
 
 __all__ = ["pooled_ols", "pooled_t", "critical_value", "augment_support", "hausman",
            "ExogenousSupport", "exogenous_support"]
