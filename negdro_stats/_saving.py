@@ -145,6 +145,10 @@ def load(path: str | os.PathLike, kind: type | None = None) -> Any:
             payload = _ResultsUnpickler(f).load()
     except OSError as exc:
         raise DataError(f"Could not read path={str(path)!r}: {exc}") from exc
+    except ImportError as exc:         # a value of an optional package (Arrow-backed text)
+        package = (exc.name or "an optional package").split(".")[0]
+        raise DataError(f"path={str(path)!r} holds values stored by {package}, which is not "
+                        f"installed here: pip install {package}, then load it.") from exc
     except Exception as exc:           # pickle raises many kinds on a foreign file
         raise DataError(f"path={str(path)!r} is not a file saved by negdro_stats' "
                         f"save() ({type(exc).__name__}: {exc}).") from exc

@@ -1,13 +1,35 @@
-"""Test helpers: a design where leave-one-environment-out validation separates NegDRO from
-pooled OLS, and the causes' standardised effects and Y's descendants by name (so that
-tests state which covariate they mean by its role, not by a name one seed gave it)."""
+"""Test helpers: optional packages, a design where leave-one-environment-out validation
+separates NegDRO from pooled OLS, and the causes' standardised effects and Y's
+descendants by name (so that tests state which covariate they mean by its role, not by a
+name one seed gave it)."""
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+from types import ModuleType
+
 import numpy as np
 import pandas as pd
+import pytest
 
 from negdro_stats.planning.design import Intervention, LinearSEM
+
+
+def optional(name: str) -> ModuleType | None:
+    """The module ``name`` where it is installed, else None: the tests that use it carry
+    :func:`needs`, so that the rest of their file runs without it."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def needs(*names: str) -> pytest.MarkDecorator:
+    """Skip a test where one of the optional packages ``names`` is not installed."""
+    missing = [name for name in names if importlib.util.find_spec(name.split(".")[0]) is None]
+    return pytest.mark.skipif(bool(missing), reason=f"needs {', '.join(missing)} (the test "
+                              "extra: pip install -e '.[test]')")
 
 
 def child_shift_sem(p: int = 6) -> LinearSEM:

@@ -110,7 +110,11 @@ def test_model_accepts_built_data(frame):
     data = MultiEnvData.from_frame(frame, "env", outcome="Y")
     a = NegDRO(data).fit(n_boot=0)
     b = NegDRO(frame, env="env", outcome="Y").fit(n_boot=0)
-    assert_allclose(a.params, b.params)
+    assert a.model.data is data                               # held, not rebuilt
+    pd.testing.assert_series_equal(a.params, b.params, check_exact=True)
+    assert a.verdict == b.verdict
+    beta_star = simulate.eq33(p=5).beta_star
+    assert np.abs(a.params.to_numpy() - beta_star).max() < 0.2
     with pytest.raises(DataError, match="already a MultiEnvData"):
         NegDRO(data, env="env")
     with pytest.raises(DataError, match="needs env"):

@@ -11,13 +11,15 @@ the recording machine must keep.
 
 import json
 import os
+import sys
 import warnings
 
 import numpy as np
 import pytest
 
-from negdro_stats import NegDROResults, load
+from negdro_stats import DataError, NegDROResults, load
 
+from .helpers import needs
 from .results import golden
 
 RESULTS = golden.PATH.parent
@@ -43,6 +45,7 @@ def test_the_comparison_sees_a_changed_bit():
         f"{recorded['appendix_f2']['ident_margin']}"]
 
 
+@needs("pyarrow")                  # (the files hold pandas' Arrow-backed text)
 @pytest.mark.parametrize("name, record, key", [
     ("saved_before_issue39.pkl", "saved_before_issue39.json", ""),
     ("saved_before_issue39_deferred.pkl", "saved_before_issue39.json", "deferred_"),
@@ -60,3 +63,13 @@ def test_results_saved_by_earlier_versions_load(name, record, key):
         np.testing.assert_allclose(res.params.to_numpy(), want[key + "params"], rtol=1e-12)
         np.testing.assert_allclose(res.conf_int(kind="bootstrap").to_numpy().ravel(),
                                    want[key + "boot"], rtol=1e-9)
+
+
+def test_without_an_optional_package_a_saved_file_says_what_to_install(monkeypatch):
+    """A file whose text columns pandas stored with pyarrow, loaded where pyarrow is
+    missing: not "not a file saved by negdro_stats", but which package to install."""
+    for name in ("pyarrow", "pyarrow.lib"):
+        monkeypatch.setitem(sys.modules, name, None)           # (import raises)
+    with pytest.raises(DataError, match="holds values stored by pyarrow, which is not "
+                                        "installed here: pip install pyarrow"):
+        load(RESULTS / "saved_by_0_2.pkl")

@@ -101,6 +101,9 @@ def test_units_and_the_origin_do_not_change_the_set():
         kind="robust")
     moved = _fit(NegDRO(df.assign(X2=df.X2 + 50.0, X1=df.X1 * 10), env="env", outcome="Y",
                         fit_intercept=True)).conf_int(kind="robust")
+    slopes = base.iloc[:-1]
+    assert np.isfinite(slopes.to_numpy()).all()             # bounded: not inf against inf
+    assert ((slopes["lower"] < [1.0, -0.5, 0.0]) & ([1.0, -0.5, 0.0] < slopes["upper"])).all()
     scale = pd.Series(1.0, index=base.index)
     scale["X1"] = 0.1
     for side in ("lower", "upper"):

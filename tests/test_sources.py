@@ -24,9 +24,9 @@ from negdro_stats.data.container import MultiEnvData
 from negdro_stats.data.fourth import FourthAccumulator
 from negdro_stats.data.moments import SAMPLE_SEED, splitmix
 
-pa = pytest.importorskip("pyarrow")
-pl = pytest.importorskip("polars")
-dd = pytest.importorskip("dask.dataframe")
+from .helpers import needs, optional
+
+pa, pl, dd = optional("pyarrow"), optional("polars"), optional("dask.dataframe")
 
 NOISE = {
     "t5": lambda rng, n: rng.standard_t(5, n),
@@ -99,6 +99,7 @@ def _verdicts(res) -> tuple:
             res.invariance.pvalue < 0.05)
 
 
+@needs('pyarrow', 'polars', 'dask')
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                 HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), p=st.integers(3, 6), n_envs=st.integers(2, 4),
@@ -276,6 +277,7 @@ def test_score_covariance_from_rows_in_any_order():
     assert_allclose(found[1], found[0], rtol=1e-10)
 
 
+@needs('pyarrow')
 def test_past_max_p_without_rows_the_summary_says_gaussian_form(tmp_path):
     """Past MAX_P covariates the fourth moments are not carried: a Parquet fit then
     weights its J tests by the Gaussian form and its summary says so; a frame in memory
@@ -357,6 +359,7 @@ def test_csv_labels_are_typed_once_and_the_encoding_is_named(tmp_path):
     assert_allclose(semi.mean_x[:, 0], [1.5, 4.0])
 
 
+@needs('dask')
 def test_dask_frames_with_integer_column_names_read_as_pandas_does():
     """Integer column names raised a bare KeyError from Dask; they are their str(), as
     for a pandas frame."""
@@ -402,6 +405,7 @@ def test_the_summary_says_when_the_bootstrap_drew_blocks(tmp_path):
     assert "by blocks" not in str(rows.summary())
 
 
+@needs('pyarrow', 'dask')
 def test_values_whose_squares_overflow_get_one_error_from_every_source(tmp_path):
     """A 1e160 cell: the same DataError naming the column from every source, and no
     numpy overflow warning on the way (the streams leaked 'overflow in matmul')."""
