@@ -2,7 +2,7 @@
 :class:`~negdro_stats.results.NegDROResults` at construction (the model, in practice).
 
 A result never reaches into the model beyond this protocol (no private attribute;
-``tests/test_architecture.py`` checks the results stage for it), so what results need
+``tests/project/test_architecture.py`` checks the results stage for it), so what results need
 from a fit is written in one place and a type checker sees it.
 """
 

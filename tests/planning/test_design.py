@@ -1,5 +1,5 @@
 """LinearSEM: Example 2 / Table 1 (Lemma 1's sign by hand), sampling.  The property tests of
-Lemma 1 are in test_theorems.py."""
+Lemma 1 are in tests/theory/test_theorems.py."""
 
 import numpy as np
 import pytest
@@ -229,7 +229,7 @@ def test_the_design_check_reads_the_declarations_against_the_plan():
     or a target of environment 2 (which does not touch it), contradicts the plan.  A
     random plan whose never-intervened covariates are all non-descendants: declaring
     them settles the children part of what such a fit rests on, not the confounding."""
-    from .helpers import issue40_design, non_descendants
+    from ..helpers import issue40_design, non_descendants
 
     report = issue40_design(10).check_identification(not_descendants=["X5", "X7"],
                                                      targets={2: ["X1", "X5"]})

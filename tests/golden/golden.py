@@ -1,9 +1,9 @@
 """Golden outputs of the estimator on 12 designs, recorded before the layout change of
-issue 39 and compared after every commit (``tests/test_golden.py``).
+issue 39 and compared after every commit (``tests/project/test_golden.py``).
 
-Run ``python tests/results/golden.py record`` to write ``golden.json`` (only when the
+Run ``python tests/golden/golden.py record`` to write ``golden.json`` (only when the
 estimator is meant to change, with the reason in the commit), ``python
-tests/results/golden.py check`` to compare bit for bit on this machine.  Each design
+tests/golden/golden.py check`` to compare bit for bit on this machine.  Each design
 records params, support, route, the J statistics of the selection, robust intervals,
 bootstrap intervals (B = 20, rng = 0), the Condition 1b margin and diagnose()'s bound and
 p-value (19 resamples, 19 permutations).

@@ -9,7 +9,7 @@ from pandas.testing import assert_frame_equal
 from negdro_stats import DataError, NegDRO, simulate
 from negdro_stats.peers.holdout import LOEO_METHODS, LOEOResult
 
-from .helpers import child_shift_sem
+from ..helpers import child_shift_sem
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import pytest
 import negdro_stats
 from negdro_stats import NegDRO, fit_baseline, simulate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 VIGNETTES = sorted((ROOT / "vignettes").glob("*.py"))
 

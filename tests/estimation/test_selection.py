@@ -18,7 +18,7 @@ from negdro_stats.estimation.cue import cumulant_scaling
 from negdro_stats.estimation.gmm import Cumulant, InvarianceGMM, first_stage_wald
 from negdro_stats.estimation.selection.exogeneity import augment_support, pooled_ols
 
-from .helpers import cause_effects, descendants
+from ..helpers import cause_effects, descendants
 
 
 @st.composite

@@ -13,7 +13,7 @@ import pytest
 
 from negdro_stats import IdentificationWarning, cli, simulate
 
-README = (Path(__file__).parents[1] / "README.md").read_text()
+README = (Path(__file__).parents[2] / "README.md").read_text()
 
 
 def _blocks(language: str) -> list[str]:

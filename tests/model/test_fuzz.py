@@ -11,7 +11,7 @@ and never: an exception raised inside numpy / scipy / pandas / cvxpy, a NaN resu
 without an error, an input mutated, or two different results for the same seed.
 
 The default run draws ~2,000 inputs; ``NEGDRO_FUZZ_SCALE=10`` draws ten times more (the
-20,000-input run quoted in the notes: ``NEGDRO_FUZZ_SCALE=10 pytest tests/test_fuzz.py -s``).
+20,000-input run quoted in the notes: ``NEGDRO_FUZZ_SCALE=10 pytest tests/model/test_fuzz.py -s``).
 """
 
 from __future__ import annotations

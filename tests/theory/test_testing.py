@@ -217,7 +217,7 @@ def test_package_imports_without_hypothesis():
 
 
 # ------------------------------------------------------ the docs page's examples run
-EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
 
 def test_docs_example_own_claim_holds():

@@ -13,7 +13,7 @@ from negdro_stats.datasets import load_sachs
 
 PROTEINS = ["Raf", "Mek", "Plcg", "PIP2", "PIP3", "Erk", "Akt", "PKA", "PKC", "P38", "Jnk"]
 SIZES = [853, 902, 911, 723, 810, 799, 848, 913, 707]      # the original files' cell counts
-SHARED = Path(__file__).resolve().parents[2] / "shared/data/sachs2005/sachs_14conditions.csv"
+SHARED = Path(__file__).resolve().parents[3] / "shared/data/sachs2005/sachs_14conditions.csv"
 
 
 @pytest.fixture(scope="module")

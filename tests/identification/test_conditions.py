@@ -101,7 +101,7 @@ def test_margin_invariances(sem, c, seed):
 
 
 # ------------------------------------------------------------- the paper's results
-# (Proposition 1, Theorems 1 / 3 and 4 as properties: test_theorems.py)
+# (Proposition 1, Theorems 1 / 3 and 4 as properties: tests/theory/test_theorems.py)
 @pytest.mark.parametrize("seed", range(6))
 def test_theorem2_single_coordinate_interventions(seed):
     """Theorems 1-2 with one observational environment and single-coordinate

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-VIGNETTES = sorted((Path(__file__).resolve().parents[1] / "vignettes").glob("*.py"))
+VIGNETTES = sorted((Path(__file__).resolve().parents[2] / "vignettes").glob("*.py"))
 
 
 @pytest.mark.smoke

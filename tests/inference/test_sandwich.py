@@ -45,7 +45,7 @@ def test_gmm_standard_errors_match_the_spread_of_the_estimates():
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
     from bench_inference import _robust_design
 
     z = []
@@ -64,7 +64,7 @@ def test_gmm_with_an_intercept_gives_the_slopes_and_says_why_not_the_constant():
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
     from bench_inference import _robust_design
 
     df = _robust_design("confounded", 2000, 501)
@@ -85,7 +85,7 @@ def _partial_design(p: int = 10):
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
     from bench_partial import design
 
     return design(p)

@@ -26,7 +26,7 @@ from negdro_stats.regressor import (  # noqa: E402
 )
 from negdro_stats.results.results import NegDROResults  # noqa: E402
 
-from .helpers import child_shift_sem  # noqa: E402
+from ..helpers import child_shift_sem  # noqa: E402
 
 
 def routing():

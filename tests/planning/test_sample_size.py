@@ -11,7 +11,7 @@ from negdro_stats.data.fourth import gaussian_score_cov
 from negdro_stats.exceptions import DataWarning
 from negdro_stats.planning import SamplePlan, cumulant_noise, plan_sample_size, sample_moments
 
-from .helpers import issue40_design
+from ..helpers import issue40_design
 
 
 def _shifted_sem() -> LinearSEM:

@@ -24,7 +24,7 @@ from negdro_stats.data.container import MultiEnvData
 from negdro_stats.data.fourth import FourthAccumulator
 from negdro_stats.data.moments import SAMPLE_SEED, splitmix
 
-from .helpers import needs, optional
+from ..helpers import needs, optional
 
 pa, pl, dd = optional("pyarrow"), optional("polars"), optional("dask.dataframe")
 

@@ -1,11 +1,11 @@
 """The estimator's outputs on 12 designs equal those recorded before the layout change
-of issue 39 (``tests/results/golden.py`` records and documents them), and results saved
+of issue 39 (``tests/golden/golden.py`` records and documents them), and results saved
 by that code still load.
 
 Here floats agree to 1e-9 (relative; the SDP margins to the solver's accuracy,
 ``golden.SDP_RTOL``) and supports and routes exactly, so that another CPU's BLAS
 kernels cannot fail the test; ``NEGDRO_GOLDEN_EXACT=1`` (or ``python
-tests/results/golden.py check``) asks for equality to the last bit, which a refactor on
+tests/golden/golden.py check``) asks for equality to the last bit, which a refactor on
 the recording machine must keep.
 """
 
@@ -19,8 +19,8 @@ import pytest
 
 from negdro_stats import DataError, NegDROResults, load
 
-from .helpers import needs
-from .results import golden
+from ..golden import golden
+from ..helpers import needs
 
 RESULTS = golden.PATH.parent
 

@@ -27,7 +27,7 @@ from negdro_stats.identification.conditions import (
 )
 from negdro_stats.results.verdicts import contradicted
 
-from .helpers import descendants, issue40_design, non_descendants, targets
+from ..helpers import descendants, issue40_design, non_descendants, targets
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
