@@ -2,7 +2,7 @@
 deliberately false variants of the paper's statements.
 
 Both tests below are meant to FAIL: run them with pytest and read the falsifying
-example (tests/test_testing.py runs them and checks that they do).
+example (tests/theory/test_testing.py runs them and checks that they do).
 """
 
 import numpy as np

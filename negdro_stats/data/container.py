@@ -94,7 +94,7 @@ def _scores(X: FloatArray, r: FloatArray, cols: np.ndarray, every: bool) -> Floa
     is_x = (cols < X.shape[1]) & (cols != RESIDUAL)
     W = X[:, np.where(is_x, cols, 0)]               # one gather, in X's own layout (a
     W[:, ~is_x] = 1.0                               # C-order copy of a frame's F-order
-    W[:, cols == RESIDUAL] = r[:, None]             # took 3x, np.take 20x): the constant
+    W[:, cols == RESIDUAL] = r[:, None]             # takes 3x, np.take 20x): the constant
     W *= r[:, None]                                 # and r
     return W
 
@@ -636,7 +636,7 @@ class MultiEnvData:
         The permutation is of blocks only where the environments' sizes are within
         ``MARGIN_SIZES`` of each other: a block permutation keeps each environment's
         number of blocks, not of rows (with 10,000 / 200,000 rows, every permuted
-        environment had ~57,000 and the null's margins were far wider than the rows')."""
+        environment has ~57,000 and the null's margins are far wider than the rows')."""
         E, q = self.moments.n_envs, len(self.non_constant) + 1
         if (self.blocks is not None or self._rows is None
                 or self.moments.n.min() < MARGIN_BLOCK_ROWS * MARGIN_BLOCKS

@@ -25,10 +25,10 @@ rescaling is a diagonal scaling.  About the sample's mean the sums keep their pr
 any offset (``1e7 + noise``).
 
 Cost: ``SAMPLE_ROWS m^2`` flops per environment and evaluation (a fit evaluates at 3 ``b``,
-its summary at 2 more), ``SAMPLE_ROWS (m + 1)`` numbers per environment.  (Until
-2026-12 the sample was folded into ``E_e[P P^T]``, ``P = vech(v v^T)``, from which any
-evaluation is ``O(m^4)``: ``SAMPLE_ROWS m^4 / 4`` flops per environment at the end of the
-pass, 28 ms of a 36 ms fit at p = 10 and 0.6 s at p = 30, for 5 evaluations.)  Samples are
+its summary at 2 more), ``SAMPLE_ROWS (m + 1)`` numbers per environment.  (Folding the
+sample into ``E_e[P P^T]``, ``P = vech(v v^T)``, would make any evaluation ``O(m^4)``:
+``SAMPLE_ROWS m^4 / 4`` flops per environment at the end of the pass, 28 ms of a 36 ms
+fit at p = 10 and 0.6 s at p = 30, for 5 evaluations.)  Samples are
 kept up to ``MAX_P`` covariates and ``MAX_ENTRIES`` numbers over all environments; beyond
 that the score covariance is computed from the rows where they are in memory, and takes
 its Gaussian form otherwise (the summary says so).
@@ -57,7 +57,7 @@ def block(A: FloatArray, rows, cols) -> FloatArray:
     """``A[:, rows][:, :, cols]`` of a stack of matrices ``A`` (E, m, k), C-ordered (no
     copy of a C-ordered ``A`` where both take every row and column in order).  The fancy
     index alone leaves the environments innermost in memory, where batched products copy
-    or stride: Algorithm 3's SQP at p = 1,000 took 1.34 s for 9 steps on it."""
+    or stride: Algorithm 3's SQP at p = 1,000 takes 1.34 s for 9 steps on it."""
     if takes_every(rows, A.shape[1]) and takes_every(cols, A.shape[2]):
         return np.ascontiguousarray(A)
     return np.ascontiguousarray(A[:, rows][:, :, cols])
@@ -131,7 +131,7 @@ def score_cov_form(mom, parts: tuple, cols: np.ndarray, a: FloatArray,
                    S: np.ndarray) -> FloatArray:
     """``a_e^T (dV_e / db_k) a_e`` for ``k`` in ``S``, shape (E, |S|): the only part of
     :func:`score_cov_derivative` the CUE gradients need, without forming ``dV a``
-    (O(|E| p |S|) in a few vector operations; ``dV a`` took 15 operations on (E, q, |S|)
+    (O(|E| p |S|) in a few vector operations; ``dV a`` takes 15 operations on (E, q, |S|)
     arrays, a quarter of a robust set's time at p = 30).  Differentiating ``a^T V a =
     a^T E[W W^T] a rho + 4 mu_r (mu^T a) (c^T a) + 2 (c^T a)^2 - (g^T a)^2`` (the terms of
     :func:`score_cov_derivative`, where only ``r`` moves) with ``a_r`` the weight of the

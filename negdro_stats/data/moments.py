@@ -98,7 +98,7 @@ class Moments:
             return
         # Along a fixed random direction v: |(derived - cov) v| <= 1e-8 size (size @ |v|)
         # wherever every entry is within 1e-8 size size^T (rounding: ~eps of the raw
-        # moments' size); the matrices themselves took 0.05 s a copy at p = 1,000.
+        # moments' size); the matrices themselves take 0.05 s a copy at p = 1,000.
         v = np.random.default_rng(0).standard_normal(self.p + 1)
         mean = np.column_stack([self.mean_x, self.mean_y])
         raw_v = np.column_stack([self.Sigma @ v[:-1] + self.sxy * v[-1],
@@ -329,7 +329,7 @@ class Moments:
         w = self.pooled_weights()
         G = np.tensordot(w, self.Sigma, axes=1) / np.multiply.outer(d, d)
         c = w @ self.sxy / (d * s_y)
-        try:                      # (Cholesky where well conditioned: lstsq's SVD took
+        try:                      # (Cholesky where well conditioned: lstsq's SVD takes
             L = np.linalg.cholesky(G)     # 0.27 s at p = 1,000, twice per fit)
             well = np.diag(L).min() ** 2 > 1e-8 * np.diag(G).max()
         except np.linalg.LinAlgError:
@@ -499,8 +499,8 @@ def block_of(positions: np.ndarray, n_blocks: int, seed: int = 0) -> np.ndarray:
     rows in source order): splitmix64's output number ``seed + position + 1``, a seeded
     random stream, so that any split of the same rows into chunks, batches or
     partitions puts every row in the same block, and repeated rows spread like any others
-    (a hash of the row's values put identical rows in one block: on discrete data the
-    block bootstrap's standard errors were 3x the row bootstrap's).  Codes in the
+    (a hash of the row's values would put identical rows in one block: on discrete data
+    the block bootstrap's standard errors are then 3x the row bootstrap's).  Codes in the
     smallest unsigned type, so that sorting by them is a radix sort."""
     return (splitmix(positions, seed) % np.uint64(n_blocks)).astype(
         np.min_scalar_type(max(n_blocks - 1, 0)))

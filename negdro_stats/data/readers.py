@@ -778,10 +778,10 @@ def _parquet_schemas(files: list[str]) -> dict[str, dict[str, Any]]:
 
 def _unified_schema(schemas: dict, env: str, numeric: list[str]) -> Any:
     """One schema for every file: the variables as float64 (an int64 column that is
-    float64 in a later file raised ArrowInvalid), the labels as they are in every file.
-    A column missing from a file, a non-numeric variable or labels of different types
-    are one DataError naming the file and the column (a covariate missing from the first
-    file was dropped silently, one missing from a later file read as NaN)."""
+    float64 in a later file would raise ArrowInvalid), the labels as they are in every
+    file.  A column missing from a file, a non-numeric variable or labels of different
+    types are one DataError naming the file and the column (not a covariate dropped
+    silently, nor one read as NaN)."""
     import pyarrow as pa
 
     for f, schema in schemas.items():

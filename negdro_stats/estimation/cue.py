@@ -77,7 +77,7 @@ class ContinuouslyUpdated:
         """The state at ``b`` (:class:`Weighed`).  Where every environment's risk is 0 to
         rounding (``EXACT_FIT``: an outcome the covariates give exactly), the conditions
         hold exactly and the deviations are 0: ``V`` is 0 there too, and ``d^T V^{-1} d``
-        was rounding over rounding (a statistic of 14.5 or 0 at the estimate, by
+        would be rounding over rounding (a statistic of 14.5 or 0 at the estimate, by
         chance)."""
         b, parts, m, D = self.conditions(b_S, S)
         gauss = gaussian_score_cov(self.mom, b, self.cols, parts)
@@ -204,13 +204,13 @@ def score_weights(V: FloatArray, n: FloatArray) -> FloatArray:
     An environment with ``n_e <= q`` rows (``q`` instruments) has a score covariance of
     rank at most ``n_e - 1`` whatever the data: its other directions carry no estimate
     and get no weight (the pseudo-inverse on its ``n_e - 1`` largest eigenvalues).  The
-    ridge's weight of ~1e10 on them turned rounding (moments equal to 1e-16 from a
-    frame and from Dask) into J tests that differed by O(1) and supports that differed
+    ridge's weight of ~1e10 on them would turn rounding (moments equal to 1e-16 from a
+    frame and from Dask) into J tests that differ by O(1) and supports that differ
     (1 in 200 of the fuzz test's frames)."""
     q = V.shape[1]
     ridged = V.copy()                       # (in place: at q = 1,000 the temporaries of
     ridged.reshape(len(V), -1)[:, ::q + 1] += 1e-10 * np.einsum("ejj->e", V)[:, None] / q
-    W = inv_psd(ridged)                     # V + ridge I and n W took 0.06 s a call)
+    W = inv_psd(ridged)                     # V + ridge I and n W take 0.06 s a call)
     W *= n[:, None, None]
     for e in np.flatnonzero(n <= q):
         vals, vecs = np.linalg.eigh(V[e])
@@ -239,8 +239,8 @@ def cumulant_scaling(gauss: FloatArray, K: FloatArray) -> tuple[FloatArray, Floa
     = 1`` (zero elsewhere): ``t = (1 - SCORE_FLOOR) / (-low)`` moves with the Gaussian
     part, ``dt = t x^T d(gauss) x`` (the derivative of a generalised eigenvalue), which
     the criteria's gradients add to ``dV = d(gauss) + dt K``.  (Without it the gradient
-    was wrong wherever ``t < 1``: example 3 at n = 1,000, -0.067 against 0.0004, and the
-    continuously updated fits stopped short of their minimum.)"""
+    is wrong wherever ``t < 1``: example 3 at n = 1,000, -0.067 against 0.0004, and the
+    continuously updated fits stop short of their minimum.)"""
     E, q = gauss.shape[:2]
     t, x = np.ones(E), np.zeros((E, q))
     if not K.any() or _is_pd(gauss + K / (1.0 - SCORE_FLOOR)):

@@ -174,17 +174,11 @@ class InvarianceGMM(ContinuouslyUpdated):
 
         The other instruments' conditions hold at any ``b`` up to noise: they add no
         information, yet with many of them the continuously updated estimate spreads
-        beyond ``P_SS^{-1}`` (many weak moments, Newey and Windmeijer 2009).  Measured
-        on issue 40's design (``benchmarks/bench_partial.py``, 2,000 rows x 4): on the
-        true support of the confounded2 variant at p = 30, 100 samples, X3's estimate
-        spread 1.13 times its s.e. with its 30 instruments (coverage 0.88, sd 0.040) and
-        0.96 times on the 5 that pass (X1..X5; the shifted noise covariate X6 is
-        independent of the support; coverage 0.96, sd 0.036); the constrained fits
-        of four variants (``partial_coverage100.txt``) cover X3 in 0.93-0.98 of the
-        samples at p = 10 and 30 (0.84-0.92 at p = 30 before), with no error above 0.24
-        (0.84 before).  Selecting instruments on their first stage does not
-        look at ``Y`` (Belloni, Chen, Chernozhukov and Hansen 2012 select them by lasso
-        and keep the usual inference).  Estimation only: the J tests keep every
+        beyond ``P_SS^{-1}`` (many weak moments, Newey and Windmeijer 2009), and on the
+        instruments that pass it does not (measured: docs/design.rst, Measured
+        choices).  Selecting instruments on their first stage does not look at ``Y``
+        (Belloni, Chen, Chernozhukov and Hansen 2012 select them by lasso and keep the
+        usual inference).  Estimation only: the J tests keep every
         instrument (the misfit of a wrong support shows in any of them)."""
         S = np.asarray(S, dtype=int)
         q, k = len(self.R), len(S)
@@ -214,10 +208,10 @@ class InvarianceGMM(ContinuouslyUpdated):
         estimate of a correction to it, must stay positive definite, so per environment
         the cumulant is scaled by ``t = min(1, (1 - FLOOR) / |low|)``, ``low`` the
         smallest eigenvalue of ``G^{-1/2} K G^{-1/2}``: then ``V >= FLOOR * G``, and ``V``
-        is continuous in ``b``.  (Halving ``K`` until ``G + K`` was positive definite left
-        ``V`` as near singular as the halving's last step allowed: a difference of
-        rounding between two sources of the same rows moved a J statistic from 1e3 to
-        1.7e4.)  ``t = 1`` where ``G + K / (1 - FLOOR)`` is positive definite (one
+        is continuous in ``b``.  (Halving ``K`` until ``G + K`` is positive definite would
+        leave ``V`` as near singular as the halving's last step allows: a difference of
+        rounding between two sources of the same rows then moves a J statistic from 1e3
+        to 1.7e4.)  ``t = 1`` where ``G + K / (1 - FLOOR)`` is positive definite (one
         Cholesky, the common case)."""
         return with_cumulant(gaussian_score_cov(self.mom, b, self.R), self.K)
 
@@ -242,8 +236,8 @@ class InvarianceGMM(ContinuouslyUpdated):
         which saves most of the iterations on large supports); the covariance is
         ``P_SS^{-1}`` with the weight at the CUE estimate.  (Its correction of
         the two-step estimate can exceed several two-step standard errors: those are too
-        small with many moments; measured on the random designs of
-        ``benchmarks/bench_selection.py``, bounding the step made the errors worse.)
+        small with many moments; on the random designs of
+        ``benchmarks/bench_selection.py`` bounding the step makes the errors worse.)
 
         Minimised by :func:`gauss_newton` (Hessian ``2 P``), L-BFGS-B where that has not
         converged.  Without ``start``, computed once per support in any order

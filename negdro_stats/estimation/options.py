@@ -473,11 +473,10 @@ class SelectionReport:
         beside its invariance tests (:attr:`narrow`, at ``test_level``): a rival
         (:attr:`rival`, its added covariate's pooled ``|t|``) and unequal risks at the
         estimate (:func:`~negdro_stats.results.verdicts.risk_alarm`), each at
-        ``test_level / ALARM_SHARE``.  On ``benchmarks/study_condition4.py``'s
-        families at ``test_level`` they made 16 of the 29 flags on fits within twice
-        the oracle's error (11 rivals, mostly an unshifted non-cause's spurious pooled
-        ``|t|``; 5 unequal risks) and, where Condition 4 holds, caught no badly wrong fit
-        that the invariance tests missed."""
+        ``test_level / ALARM_SHARE``: at ``test_level`` they make most of the flags on
+        good fits (a rival from an unshifted non-cause's spurious pooled ``|t|``, unequal
+        risks by chance) and, where Condition 4 holds, catch no badly wrong fit that the
+        invariance tests miss (measured: docs/design.rst, Measured choices)."""
         return self.test_level / ALARM_SHARE
 
     @property
@@ -488,12 +487,10 @@ class SelectionReport:
         rejects at ``test_level``, or, where the fit is pooled OLS, a support member's
         own condition does (:attr:`focused_test`: what a shifted child of ``Y`` in the
         support moves, which the omnibus test dilutes).  Two tests aimed at two failures,
-        each at ``test_level``: on ``benchmarks/study_condition4.py``'s families the
-        focused test alone let through two badly wrong fits that the omnibus one caught
-        at p = 0.035 and 0.042, and the omnibus one alone two that the focused one caught
-        at 0.012 and 0.030.  (Issue 40's confounded family at p = 30, n = 2,000: 11 of
-        20 fits passed the omnibus test only at the search's level ``alpha / p``, mean
-        error 0.67 against 0.39.)"""
+        each at ``test_level``: either alone lets through badly wrong fits that the other
+        catches; and a fit that passes the omnibus test only at the search's level
+        ``alpha / p`` is further from ``beta*`` than the others (measured:
+        docs/design.rst, Measured choices)."""
         return bool(self.fixed_test[2] < self.test_level
                     or self.focused_test[2] < self.test_level)
 

@@ -34,8 +34,8 @@ Two solution paths, reported in the result:
     Measured (benchmarks/bench_conditions.py): on a dense p = 100 design the SDP takes
     19 s and the cutting planes 0.02 s, with margins equal to 1e-10 relative.
     Condition 6 beyond ``SDP_MAX_DIM`` takes the same path with feasibility cuts
-    (:func:`_condition_6_planes`): its 2p x 2p SDP took 41 s and 2.8 GB at p = 60 and
-    ran out of 24 GB at p = 120 (now 0.4 s).
+    (:func:`_condition_6_planes`): its 2p x 2p SDP takes 41 s and 2.8 GB at p = 60 and
+    runs out of 24 GB at p = 120, where the cuts take 0.4 s.
 """
 
 from __future__ import annotations
@@ -343,10 +343,10 @@ def _subspace_sdp(M: FloatArray, C: FloatArray, w: FloatArray, value: float, *,
     the solver's accuracy: for any ``Z >= 0`` of unit trace, ``max_w lambda_min(A(w)) <=
     max_w tr(Z A(w)) = max_e tr(Z M_e) + tr(Z C)``, with ``Z = U Z_U U^T`` from the
     subspace SDP's dual projected onto that set.  (The restricted value at SCS's
-    weights, taken as the bound, called a Condition 4 margin of 0.00912 optimal where
+    weights, taken as the bound, would call a Condition 4 margin of 0.00912 optimal where
     the optimum is 0.00937.)  Where the planes stall (eight environments: a 240 x 240
-    Condition 4 problem at p = 120 stopped at gap 0.0043, and the full SDP they fell back
-    to took 92 s on a 120 x 120 one) a few SDPs of 8-60 dimensions settle it.  Returns
+    Condition 4 problem at p = 120 stops at gap 0.0043, and the full SDP takes 92 s on a
+    120 x 120 one) a few SDPs of 8-60 dimensions settle it.  Returns
     ``(w, value, gap, status, solver)``."""
     k = M.shape[1]
     U, best_w, best_f, upper = np.zeros((k, 0)), w, value, np.inf

@@ -67,8 +67,8 @@ def covariance_shift(std: Moments) -> tuple[float, int, float]:
     variances; Bonferroni over the covariates.  Size on Gaussian data with equal
     covariances (p = 12, five environments, 200 samples) at level 0.05: 0.06 / 0.035 at
     n = 500 / 2,000 rows per environment.  Fixed directions: along the directions the
-    rank test picks from the same data the statistic was inflated by the choice
-    (Gaussian mean-shift designs: 8 of 15 rejected at 0.05).  Returns ``(largest
+    rank test picks from the same data the statistic would be inflated by the choice
+    (Gaussian mean-shift designs: 8 of 15 reject at 0.05).  Returns ``(largest
     statistic, df, p-value)``; on population moments the statistic is 0 or inf."""
     E, p = std.n_envs, std.p
     v = np.einsum("ejj->ej", std.Sigma) - std.mean_x**2                    # Var_e(X_j)
@@ -88,8 +88,8 @@ def covariance_shift(std: Moments) -> tuple[float, int, float]:
 def _kurtosis(std: Moments) -> FloatArray:
     """Every covariate's within-environment kurtosis, pooled over the environments,
     from the rows that the moments keep (:mod:`negdro_stats.data.fourth`), at least 3
-    (Gaussian; 3 without rows): a sample kurtosis below 3 on Gaussian rows made the
-    test liberal (size 0.08 at level 0.05 with n = 500 per environment)."""
+    (Gaussian; 3 without rows): a sample kurtosis below 3 on Gaussian rows would make
+    the test liberal (size 0.08 at level 0.05 with n = 500 per environment)."""
     if std.fourth is None:
         return np.full(std.p, 3.0)
     num = den = 0.0

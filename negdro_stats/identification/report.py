@@ -75,8 +75,8 @@ class RiskInvarianceTest:
     @property
     def decisive(self) -> bool:
         """Whether the risks differ at level :data:`RISK_WARN_LEVEL`: the fit warns.  (The
-        test's reference ignores that ``b`` was estimated and selected, and it rejected
-        up to 12% of samples at level 0.05 at beta* itself; at 1e-4 it flagged none of
+        test's reference ignores that ``b`` was estimated and selected, and it rejects
+        up to 12% of samples at level 0.05 at beta* itself; at 1e-4 it flags none of
         66 fits within 0.1 of beta* and 7 of 14 fits further away: random, confounded
         and variance-shift designs, n = 500 and 2,000, 10 seeds.)"""
         return bool(self.pvalue < RISK_WARN_LEVEL)

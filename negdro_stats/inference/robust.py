@@ -59,22 +59,22 @@ condition, as the fit does); the intercept's own interval is not computed (NaN).
 
 The Bartlett factor.  The non-Gaussian part is a fourth moment of the rows, and on skewed
 or heavy-tailed noise its estimate is noisy enough to inflate every statistic: at
-``beta*`` ``AR`` averaged 1.064 ``df`` on ``Exp(1) - 1`` noise at p = 30, n = 2,000 x 5,
-and the joint set missed ``beta*`` in 7 of 40 samples.  So every quantile is multiplied
+``beta*`` ``AR`` averages 1.064 ``df`` on ``Exp(1) - 1`` noise at p = 30, n = 2,000 x 5,
+and the unscaled joint set misses ``beta*`` in 7 of 40 samples.  So every quantile is multiplied
 by a Bartlett factor estimated by the bootstrap (Rocke 1989): the mean of ``AR`` at the
 reported fit over ``BARTLETT_DRAWS`` resamples of the rows within each environment (the
 moments recentred so that the fit is invariant in the resampled world, the score
 covariances recomputed from each resample as the rows' own, which is what the statistic
 uses at that fit; the positive-definiteness floor is not applied), over
-``df``, and at least 1 (:func:`_bartlett`).  It was 1.065 (median) there and the joint
-set then missed 3 of 40; 1.02 on Gaussian noise.  The same factor scales the subvector
+``df``, and at least 1 (:func:`_bartlett`).  It is 1.065 (median) there, and the joint
+set then misses 3 of 40; 1.02 on Gaussian noise.  The same factor scales the subvector
 tests' quantiles (a score covariance off by a factor inflates ``K_j`` and ``J_j`` by it
 too).  It needs the moments' row sample (p <= 30:
 :data:`~negdro_stats.data.fourth.MAX_P`) with at least ``BARTLETT_MIN_ROWS`` rows per
 moment condition in every environment: with fewer, resamples of tied rows inflate the
-statistic more than the data do (a review measured a mean factor of 1.74 on Gaussian rows,
-p = 4, 30 rows x 3 environments, where AR at ``beta*`` averaged 1.08 df; 1.06 against
-0.99 at p = 10, 300 rows x 5).  Where it is not measured it is NaN and the quantiles are
+statistic more than the data do (a mean factor of 1.74 on Gaussian rows, p = 4, 30 rows
+x 3 environments, where AR at ``beta*`` averages 1.08 df; 1.06 against 0.99 at p = 10,
+300 rows x 5).  Where it is not measured it is NaN and the quantiles are
 chi2's.  Its Monte Carlo error is ~0.01 at 124 df and ~0.03 at 12; the resamples follow
 the row sample's order, so a frame with its rows shuffled can give another factor within
 that error.  Cost ~0.3 s at p = 30 and 2,000 rows x 5, linear in the rows (up to
@@ -446,12 +446,12 @@ class _RiskAR(ContinuouslyUpdated):
         residual moments alone).  Where Gauss-Newton stops above ``enough`` (a value the
         caller caps its results at, as :class:`_Profile` caps at the limit at infinity),
         its value is returned without the L-BFGS-B polish: far out the minimum runs off
-        to infinity, and the polish took ~60 evaluations to slide towards the cap (40% of
-        the evaluations of a robust set at p = 30).  For the same reason Gauss-Newton
-        stops after ``RUN_OFF`` steps while above ``enough``: such fits crawled on to the
-        30-step cap, 45% of the evaluations at p = 30, and every bound of seven designs
-        (eq. (33) and random SEMs with p = 8 to 30: identified, confounded, mean shifts
-        only) came out the same (within 6e-6) at 30, 12, 8 or 5 steps."""
+        to infinity, and the polish would take ~60 evaluations to slide towards the cap
+        (40% of the evaluations of a robust set at p = 30).  For the same reason
+        Gauss-Newton stops after ``RUN_OFF`` steps while above ``enough``: such fits would
+        crawl on to the 30-step cap, 45% of the evaluations at p = 30, and every bound of
+        seven designs (eq. (33) and random SEMs with p = 8 to 30: identified, confounded,
+        mean shifts only) comes out the same (within 6e-6) at 30, 12, 8 or 5 steps."""
         S = np.asarray(S, dtype=int)
         b = (self._moments_only.fit(S).b if start is None
              else np.asarray(start, dtype=float)).copy()
@@ -543,9 +543,10 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
         np.isfinite(cue.se) & (cue.se > 0), cue.se, 1.0))
     # ... at least the resolution of the statistic: it takes every risk below EXACT_FIT
     # as 0, so it cannot tell coefficients apart closer than sqrt(EXACT_FIT) (standardised
-    # units).  Where the covariates give the outcome exactly, the curvature was rounding
-    # (s.e. 1e-8), and whether the searches' steps left that zone decided the interval:
-    # (-inf, 0.500009] or [0.49999, 0.50001] for 0.5, by the BLAS threads' rounding.
+    # units).  Where the covariates give the outcome exactly, the curvature is rounding
+    # (s.e. 1e-8), and whether the searches' steps leave that zone would decide the
+    # interval: (-inf, 0.500009] or [0.49999, 0.50001] for 0.5, by the BLAS threads'
+    # rounding.
     se = np.maximum(se, np.sqrt(EXACT_FIT))
     scale = s_y / d                              # standardised -> original units
     estimate = pd.Series(np.nan, index=names)
@@ -597,7 +598,7 @@ class _Profile:
     units, is rescaled with them).
 
     The criterion is not convex where identification is weak, and a local minimum
-    overstates ``AR_j`` (an interval that misses beta*: mean-shift coverage was 0.62 with
+    overstates ``AR_j`` (an interval that misses beta*: mean-shift coverage is 0.62 with
     one start), so a value that decides "outside" is the least of the fits from several
     starts (``starts="decide"``): the nearest point of the search so far (continuation),
     the two-step estimate, the CUE's and the reported fit's other coefficients.  A value
@@ -727,8 +728,8 @@ class _Subvector:
     (``chi2(df_sub - 1)``) at ``0.2 alpha``, rejecting when either does (size <= alpha
     by Bonferroni): ``T_j = max(K_j, J_j c_K / c_J)`` against ``c_K``.  Where ``beta*``
     is identified ``J_j`` hardly moves with ``beta_0`` and the interval is where ``K_j
-    <= c_K``, about the Wald interval of the efficient GMM (the ``AR`` interval was
-    1.3-1.7x as wide in ``bench_inference.py --only robust_width``); far out ``K_j ->
+    <= c_K``, about the Wald interval of the efficient GMM (the ``AR`` interval is
+    1.3-1.7x as wide: ``benchmarks/bench_inference.py --only robust_width``); far out ``K_j ->
     0`` and ``T_j`` tends to the profiles' limit times ``c_K / c_J``.  Plugging the
     restricted CUE in for the other coefficients keeps the level where they are
     identified (Kleibergen 2005); where they are not, the benchmark measures it."""

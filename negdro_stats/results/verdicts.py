@@ -214,11 +214,9 @@ def contradicted(res: Results) -> tuple[str, ...]:
     Condition 4: a target's shift would determine its coefficient, so its intervention
     is not seen in these rows (too few of them, or too weak a shift), and the data
     cannot tell it from an unshifted child of the outcome.  Such a fit is "not
-    identified" (:func:`verdict`).  On ``benchmarks/study_condition4.py``'s
-    ``unequal_envs`` (the children shifted in a 150-row environment only), n = 20,000,
-    seeds 0, 6, 18: fits 0.55-1.4 from ``beta*`` that said "if Condition 4" or "not
-    identified", each with such a target (the child) in the support; seed 2 too, a fit
-    at 0.001 whose parent is shifted in that environment alone."""
+    identified" (:func:`verdict`): where a child is shifted in a small environment
+    only, the fits that hold it as such a target are mostly far from ``beta*`` (measured:
+    docs/design.rst, Measured choices)."""
     decl, sel = res.declarations, res.selection
     if decl is None or not rests_on_condition_4(res):
         return ()
@@ -244,9 +242,9 @@ def declared(res: Results) -> bool:
     on: every direction the environments leave open lies among covariates declared not
     to be descendants of the outcome, so every child is intervened on.  The verdict
     stays "if Condition 4": Theorem 6 also needs no hidden confounding (else Condition
-    6), which neither the data nor these declarations settle
-    (``benchmarks/study_condition4.py --declare``: on the confounded family, true
-    declarations covered fits 0.3-0.65 from ``beta*``).  The RESTS ON line names both."""
+    6), which neither the data nor these declarations settle (with hidden confounding,
+    true declarations cover fits far from ``beta*``; measured: docs/design.rst,
+    Measured choices).  The RESTS ON line names both."""
     return verdict(res) == "if Condition 4" and _settled(res)
 
 
@@ -296,10 +294,8 @@ def _small_environment(res: Results) -> str:
     """Where the smallest environment has at most ``1 / SMALL_ENV`` of the median
     environment's rows, the clause of :func:`rests_on_line` that says so: a shift
     confined to it is estimated ``sqrt(median / n_e)`` times less precisely, so a child
-    of the outcome shifted there alone can be left open, a cause to the data
-    (``benchmarks/study_condition4.py``'s unequal_envs, the children shifted only in a
-    150-row environment beside ones of 2,000: seed 18 selects the child X36, unwarned,
-    error 1.07, and no test has power against it)."""
+    of the outcome shifted there alone can be left open, a cause to the data, and no
+    test has power against it (measured: docs/design.rst, Measured choices)."""
     n = res.nobs_env
     env, median = n.idxmin(), statistics.median(n)
     if n[env] * SMALL_ENV > median or not math.isfinite(n.max()):    # (population)
@@ -366,12 +362,11 @@ def verdict(res: Results) -> str:
       on the outcome, a missing cause) or the fit is not an invariant one, so it is not
       ``beta*`` whatever identifies it (the Sachs data: "identified" beside "no
       invariant linear model is consistent with these data").  Not at 0.05: the J
-      test's rejections there were 10 of 11 such fits within 0.03 of ``beta*``
-      (bench_selection's families, n = 2,000; they still warn).
+      test's rejections there are mostly fits close to ``beta*`` (they still warn).
 
-    Issue 40's design (p = 10, n = 2,000) was "NOT IDENTIFIED" with two warnings on
-    fits within 0.02-0.07 of ``beta*``; a warning that fires on good and bad fits
-    alike teaches users to ignore it."""
+    "if Condition 4" does not warn: where Condition 4 holds its fits are close to
+    ``beta*``, and a warning that fires on good and bad fits alike teaches users to
+    ignore it (measured: docs/design.rst, Measured choices)."""
     sel = res.selection
     if (res.invariance is not None and res.invariance.decisive
             or sel is not None and sel.invariance_rejected):
@@ -380,9 +375,8 @@ def verdict(res: Results) -> str:
         ident = res.identification
         return "identified" if ident is None or ident.holds else "not identified"
     if rests_on_condition_4(res):     # never "identified" (declared() says why)
-        # (bench_partial's child_once p = 50 seed 7, Algorithm 3's fit with an unshifted
-        # grandchild of Y, error 0.48, a narrow least-risk test: the header said
-        # "Identified: yes" under a warning that it cannot tell)
+        # (Algorithm 3's fit can hold an unshifted grandchild of Y beside a narrow
+        # least-risk test: measured in docs/design.rst, Measured choices)
         if (sel.narrow or sel.mean_shifts_only or sel.contested or risk_alarm(res)
                 or contradicted(res)):
             return "not identified"
@@ -398,8 +392,7 @@ def conditional(res: Results) -> bool:
     the estimate does not reject decisively (:attr:`RiskInvarianceTest.decisive`:
     Theorem 6 orders the risk-invariant fits, and one whose risks differ is not
     ``beta*``, whatever the children; at level 0.05 the test rejects about 1 in 20
-    good fits, issue 40's design p = 10, seed 7), and the differences are not mean
-    shifts alone."""
+    good fits), and the differences are not mean shifts alone."""
     sel = res.selection
     return sel is not None and sel.least_risk and on_condition_4(res)
 

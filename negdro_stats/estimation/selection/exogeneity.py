@@ -95,8 +95,8 @@ def augment_support(gmm: InvarianceGMM, mom, S: np.ndarray, candidates: np.ndarr
       with pooled least squares on every coordinate (all coordinates, not only
       ``j``'s: when ``S`` lacks a cause, the invariance fit on ``S + {child}`` is
       misspecified and can wander far on the other coordinates while matching least
-      squares on the child's by chance -- found by hypothesis on exact moments: a CUE
-      coefficient of -24,743 next to agreement on the child's), and its own
+      squares on the child's by chance -- on exact moments, a CUE coefficient of
+      -24,743 next to agreement on the child's), and its own
       coefficient on ``j`` is at least ``z_{1 - alpha}`` standard errors from 0 towards
       least squares.  Agreement alone is no evidence where the environments move ``j``
       little (wide invariance standard errors): descendants of Y with pooled ``|t|`` of

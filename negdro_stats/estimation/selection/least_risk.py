@@ -51,17 +51,15 @@ def invariant_ls(gmm: InvarianceGMM, S: np.ndarray, mom, *, alpha: float,
     determine the coefficients: ``b = argmin R_pool(b)`` subject to the GMM estimate
     in the directions it determines, on ``S``; ``mom`` the pooled moments.  The GMM is
     ``gmm``'s continuously updated fit on ``S`` (``fit`` where given; the two-step fit on
-    every instrument had a many-moment bias towards OLS that kept a child of Y, random
-    half-shifted design p = 30, n = 2,000, seed 11) if every instrument informs ``b_S``;
-    else, on the instruments that do (:meth:`InvarianceGMM.relevant`),
-    the GMM with the weight at ``gmm``'s reference fit and then again with the weight
-    at the constrained fit so found (the efficient weight where that is ``beta*``; at a
-    reference that is pooled OLS, biased by confounding, the residual's variance and
-    with it the standard errors are too small: issue 40's design at p = 10, s.e. 0.035
-    for a spread of 0.041).  (The continuously updated fit on those few instruments
-    drifts along the directions they leave open, where a larger residual shrinks the
-    weight: issue 40's design at p = 30, seed 17, a noise covariate at -38, the
-    information gone, error 0.69.)
+    every instrument has a many-moment bias towards OLS that can keep a child of Y) if
+    every instrument informs ``b_S``; else, on the instruments that do
+    (:meth:`InvarianceGMM.relevant`), the GMM with the weight at ``gmm``'s reference fit
+    and then again with the weight at the constrained fit so found (the efficient weight
+    where that is ``beta*``; at a reference that is pooled OLS, biased by confounding,
+    the residual's variance and with it the standard errors are too small).  (The
+    continuously updated fit on those few instruments drifts along the directions they
+    leave open, where a larger residual shrinks the weight, until the information is
+    gone.)  Measured: docs/design.rst, Measured choices.
 
     With ``G`` the pooled second moments of ``X_S`` and ``V`` the generalised
     eigenvectors of the GMM's information against ``M = G / R_pool(b_ols)``
@@ -154,14 +152,13 @@ class Readings:
       same -- what Theorem 6 orders the fits by, and all that holds at the causal fit
       when the mechanism is not linear: the linear model's misfit then correlates with
       covariates outside the support, and a gain that moves such a covariate moves
-      its residual moment (bench_misspecified: the true parents' instruments test gave
-      J = 205 on 24 df, their own moments 14.1 on 6, their risks p = 0.73).
+      its residual moment (measured: docs/design.rst, Measured choices).
 
     ``held_out`` is each fit's risk in every environment when fitted to the others and
     its variance (:func:`held_out_risks`; the constrained fit's own refit where the
-    linear reading's fit is one: scored by pooled OLS on its support, a constrained fit
-    whose values followed misspecified moments was reported, bench_misspecified seed
-    29, worst held-out R^2 -0.21 against 0.54 for OLS on the same parents), and
+    linear reading's fit is one: scored by pooled OLS on its support instead, a
+    constrained fit whose values follow misspecified moments is judged by another fit's
+    risks and can be reported), and
     :attr:`own_predicts_better` whether the ``own`` fit's worst is the lower one by more
     than its sampling error: then the linear reading's choice does not predict an
     unseen environment as an invariant fit should, the data cannot tell which reading
@@ -183,8 +180,8 @@ class Readings:
         """The own reading's worst held-out risk is below the linear one's by more than
         ``z_{1 - alpha}`` standard errors of the difference, the two estimates taken as
         independent (which overstates the error of a difference of positively
-        correlated risks; bench_limited's half family, p = 12, seed 15: an own-reading
-        fit with a child of Y predicted 1.3% better, error 0.17 against 0.03)."""
+        correlated risks, so that an own-reading fit with a child of Y that predicts
+        slightly better does not win; measured: docs/design.rst, Measured choices)."""
         (lin, lin_var), (own, own_var) = self.held_out
         i, j = int(np.argmax(lin)), int(np.argmax(own))
         return bool(lin[i] - own[j] > norm_isf(self.alpha) * np.sqrt(lin_var[i] + own_var[j]))
@@ -236,14 +233,13 @@ def invariant_ols(test_at: Callable, pooled: Moments, starts: list, *, alpha: fl
     differences is needed, so the test keeps its level however weak they are.
     ``test_at(S, b_S)`` returns ``(J, df, pvalue)`` (:meth:`InvarianceGMM.test_at` on the
     instruments and ``S``, with the fourth cumulant re-estimated at ``b`` when the rows
-    are at hand: with a uniform light source the cumulant of another fit made the true
-    support's J 74 on 45 df).
+    are at hand: the cumulant of another fit can inflate the true support's J).
 
     With limited interventions the test is blind to everything but the intervened
     covariates (Example 3: the distribution of ``X1, X2, X4, Y`` is the same in every
     environment, so OLS on any support without the child ``X3`` passes), so it is a
-    constraint and the pooled risk the criterion, as in Theorem 6 (the causes that were
-    never intervened on still predict ``Y`` invariantly; a child of ``Y`` that was --
+    constraint and the pooled risk the criterion, as in Theorem 6 (the causes that are
+    never intervened on still predict ``Y`` invariantly; a child of ``Y`` that is --
     Condition 4: every child is -- makes ``E_e[X r]`` move with the intervention, J of
     order n):
 
@@ -262,8 +258,7 @@ def invariant_ols(test_at: Callable, pooled: Moments, starts: list, *, alpha: fl
        Y, at about zero -- and at small n not at zero: its GMM part is biased towards
        OLS where the differences determine it weakly, so there the covariate must be
        decisively non-zero (``|t| >= z_{1 - alpha / (2 p n)}``, as in 2.) to stay
-       (at ``crit``, bench_limited's confounded family at n = 2,000 kept a child in 2
-       of 6 designs).
+       (at ``crit`` a child of Y can stay).
 
     ``constrained(S, b_ols)`` is the least squares constrained by the invariance
     conditions in the directions they determine
@@ -272,26 +267,22 @@ def invariant_ols(test_at: Callable, pooled: Moments, starts: list, *, alpha: fl
     confounded cause, and on exact moments the constrained fit is beta* wherever
     Condition 4 or 6 holds.  It replaces a rejected OLS fit in the additions of 2. when
     the added covariate is decisively non-zero in it (``|t| >= z_{1 - alpha / (2 p
-    n)}``; confounded seed 0 of bench_limited, p = 12, n = 20,000: OLS on one of the
-    three causes passed, error 2.1; with them, 0.009) and in the removals of 3.; with
-    ``ils_starts`` (the route's second call, where OLS is invariant on no support
-    reached) in 1. as well.  (Everywhere beside OLS, it let a child of Y in at a noisy
-    GMM coefficient that lowered the pooled risk and won the BIC: Example 3 limited,
-    n = 10,000, seed 0, error 0.09 against 0.006.)
+    n)}``; without it, OLS on a support with one of several confounded causes can be
+    what passes) and in the removals of 3.; with ``ils_starts`` (the route's second
+    call, where OLS is invariant on no support reached) in 1. as well.  (Everywhere
+    beside OLS, it would let a child of Y in at a noisy GMM coefficient that lowers the
+    pooled risk and wins the BIC.)
 
     Every support tried contains ``keep``: the route passes Algorithm 3's support where
     Condition 4 holds on the data, which backs it, unless OLS on it is decisively not
     invariant (p below ``alpha / (p n)``: on exact moments J is then of order 1e11), so
-    that a cause is never traded for another covariate because its own test rejected
-    narrowly (Example 3 at n = 20,000, seed 12: the parent's test p = 0.011, and without
-    ``keep`` OLS on its parent X1 was reported as identified, error 2.8; with it,
-    Algorithm 3's fit, 0.18, which says "not identified": the search accepted nothing).
+    that a cause is never traded for another covariate because its own test rejects
+    narrowly.
 
     Each test is at level ``alpha / p``: the support chosen is the true one unless the
-    true one's test rejects, so its level is what an error costs (at ``alpha``: Example
-    3 at n = 20,000, the parent's test rejected once in ten, p = 0.02, and OLS on
-    ``X1``, its parent, error 2.8, was reported); the supports to exclude have J of
-    order ``n``.  None when no start is accepted."""
+    true one's test rejects, so its level is what an error costs; the supports to
+    exclude have J of order ``n``.  (Measured: docs/design.rst, Measured choices.)
+    None when no start is accepted."""
     n = np.where(np.isfinite(pooled.n), pooled.n, N_POPULATION)
     w = n / n.sum()
     level = alpha / max(pooled.p, 1)
@@ -450,18 +441,16 @@ def least_risk_fit(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, 
     passes, or where without Condition 4 (``holds``) the test is not reliable: the
     estimated weights distort J by about ``m q / n`` (``m = |E| - 1`` equations on each
     of ``q`` instruments; module docstring); at n = 500 with 60-75 equations (``m q / n
-    ~ 2``) it passed children of Y (identified families flagged at n = 500: error 0.10
-    -> 0.39).
+    ~ 2``) it passes children of Y (measured: docs/design.rst, Measured choices).
 
     The own reading (pooled OLS only, from the same starts and the linear reading's
     support) contends only where the linear one found a fit and the environments
     shift some covariate's variance (:func:`covariance_shift`): with mean shifts alone
     a child of Y moves its own residual moment and the risks only at second order in
     the shift, and the own reading's fit, a better predictor with children of Y in
-    it, replaced fits within 0.02 of ``beta*`` by ones 1.4-1.9 away (bench_selection's
-    mean_only family at n = 2,000, 2 of 20 fits).  Alone, Theorem 6's reading chose
-    worse on linear designs (bench_limited's confounded p = 12 seed 0: error 0.06 ->
-    1.46, an own-moments pass with a child of Y), hence the held-out arbiter."""
+    it, would replace good fits by bad ones.  Alone, Theorem 6's reading chooses
+    worse on linear designs (an own-moments pass with a child of Y), hence the held-out
+    arbiter.  (Measured: docs/design.rst, Measured choices.)"""
     std, pooled, alpha, n_min = w.std, w.pooled, w.alpha, w.n_min
     p, E, every = std.p, std.n_envs, np.arange(std.p)
     starts = [S for S in (alg3_support, None if fit is None else fit.support,
@@ -500,8 +489,8 @@ def least_risk_fit(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, 
         for ils_starts in ((False, True) if reliable else ()):
             # the constrained fit on every covariate (beta* on exact moments under
             # Condition 4 or 6) is a start only where its test is reliable, (|E| - 1)
-            # p^2 <= n: past it the descent costs p constrained fits a step (issue 40's
-            # design, p = 50: 87-127 s a fit, 0.3-0.8 s without, the same estimates)
+            # p^2 <= n: past it the descent costs p constrained fits a step, over 100x the
+            # time for the same estimates (measured: docs/design.rst, Measured choices)
             wide_ok = ils_starts and (E - 1) * p * p <= n_min
             if inv is None:
                 inv = invariant_ols(test, pooled, starts + [every] * wide_ok,
@@ -516,7 +505,7 @@ def least_risk_fit(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, 
     # Theorem 6's reading by pooled OLS alone, from the same starts and the linear
     # reading's support: where the linear model fits its own moments and risks but not
     # the instruments', OLS is the least-risk fit on a support (no constrained fits:
-    # they doubled the time of issue 40's design at p = 10 and never won)
+    # they double the time and never win; measured: docs/design.rst, Measured choices)
     own = invariant_ols(own_test_at, pooled, starts + [linear.support], alpha=alpha,
                         n_min=n_min, keep=keep)
     if own is None or np.array_equal(own.support, linear.support):

@@ -84,10 +84,10 @@ def rank_test(gmm: InvarianceGMM, b: FloatArray, *, alpha: float) -> RankTest:
     eigenvalue exactly ``s(v)``; they stop once it is twice the critical value: at p =
     1,000 the further steps moved it by 2%, at 1.2 s each), and the count is taken
     again.  (With an unintervened
-    child of ``Y`` the first form put chi2(13) at 28-34 where ``min_v s(v)`` was 19-24;
+    child of ``Y`` the first form puts chi2(13) at 28-34 where ``min_v s(v)`` is 19-24;
     measured ratios of the two: 0.9 to 3.4.  Only where the first form finds no null
     direction: re-weighted at one direction, the others' values are not calibrated,
-    and they counted 2 of Example 3's 3 null directions where the first form counted 3.)
+    and they count 2 of Example 3's 3 null directions where the first form counts 3.)
     ``stat`` is the smallest eigenvalue against ``chi2(df - p + 1)``.  Determined
     directions grow like ``n``.
     """

@@ -244,12 +244,9 @@ def _undetermined(w: Walked, rank: RankTest, fit: GMMFit | None,
     few = reliable_instruments(w)
     if inv is None and not holds and not reportable and few < len(w.instruments):
         # Algorithm 3's fall-back is next: first the search with a test that is
-        # reliable on fewer instruments (least_risk_fit).  Issue 40's design at p = 30 / 50
-        # (n = 2,000, 4 environments, 3 q^2 > n for q >= 26) fell back with a child of Y
-        # in 3-4 fits of 20 per variant, errors 0.44-0.70; now at most 0.14 where
-        # Condition 4 holds.  Not in place of a reportable walk's fit: at n = 500 the
-        # weaker test passed children of Y there (bench_selection's families: the
-        # intercept family's mean error 0.03 -> 0.32)
+        # reliable on fewer instruments (least_risk_fit), since the fall-back can keep a
+        # child of Y.  Not in place of a reportable walk's fit: at n = 500 the weaker
+        # test passes children of Y there (measured: docs/design.rst, Measured choices)
         inv, readings = least_risk_fit(w, fit, ols, holds=holds, alg3_support=alg3,
                                     instruments=w.instruments_within(few))
     if holds:
@@ -321,8 +318,8 @@ def _determined(w: Walked, fit: GMMFit, ols: ExogenousSupport, verdict: str, *,
     value along the directions the conditions determine, pooled least squares along the
     others, Theorem 6's least-risk invariant fit there.  The GMM's own value along an
     open direction is noise: the walk's many weak moments make its standard errors
-    look sharp (issue 40's design at p = 30, seed 0: an unshifted noise covariate got
-    0.75, worst standardised s.e. 0.07, while the rank test left it undetermined)."""
+    look sharp, also for an unshifted noise covariate that the rank test leaves
+    undetermined (measured: docs/design.rst, Measured choices)."""
     std, alpha, n_min = w.std, w.alpha, w.n_min
     S, ils, rival = ols.support, None, ()
     if ols.exogeneity[2] >= alpha:                  # no sign of confounding: OLS is efficient
@@ -396,11 +393,9 @@ def _rival(w: Walked, S: np.ndarray, undetermined: list, *, constrained: bool) -
     only the undetermined covariates are candidates: a candidate the rank test sees
     shifted would break the invariance of the fit it joins.  Where a rival exists it is
     that cause or a descendant of Y whose shift these data do not show, and they cannot
-    tell which.  bench_selection's limited_p50 family (p = 50, n = 2,000): 10 of 29 fits
-    said "if Condition 4" with errors 0.13-1.41 (causes missed); now all 10 are named,
-    and 12 of the 19 fits within 0.1 keep their claim (with every covariate a
-    candidate, 1 of 19: descendants of Y that the rank test sees shifted but this test
-    does not reject were rivals too)."""
+    tell which.  (With every covariate a candidate, descendants of Y that the rank test
+    sees shifted but this test does not reject are rivals too, and good fits lose their
+    claim; measured: docs/design.rst, Measured choices.)"""
     rest = np.setdiff1d(np.asarray(undetermined, dtype=int), S)
     if not len(rest):
         return ()

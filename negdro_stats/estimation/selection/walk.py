@@ -84,7 +84,7 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, alpha: float,
        continuously updated one, which does not depend on where the weight was
        evaluated (a common weight evaluated at a wrong model, e.g. with children of Y in
        it, inflates the score variances and hides the misfit: two-step J of 63 on 112
-       degrees of freedom where the CUE J was 206) -- among the supports that improve on
+       degrees of freedom where the CUE J is 206) -- among the supports that improve on
        ``k_bic`` significantly: ``J_bic - J_k >= chi2_{1 - alpha}(k - k_bic)`` with one
        weight for both (:meth:`InvarianceGMM.j_reference`: the distance test of the
        nested models; a weak cause whose omission makes J reject passes it), and that
@@ -94,8 +94,8 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, alpha: float,
        is among them with probability tending to one).  Growth is for a weak cause just
        past ``k_bic``, not a guarantee against a J test that rejects the true support
        narrowly (p = 200 at n = 20,000 with 423 equations: p = 0.006 at the parents):
-       unlimited, it walked on to 107 covariates that absorb noise, and pruning from
-       there ended at one child of Y (error 2.8, reported as identified).  If no
+       unlimited, it walks on to 107 covariates that absorb noise, and pruning from
+       there ends at one child of Y (error 2.8, reported as identified).  If no
        support passes, ``rejected`` is set and the BIC choice kept.
     4. Backward pruning of covariates off the order (e.g. a child of Y ahead of a
        weak parent) by the ``|t|`` of the continuously updated fit (:meth:`fit_cue`), with
@@ -104,7 +104,7 @@ def select_support(gmm: InvarianceGMM, order: np.ndarray, *, alpha: float,
        degrees of freedom), a misfit would otherwise make covariates look significant
        that only absorb it; under invariance ``J / df -> 1`` and nothing changes.
        Clear noise goes first by the two-step fit's ``|t|`` (below half the critical
-       value; one CUE per removal cost 460 of 467 s at p = 200), then the CUE's; each
+       value; one CUE per removal costs 460 of 467 s at p = 200), then the CUE's; each
        step is warm-started at the previous fit without the removed coordinate.  No J
        test accompanies each removal; what guards the report is that ``rejected`` and
        the reason text are the reported fit's own J test.
@@ -241,8 +241,8 @@ def _best_of(gmm: InvarianceGMM, walks: list[Selection], *, alpha: float,
     coefficients, p = 200: J 281 on 405 degrees of freedom, s.e. 9.7), then the smallest
     GMM-BIC ``J + |S| log n`` (Andrews 1999).  A walk whose J tests share one weight, evaluated
     at one model, lets a child of Y absorb the sampling noise of the residual moments
-    that this weight ignores (random design, p = 100, n = 20,000: adding one child cut
-    the two-step J from 348 to 207 on about 400 degrees of freedom, and the walk kept
+    that this weight ignores (random design, p = 100, n = 20,000: adding one child cuts
+    the two-step J from 348 to 207 on about 400 degrees of freedom, and the walk keeps
     it); the continuously updated J, whose weight moves with ``b``, does not reward it."""
     chosen = {}
     for walk in walks:
@@ -268,14 +268,15 @@ def _substitutes(gmm: InvarianceGMM, pooled: Moments, S: np.ndarray, *, alpha: f
     and a swap is kept where the J test (the common weight) accepts the new support at
     level ``alpha`` and its pooled OLS risk is smaller: among invariant supports the
     least pooled risk, as Theorem 6 orders them (a proxy's residual keeps ``beta_j (X_j -
-    proxy)``; an adversarial review found errors of 1-2 with no warning, 3 seeds of 3).
-    Until no swap improves.  Only near copies: tried on any covariate, the swap put
+    proxy)``: without the swap, a near copy reported in a parent's place gives errors of
+    1-2 with no warning, 3 seeds of 3).
+    Until no swap improves.  Only near copies: tried on any covariate, the swap puts
     children of ``Y``, whose pooled risk is lower, in place of three parents (random
-    design p = 30, n = 2,000, seed 12; error 0.02 -> 0.42), the common-weight J test
+    design p = 30, n = 2,000, seed 12: error 0.42 against 0.02), the common-weight J test
     accepting them.  Returns the support and the pairs ``(j, k)`` where ``k`` could
     still stand in for ``j``: the J test accepts the swap too (its pooled risk is
     larger, but by sampling noise or not, the data barely tell them apart; at s = 0.03 one
-    seed of 10 kept the copy)."""
+    seed of 10 keeps the copy)."""
     S = np.sort(np.asarray(S, dtype=int))
     G = np.tensordot(pooled.pooled_weights(), pooled.Sigma, axes=1)
     d = np.sqrt(np.diag(G))
