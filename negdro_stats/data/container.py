@@ -708,10 +708,17 @@ def _check_blocks(blocks: BlockMoments) -> BlockMoments:
 
 def _check_moments(mom: Moments, origin: FloatArray | None = None) -> None:
     """Checks that need only the moments (the working ones, about ``origin`` if not None):
-    :func:`_check_form`, environments, sizes, positive semidefiniteness, constants,
-    collinearity."""
+    :func:`_check_form`, the environments, the variation, collinearity and an outcome
+    the covariates determine."""
     _check_form(mom)
-    E, p = len(mom.n), len(mom.names)
+    _check_environments(mom)
+    _check_variation(mom, origin)
+    _check_outcome_not_determined(_check_collinearity(mom))
+
+
+def _check_environments(mom: Moments) -> None:
+    """At least two environments of at least two rows; a warning where one has no more
+    rows than covariates."""
     if mom.n_envs < 2:
         raise DataError(f"NegDRO needs at least 2 environments; got {mom.n_envs} "
                         f"({list(mom.envs)}). Invariance cannot be learnt from one.")
@@ -729,6 +736,12 @@ def _check_moments(mom: Moments, origin: FloatArray | None = None) -> None:
         warn_user(f"Environment{plural} {names} {verb} no more rows than the {mom.p} "
                   f"covariates: the covariance of {whose} rows is singular and estimates "
                   "will be noisy.", DataWarning)
+
+
+def _check_variation(mom: Moments, origin: FloatArray | None) -> None:
+    """Second moments that can come from data; an outcome and covariates that vary
+    within the environments beyond rounding."""
+    E, p = len(mom.n), len(mom.names)
     # Variation that cannot be told from rounding: a variance below a few ulps of the
     # second moment the fit uses (raw without an intercept: an offset beyond ~1e7
     # standard deviations is lost there), or, about the means (``origin``), a standard
@@ -763,9 +776,15 @@ def _check_moments(mom: Moments, origin: FloatArray | None = None) -> None:
         raise DataError(f"Covariates {const} are constant (to working precision: their "
                         "variation is below 1e-15 of their mean square). Drop them, use "
                         "fit_intercept=True for an intercept, or subtract a large offset.")
+
+
+def _check_collinearity(mom: Moments) -> Moments:
+    """More rows than covariates and covariates that are not (nearly) collinear, checked
+    on the moments the slopes are fitted on (pooled-centred with an intercept: an offset
+    is no collinearity), which it returns."""
     check, centred = mom, mom.p > 1 and mom.names[-1] == INTERCEPT_NAME
-    if centred:              # the slopes are fitted on pooled-centred moments: an offset
-        check = mom.subset(np.arange(mom.p - 1)).centred()[0]   # is no collinearity
+    if centred:
+        check = mom.subset(np.arange(mom.p - 1)).centred()[0]
     rows = float(np.sum(mom.n))                       # (inf for population moments)
     if check.p >= rows:
         raise DataError(f"{check.p} covariates but {rows:.0f} rows (p >= n): the pooled "
@@ -788,7 +807,7 @@ def _check_moments(mom: Moments, origin: FloatArray | None = None) -> None:
         warn_user(f"A covariate is nearly collinear with the others (only "
                   f"{resid.min():.1e} of its second moment is unexplained); estimates "
                   "may be unstable.", DataWarning)
-    _check_outcome_not_determined(check)
+    return check
 
 
 def _check_form(mom: Moments) -> None:

@@ -16,7 +16,7 @@ from ..exceptions import SolverError
 from .algorithms import invariant_refit, run_method
 from .gmm import Cumulant
 from .objective import env_risks, gradient, objective
-from .options import SolverOptions, SolverOutput
+from .options import SelectionReport, SolverOptions, SolverOutput
 from .selection.standardise import centred_problem, exact_fit, standardised_cov
 from .selection.verdict import select_by_invariance
 
@@ -91,25 +91,11 @@ def solve(
             S, b_std, report = exact
             used_refit = report.estimator
         elif options.refit == "auto":
-            unit, rows_cov = standardised_cov(score_cov, d, s_y)
-            with _blas().limit(limits=1 if p <= SMALL_P else None):
-                report, chosen = select_by_invariance(
-                    std, options.test_level, options.gamma, rows_cov,
-                    None if cumulant is None else cumulant.scaled(1.0 / unit),
-                    None if recentre is None else recentre / (d * s_y), route,
-                    alg3_support=lambda: np.asarray(algorithm()[2], dtype=int))
-            report = replace(report, cumulant=report.cumulant.scaled(unit),   # original scale
-                             misfit=None if report.misfit is None
-                             else report.misfit * (d * s_y))
+            report, chosen = _select(std, (d, s_y), options, score_cov, cumulant, recentre,
+                                     route, lambda: np.asarray(algorithm()[2], dtype=int))
             if chosen is not None:
                 S, b_std = chosen
                 used_refit = report.estimator
-                if report.constrained is not None:    # (P, C_d): original scale, S sorted
-                    o = np.argsort(S)
-                    P, C = (M[np.ix_(o, o)] for M in report.constrained)
-                    u = s_y / d[np.asarray(S)[o]]
-                    report = replace(report, constrained=(P * np.divide.outer(u, u),
-                                                          C * np.multiply.outer(u, u)))
             elif not results:                  # Algorithm 3's fit after all (a replicate)
                 results, stages, S, resolved = algorithm()
                 if len(S):
@@ -142,12 +128,42 @@ def solve(
         selection=report,
     )
 
+
+def _select(std: Moments, scales: tuple[FloatArray, float], options: SolverOptions,
+            score_cov: Callable | None, cumulant: Cumulant | None,
+            recentre: FloatArray | None, route: str | None,
+            alg3_support: Callable[[], np.ndarray]
+            ) -> tuple[SelectionReport, tuple[np.ndarray, FloatArray] | None]:
+    """:func:`select_by_invariance` on the standardised moments ``std`` (``scales = (d,
+    s_y)``, the covariates' and the outcome's scales): the rows' score covariance, the
+    cumulant and the recentring taken to that scale, the report's cumulant, misfit and
+    constrained fit (its ``(P, C_d)``, ``S`` sorted) back to the original one."""
+    d, s_y = scales
+    unit, rows_cov = standardised_cov(score_cov, d, s_y)
+    with _blas().limit(limits=1 if std.p <= SMALL_P else None):
+        report, chosen = select_by_invariance(
+            std, options.test_level, options.gamma, rows_cov,
+            None if cumulant is None else cumulant.scaled(1.0 / unit),
+            None if recentre is None else recentre / (d * s_y), route,
+            alg3_support=alg3_support)
+    report = replace(report, cumulant=report.cumulant.scaled(unit),
+                     misfit=None if report.misfit is None else report.misfit * (d * s_y))
+    if chosen is not None and report.constrained is not None:
+        o = np.argsort(chosen[0])
+        P, C = (M[np.ix_(o, o)] for M in report.constrained)
+        u = s_y / d[np.asarray(chosen[0])[o]]
+        report = replace(report, constrained=(P * np.divide.outer(u, u),
+                                              C * np.multiply.outer(u, u)))
+    return report, chosen
+
+
 @cache
 def _blas() -> ThreadpoolController:
     """The BLAS libraries loaded (numpy's and scipy's), found once: a fresh
     ``threadpool_limits`` looks for them on every call (0.24 ms, 1 ms under load: a
     fifth of a bootstrap replicate at p = 10)."""
     return ThreadpoolController()
+
 
 def _with_intercept(mom: Moments, options: SolverOptions, score_cov, cumulant, recentre,
                     route) -> SolverOutput:

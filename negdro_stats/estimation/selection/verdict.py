@@ -229,7 +229,7 @@ def _undetermined(w: Walked, rank: RankTest, fit: GMMFit | None,
     fit.  Returns ``((decision, chosen), verdict)``, or ``(None, verdict)`` where the
     sharply determined invariance fit is to be reported after all (:func:`_determined`,
     with ``verdict`` leading its reason)."""
-    std, recentre, alpha, n_min, names = w.std, w.recentre, w.alpha, w.n_min, w.std.names
+    std, alpha, names = w.std, w.alpha, w.std.names
     if route is None:                      # the sample: Condition 4 on the data
         holds, margin = condition_4_on_data(std, rank.determined)
         bound = 1.0 / (margin * (1.0 + gamma * std.n_envs)) if margin > 0 else np.inf
@@ -264,26 +264,7 @@ def _undetermined(w: Walked, rank: RankTest, fit: GMMFit | None,
         (contested, said), identified = contest(readings, names), False
         verdict += said
     if inv is not None:
-        b_std = np.zeros(std.p)
-        b_std[inv.support] = inv.b
-        chosen = ", ".join(names[j] for j in inv.support) or "the empty support"
-        (J, df, pv), level = inv.test, inv.level
-        misfit = None if recentre is not None else _recentring(
-            std, b_std, inv.support, b_std, alpha, n_min)
-        how = (f"pooled OLS on {chosen}" if inv.estimator == "ols" else
-               f"least squares on {chosen} constrained by the invariance conditions "
-               f"in the {inv.determined} direction(s) they determine (pooled OLS is "
-               "not invariant there)")
-        return (Decision(
-            route="negdro" if identified else "not identified", estimator=inv.estimator,
-            focused=own_condition_test(w, inv) if recentre is None else (np.nan, 0, np.nan, ""),
-            reason=verdict + f". Reported: {how}, the invariant fit with the smallest pooled "
-            f"risk (the invariance conditions at that fixed fit: J = {J:.3g} on {df} "
-            f"df, p = {pv:.2g}, accepted at level alpha / p = {level:.2g})", fit=fit,
-            misfit=misfit,
-            identified=identified, fixed=(J, df, pv, level), constrained=inv.ils,
-            contested=contested),
-            (inv.support, b_std)), verdict
+        return _least_risk_decision(w, fit, inv, verdict, identified, contested), verdict
     if holds:
         return (Decision(route="negdro", estimator="negdro", fit=fit, identified=False,
                          reason=(
@@ -303,6 +284,33 @@ def _undetermined(w: Walked, rank: RankTest, fit: GMMFit | None,
                              "worst-case risk guarantee needs no identification "
                              f"({tested})")), None), verdict
     return None, verdict + ". Reported: "
+
+
+def _least_risk_decision(w: Walked, fit: GMMFit | None, inv, verdict: str,
+                         identified: bool, contested: tuple) -> tuple[Decision, tuple]:
+    """The decision that reports Theorem 6's least-risk invariant fit ``inv``
+    (:func:`least_risk_fit`) and the chosen ``(support, b)``, standardised."""
+    std, recentre, alpha, n_min, names = w.std, w.recentre, w.alpha, w.n_min, w.std.names
+    b_std = np.zeros(std.p)
+    b_std[inv.support] = inv.b
+    chosen = ", ".join(names[j] for j in inv.support) or "the empty support"
+    (J, df, pv), level = inv.test, inv.level
+    misfit = None if recentre is not None else _recentring(
+        std, b_std, inv.support, b_std, alpha, n_min)
+    how = (f"pooled OLS on {chosen}" if inv.estimator == "ols" else
+           f"least squares on {chosen} constrained by the invariance conditions "
+           f"in the {inv.determined} direction(s) they determine (pooled OLS is "
+           "not invariant there)")
+    decision = Decision(
+        route="negdro" if identified else "not identified", estimator=inv.estimator,
+        focused=own_condition_test(w, inv) if recentre is None else (np.nan, 0, np.nan, ""),
+        reason=verdict + f". Reported: {how}, the invariant fit with the smallest pooled "
+        f"risk (the invariance conditions at that fixed fit: J = {J:.3g} on {df} "
+        f"df, p = {pv:.2g}, accepted at level alpha / p = {level:.2g})", fit=fit,
+        misfit=misfit,
+        identified=identified, fixed=(J, df, pv, level), constrained=inv.ils,
+        contested=contested)
+    return decision, (inv.support, b_std)
 
 
 def _determined(w: Walked, fit: GMMFit, ols: ExogenousSupport, verdict: str, *,
