@@ -13,8 +13,10 @@ __all__ = ["jsonable"]
 
 
 def jsonable(value: Any) -> Any:
-    """Plain JSON values: NaN and infinities become None, labels become strings, Series
-    and mappings dicts, arrays lists."""
+    """Plain JSON values: NaN (undefined) becomes None and an infinity the string
+    ``"Infinity"`` or ``"-Infinity"`` (an unbounded interval is not an undefined one;
+    ``float()`` and JavaScript's ``Number()`` read both back), labels become strings,
+    Series and mappings dicts, arrays lists."""
     if isinstance(value, pd.Series | Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple | np.ndarray):
@@ -25,7 +27,9 @@ def jsonable(value: Any) -> Any:
         return int(value)
     if isinstance(value, float | np.floating):
         x = float(value)
-        return x if math.isfinite(x) else None
+        if math.isnan(x):
+            return None
+        return x if math.isfinite(x) else ("Infinity" if x > 0 else "-Infinity")
     if value is None or isinstance(value, str):
         return value
     return str(value)

@@ -35,6 +35,11 @@ class Saveable:
                             f"{type(path).__name__}.")
         if not isinstance(overwrite, bool | np.bool_):
             raise DataError(f"overwrite must be True or False; got {overwrite!r}.")
+        name = os.fspath(path)
+        if not name or "\x00" in str(name) or str(name).endswith(("/", os.sep)) or (
+                os.path.isdir(name)):
+            raise DataError(f"path={str(path)!r} is not a file name: give one such as "
+                            "'fit.pkl' (not empty, no NUL character, not a folder).")
         if os.path.islink(path):
             raise DataError(f"path={str(path)!r} is a symbolic link; save() does not follow "
                             "links: give the target's own path.")

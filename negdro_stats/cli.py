@@ -477,7 +477,8 @@ def _add_data_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=_count, default=None, metavar="S",
                         help="seed of the resampling (default: fresh randomness)")
     parser.add_argument("--json", action="store_true",
-                        help="print one JSON object instead of text (NaN as null)")
+                        help="print one JSON object instead of text (NaN as null, infinities as "
+                             "\"Infinity\" and \"-Infinity\")")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -821,6 +821,11 @@ def _check_form(mom: Moments) -> None:
     if wrong or len(mom.envs) != E or p == 0:
         raise DataError(f"The moments do not fit together: {', '.join(wrong) or 'names/envs'} "
                         f"for {E} environments and {p} covariates (p >= 1 needed).")
+    for what, labels in (("covariate names", mom.names), ("environment labels", mom.envs)):
+        repeated = sorted({str(x) for x in labels if list(labels).count(x) > 1})
+        if repeated:
+            raise DataError(f"The moments repeat the {what} {few(repeated)}; each must be "
+                            "distinct (rename them, or merge the environments' moments).")
     bad = [k for k in ("mean_x", "mean_y", "Sigma", "sxy", "syy")
            if not np.isfinite(getattr(mom, k)).all()]
     if bad or np.isnan(mom.n).any():

@@ -135,6 +135,9 @@ def resolve_columns(columns: Sequence[str], env: str | None, outcome: str | None
     if covariates is None:
         covariates = [c for c in columns if c != outcome]
     else:
+        if not isinstance(covariates, str | Iterable):
+            raise DataError(f"{flags['covariates'] if flags else 'covariates'} must be a "
+                            f"column name or a list of names; got {covariates!r}.")
         covariates = [str(c) for c in ([covariates] if isinstance(covariates, str)
                                        else covariates)]       # one name, or several
         unknown = [c for c in covariates if c not in columns]
@@ -519,7 +522,7 @@ def read_rows(table: Table, missing: str, blocks: int | None = None) -> Read:
     codes, labels = pd.factorize(table.env, sort=True)
     p, E = len(table.covariates), len(labels)
     acc = MomentAccumulator(p=p, n_envs=E) if blocks is None else BlockAccumulator(
-        p=p, n_blocks=check_int(blocks, "blocks", "NegDRO", min_val=2))
+        p=p, n_blocks=_blocks(blocks))
     n = len(codes)
     finite = np.ones(n, dtype=bool)                 # the rows the NaN policy keeps
     with (one_blas_thread() if blocks is not None else nullcontext()), \
@@ -725,7 +728,7 @@ def read_csv(path: str | os.PathLike, env: str, *, outcome: str | None = None,
 
 
 def _blocks(blocks: int) -> int:
-    return check_int(blocks, "blocks", "NegDRO", min_val=2)
+    return check_int(blocks, "blocks", "NegDRO", min_val=2, max_val=10**9)
 
 
 def _parquet_files(path: str | os.PathLike | Sequence) -> list[str]:

@@ -308,9 +308,17 @@ class RobustSet:
         """``lower`` and ``upper`` by coefficient (statsmodels' layout)."""
         return pd.DataFrame({"lower": self.lower, "upper": self.upper})
 
-    def contains(self, b: FloatArray) -> bool:
-        """Whether the joint set contains ``b`` (slopes in model order; with an intercept,
-        its value is not used: it is profiled)."""
+    def contains(self, b: ArrayLike | pd.Series) -> bool:
+        """Whether the joint set contains ``b``: a Series by covariate name (it must name
+        every covariate), anything else in model order; with an intercept, its value is
+        not used: it is profiled."""
+        if isinstance(b, pd.Series):
+            missing = [str(k) for k in self.estimate.index if k not in b.index]
+            if missing or len(b) != len(self.estimate):
+                raise DataError(f"contains: a Series b must name exactly the covariates "
+                                f"{list(self.estimate.index)}; it lacks {missing or 'none'} "
+                                f"and has {len(b)} entries.")
+            b = b.reindex(self.estimate.index)
         b = np.asarray(b, dtype=np.float64)
         if b.shape != self.estimate.shape or not np.isfinite(b[self._slopes]).all():
             raise DataError(f"contains: b must hold {len(self.estimate)} finite coefficients, "

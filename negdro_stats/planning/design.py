@@ -23,6 +23,7 @@ interventions.
 from __future__ import annotations
 
 import itertools
+import math
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -321,7 +322,14 @@ class LinearSEM:
                     if v not in index:
                         raise DataError(f"Unknown variable {v!r} in the equations; known: "
                                         f"{list(names)}.{did_you_mean(v, names)}")
+                if isinstance(coef, bool) or not isinstance(coef, numbers.Real) or not (
+                        math.isfinite(coef)):
+                    raise DataError(f"The coefficient of {parent!r} in the equation of "
+                                    f"{child!r} must be a finite number; got {coef!r}.")
                 B[index[child], index[parent]] = coef
+        if not isinstance(noise_var, Mapping | numbers.Real) or isinstance(noise_var, bool):
+            raise DataError(f"noise_var must be a variance or a dict of variances by name; "
+                            f"got {noise_var!r}.")
         var = np.array([noise_var.get(v, 1.0) if isinstance(noise_var, Mapping) else noise_var
                         for v in names], dtype=np.float64)
         if not (np.isfinite(var).all() and (var >= 0).all()):

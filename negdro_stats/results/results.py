@@ -6,6 +6,7 @@ first ``summary()``), saving and loading are in :mod:`negdro_stats._saving`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -471,7 +472,7 @@ class NegDROResults(BootstrapViews, Saveable):
                          "upper": ci["upper"]},
             "support_freq": self.support_freq if ran else none,
             "weights": self.weights, "risks": self.risks,
-            "nobs": {str(e): int(n) for e, n in self.nobs_env.items()},
+            "nobs": {str(e): n if math.isinf(n) else int(n) for e, n in self.nobs_env.items()},
             "route": self.solver.refit, "verdict": self.verdict,
             "rests_on": {"covariates": list(self.rests_on), "said": rests_on_line(self),
                          "declared": self.declared, "own_conditions": self._own_conditions()},

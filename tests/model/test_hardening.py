@@ -262,3 +262,50 @@ def test_messages_say_what_is_wrong_in_the_users_words():
     two = pd.concat([df[df.env < 3], df[df.env == 3].iloc[:4], df[df.env == 4].iloc[:5]])
     with pytest.warns(DataWarning, match=r"^Environments 3 \(4 rows\), 4 \(5 rows\) have"):
         NegDRO(two, env="env", outcome="Y")
+
+
+def test_unsafe_or_bare_inputs_get_typed_errors_or_answers(tmp_path):
+    """From the adversarial hunt: population moments' to_dict() (int(inf)), repeated
+    names or labels in moments, a Series given to RobustSet.contains (read by position),
+    covariates=1.0, blocks=2**70, save('') / a NUL / a folder, a coefficient [1.0]."""
+    import json
+    from dataclasses import replace
+
+    from negdro_stats import LinearSEM
+
+    sem = simulate.eq33(p=5)
+    out = NegDRO.from_moments(sem.moments()).fit().to_dict()
+    assert set(out["nobs"].values()) == {"Infinity"}
+    assert json.loads(json.dumps(out, allow_nan=False))["params"]["X1"] == pytest.approx(0.5)
+    for field, value, what in (("names", ("X1", "X1", "X3", "X4", "X5"), "covariate names"),
+                               ("envs", (1, 1, 2, 3), "environment labels")):
+        with pytest.raises(DataError, match=f"repeat the {what}"):
+            NegDRO.from_moments(replace(sem.moments(), **{field: value}))
+    df = sem.sample(300, rng=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+        robust = res.robust_set()
+        assert robust.contains(res.params) and robust.contains(res.params[::-1])
+        assert not robust.contains(res.params[::-1].to_numpy())      # (by position)
+        with pytest.raises(DataError, match="must name exactly the covariates"):
+            robust.contains(res.params.drop("X2"))
+    with pytest.raises(DataError, match="covariates must be a column name or a list"):
+        NegDRO(df, env="env", outcome="Y", covariates=1.0)
+    with pytest.raises(ValueError, match=r"'blocks' parameter of NegDRO must be an int in "
+                                         r"the range \[2, 1e9\]"):
+        NegDRO(df, env="env", outcome="Y", blocks=2**70)
+    for path in ("", "a\x00b.pkl", str(tmp_path) + "/", str(tmp_path)):
+        with pytest.raises(DataError, match="is not a file name"):
+            res.save(path)
+    for coef in ([1.0], "a", float("nan")):
+        with pytest.raises(DataError, match="must be a finite number"):
+            LinearSEM.from_equations({"Y": {"X1": coef}}, interventions=[{}, {"X1": 1.0}])
+
+
+def test_json_keeps_unbounded_apart_from_undefined():
+    from negdro_stats._json import jsonable
+
+    assert jsonable([float("inf"), -np.inf, float("nan"), 1.5]) == [
+        "Infinity", "-Infinity", None, 1.5]
+    assert [float(x) for x in jsonable([np.inf, -np.inf])] == [np.inf, -np.inf]

@@ -35,7 +35,8 @@ def _views_agree(res) -> None:
         finite = np.isfinite(want)
         np.testing.assert_allclose(np.array(got, object)[finite].astype(float), want[finite],
                                    rtol=1e-12)
-        assert all(v is None for v, ok in zip(got, finite, strict=True) if not ok)
+        assert all((v is None) if np.isnan(w) else v == ("Infinity" if w > 0 else "-Infinity")
+                   for v, w, ok in zip(got, want, finite, strict=True) if not ok)
     lo, hi = f"[{0.05 / 2:g}", f"{1 - 0.05 / 2:g}]"
     for name, row in table.items():
         if row.get(lo) in ("-", "empty"):
