@@ -309,3 +309,21 @@ def test_json_keeps_unbounded_apart_from_undefined():
     assert jsonable([float("inf"), -np.inf, float("nan"), 1.5]) == [
         "Infinity", "-Infinity", None, 1.5]
     assert [float(x) for x in jsonable([np.inf, -np.inf])] == [np.inf, -np.inf]
+
+
+def test_diagnose_refuses_a_level_above_one_half_and_a_single_permutation(capsys, tmp_path):
+    """diagnose --alpha 0.7 and --n-perm 1 exited 0 with a bound above the estimate and a
+    test that cannot reject."""
+    from negdro_stats.cli import main
+
+    df = simulate.eq33(p=5).sample(100, rng=0)
+    model = NegDRO(df, env="env", outcome="Y")
+    with pytest.raises(ValueError, match=r"'alpha' parameter of NegDRO.diagnose must be a "
+                                         r"float in the range \(0, 0.5\]"):
+        model.diagnose(alpha=0.7)
+    with pytest.raises(ValueError, match="'n_perm' parameter of NegDRO.diagnose must be 0"):
+        model.diagnose(n_perm=1)
+    df.to_csv(tmp_path / "d.csv", index=False)
+    for flags in (["--alpha", "0.7"], ["--n-perm", "1"]):
+        assert main(["diagnose", str(tmp_path / "d.csv"), "--env", "env", *flags]) == 4
+        assert capsys.readouterr().err.startswith("negdro: error:")
