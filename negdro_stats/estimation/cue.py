@@ -286,7 +286,10 @@ def inv_psd(A: FloatArray) -> FloatArray:
     cost per matrix is the larger there)."""
     flat = A.reshape(int(np.prod(A.shape[:-2])), *A.shape[-2:])
     if not flat.size or (flat.shape[-1] < LAPACK_FROM and _is_pd(flat)):
-        return np.asarray(np.linalg.inv(A), dtype=np.float64)
+        try:        # (a Cholesky factor can exist where LU meets an exact zero pivot)
+            return np.asarray(np.linalg.inv(A), dtype=np.float64)
+        except np.linalg.LinAlgError:
+            pass
     out = np.empty_like(flat)
     for a, inv in zip(flat, out, strict=True):
         factor, info = lapack.dpotrf(a, lower=False, clean=False)

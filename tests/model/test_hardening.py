@@ -327,3 +327,16 @@ def test_diagnose_refuses_a_level_above_one_half_and_a_single_permutation(capsys
     for flags in (["--alpha", "0.7"], ["--n-perm", "1"]):
         assert main(["diagnose", str(tmp_path / "d.csv"), "--env", "env", *flags]) == 4
         assert capsys.readouterr().err.startswith("negdro: error:")
+
+
+@pytest.mark.parametrize("seed", [3, 21, 50, 56])
+def test_environments_with_fewer_rows_than_covariates_fit(seed):
+    """4 environments x 2 rows, p = 5: numpy's bare 'Singular matrix' came out of the
+    rank test's weights (a Cholesky factor existed where LU met an exact zero pivot)."""
+    df = simulate.eq33(p=5).sample(2, rng=seed)
+    df = df[df["env"].isin(sorted(df["env"].unique())[:4])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    assert np.isfinite(res.params.to_numpy()).all()
+    assert res.verdict in ("not identified", "rejected")        # 8 rows cannot identify
