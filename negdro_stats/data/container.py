@@ -25,6 +25,7 @@ from .._typing import ArrayLike, FloatArray
 from .._validation import check_bool, check_option, few, warn_user
 from ..exceptions import DataError, DataWarning
 from .blocks import DEFAULT_BLOCKS, BlockMoments, blocks_of_rows
+from .csv_file import CHUNK_ROWS
 from .fourth import RESIDUAL, gaussian_score_cov, takes_every
 from .moments import EXACT_FIT, N_POPULATION, Moments, by_environment
 from .readers import (
@@ -260,7 +261,7 @@ class MultiEnvData:
     def from_csv(cls, path: str | os.PathLike, env: str, *, outcome: str | None = None,
                  covariates: Sequence[str] | None = None, missing: str = "raise",
                  fit_intercept: bool = False, blocks: int = DEFAULT_BLOCKS,
-                 chunk_rows: int = 200_000, encoding: str = "utf-8", sep: str = ",",
+                 chunk_rows: int = CHUNK_ROWS, encoding: str = "utf-8", sep: str = ",",
                  decimal: str = ".", verbose: bool | None = None) -> MultiEnvData:
         """A CSV file larger than memory, ``chunk_rows`` rows at a time: the moments and
         block moments as for Parquet (for a CSV that fits in memory, ``pandas.read_csv``

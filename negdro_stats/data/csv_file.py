@@ -29,12 +29,13 @@ import pandas as pd
 
 from ..exceptions import DataError
 
-__all__ = ["CsvFile", "text_labels", "CSV_OPTIONS", "HEADER_CHARS"]
+__all__ = ["CsvFile", "text_labels", "CSV_OPTIONS", "HEADER_CHARS", "CHUNK_ROWS"]
 
 #: One reading of a CSV text: spaces after a separator skipped, a row longer than the
 #: header an error (not a silent index column).
 CSV_OPTIONS = {"skipinitialspace": True, "on_bad_lines": "error", "index_col": False}
 HEADER_CHARS = 1 << 20       # a first line longer than this is not a CSV header
+CHUNK_ROWS = 200_000         # rows read at a time (pandas' parser; memory ~ chunk x columns)
 _SEPARATORS = (",", ";", "\t", "|")
 _DECIMAL_COMMA = r"[-+]?\d*,\d+(?:[eE][-+]?\d+)?"
 
@@ -121,7 +122,7 @@ class CsvFile:
         """The columns ``names`` and ``env`` of every row, the labels typed by
         :func:`text_labels` (a blank label is left to the container's check)."""
         self.check_named(names)
-        frame = pd.concat(list(self.chunks(env, 200_000)), ignore_index=True)
+        frame = pd.concat(list(self.chunks(env, CHUNK_ROWS)), ignore_index=True)
         if frame.empty:
             raise DataError(f"{self.path} has a header but no data rows.")
         self.check_numbers(frame, names)

@@ -57,7 +57,7 @@ from .._validation import (
 )
 from ..exceptions import DataError, DataWarning
 from .blocks import DEFAULT_BLOCKS, BlockAccumulator, BlockMoments
-from .csv_file import CsvFile, text_labels
+from .csv_file import CHUNK_ROWS, CsvFile, text_labels
 from .moments import DEFAULT_CHUNK_ROWS, MomentAccumulator, Moments, one_blas_thread
 
 __all__ = ["MISSING", "path_kind", "NanPolicy", "Read", "Rows", "Table", "as_pandas",
@@ -690,7 +690,7 @@ def read_dask(frame: Any, env: str, *, outcome: str | None = None,
 
 def read_csv(path: str | os.PathLike, env: str, *, outcome: str | None = None,
              covariates: Sequence[str] | None = None, missing: str = "raise",
-             blocks: int = DEFAULT_BLOCKS, chunk_rows: int = 200_000,
+             blocks: int = DEFAULT_BLOCKS, chunk_rows: int = CHUNK_ROWS,
              encoding: str = "utf-8", sep: str = ",", decimal: str = ".",
              verbose: bool | None = None) -> Read:
     """A CSV file (:class:`~negdro_stats.data.csv_file.CsvFile`: its header and text
