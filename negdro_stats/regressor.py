@@ -17,6 +17,9 @@ several environments, :func:`worst_environment_scorer` scores the worst of them.
 
 from __future__ import annotations
 
+import re
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -76,6 +79,14 @@ class NegDRORegressor(RegressorMixin, BaseEstimator):
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Defined when ``X`` is a DataFrame with string column names.
+
+    Notes
+    -----
+    Covariates keep the column names of a DataFrame ``X`` (in ``results_`` and in the
+    fit's warnings).  An ndarray has none: scikit-learn's ``x0``, ``x1``, ... stand in,
+    and the fit's warnings and errors say where each is (``"x4 (the 5th column of
+    X)"``).  In a ``Pipeline`` the steps before the regressor pass it an ndarray; call
+    ``set_output(transform="pandas")`` on the pipeline to pass the columns' names on.
 
     Examples
     --------
@@ -142,16 +153,21 @@ class NegDRORegressor(RegressorMixin, BaseEstimator):
         if env.ndim != 1 or len(env) != len(y):
             raise DataError(f"env must hold one label per row of X: {len(y)} labels; got "
                             f"shape {env.shape}.")
-        names = (list(self.feature_names_in_) if hasattr(self, "feature_names_in_")
+        named = hasattr(self, "feature_names_in_")
+        names = (list(self.feature_names_in_) if named
                  else [f"x{j}" for j in range(X.shape[1])])
         outcome = "y"
         while outcome in names:                  # a name the covariates do not use
             outcome = "_" + outcome
-        model = NegDRO.from_arrays(y, X, env, names=names, outcome=outcome,
-                                   fit_intercept=self.fit_intercept, gamma=self.gamma)
-        self.results_: NegDROResults = model.fit(
-            n_boot=self.n_boot, rng=_generator(self.random_state), refit=self.refit,
-            check_identification=self.check_identification, **(self.solver_options or {}))
+
+        def fit() -> NegDROResults:
+            model = NegDRO.from_arrays(y, X, env, names=names, outcome=outcome,
+                                       fit_intercept=self.fit_intercept, gamma=self.gamma)
+            return model.fit(
+                n_boot=self.n_boot, rng=_generator(self.random_state), refit=self.refit,
+                check_identification=self.check_identification, **(self.solver_options or {}))
+
+        self.results_: NegDROResults = fit() if named else _locating_columns(fit, len(names))
         self.coef_, self.intercept_ = split_intercept(self.results_.params,
                                                       self.results_.fit_intercept)
         return self
@@ -169,6 +185,49 @@ def _generator(random_state: object) -> object:
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(2**31))
     return random_state
+
+
+#: A name scikit-learn generates for a column of an ndarray (``x0``, ``x1``, ...).
+_GENERATED_NAME = re.compile(r"\bx(0|[1-9][0-9]*)\b")
+
+
+def _locating_columns(fit: Callable[[], NegDROResults], p: int) -> NegDROResults:
+    """``fit()``, its warnings and its :class:`DataError` saying where each generated
+    name is in ``X`` (:func:`_located`), for a user who sees only their own columns (an
+    ndarray inside a ``Pipeline``).  The warnings are raised again from the caller of
+    :meth:`NegDRORegressor.fit`, where the user's filters apply."""
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            return fit()
+    except DataError as exc:
+        exc.args = (_located(str(exc), p),)
+        raise
+    finally:
+        for w in caught:
+            warnings.warn(_located(str(w.message), p), w.category, stacklevel=3)
+
+
+def _located(message: str, p: int) -> str:
+    """``message`` with each generated name ``xj`` (``j < p``) followed, where first
+    named, by its column: ``"x4 (the 5th column of X)"``."""
+    seen: set[int] = set()
+
+    def locate(match: re.Match) -> str:
+        j = int(match.group(1))
+        if j >= p or j in seen:
+            return match.group(0)
+        seen.add(j)
+        return f"{match.group(0)} (the {_ordinal(j + 1)} column of X)"
+
+    return _GENERATED_NAME.sub(locate, message)
+
+
+def _ordinal(k: int) -> str:
+    """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, ..., 21st, ..."""
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}"
 
 
 def _same_rows(X: Any, **others: Any) -> None:

@@ -6,7 +6,13 @@ Imports the foundations and :mod:`negdro_stats.data`.
 """
 
 from .baselines import BASELINES, ENUMERATING, BaselineResult, fit_baseline
-from .holdout import LOEO_METHODS, LOEOResult, fit_method, leave_one_environment_out
+from .holdout import (
+    LOEO_METHODS,
+    LOEOResult,
+    LOEOSummary,
+    fit_method,
+    leave_one_environment_out,
+)
 
 __all__ = ["BaselineResult", "BASELINES", "ENUMERATING", "fit_baseline", "LOEOResult",
-           "LOEO_METHODS", "fit_method", "leave_one_environment_out"]
+           "LOEOSummary", "LOEO_METHODS", "fit_method", "leave_one_environment_out"]

@@ -1,8 +1,10 @@
 """NegDRORegressor: scikit-learn's API, metadata routing of env, LOEO cross-validation."""
 
+import re
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from numpy.testing import assert_allclose
 
@@ -21,6 +23,7 @@ from sklearn.utils.validation import _num_samples  # noqa: E402
 from negdro_stats import DataError, IdentificationWarning, NegDRO, simulate  # noqa: E402
 from negdro_stats.regressor import (  # noqa: E402
     NegDRORegressor,
+    _located,
     worst_environment_mse,
     worst_environment_scorer,
 )
@@ -218,3 +221,90 @@ def test_misaligned_series_are_refused():
     aligned = NegDRORegressor(fit_intercept=False).fit(X, df["Y"], env=df["env"]).coef_
     reference = NegDRO(df, env="env", outcome="Y").fit(n_boot=0).params.to_numpy()
     np.testing.assert_allclose(aligned, reference, atol=1e-8)
+
+
+@pytest.fixture(scope="module")
+def exchangeable():
+    """check_regressors_train's data with alternating pairs of rows as environments: the
+    fit warns "Not identified" and names covariates (see the test above); the columns
+    as a DataFrame with the user's names."""
+    from sklearn.utils.estimator_checks import _regression_dataset
+
+    X, y = _regression_dataset()
+    names = [f"gene_{chr(ord('a') + j)}" for j in range(X.shape[1])]
+    return pd.DataFrame(X, columns=names), y, np.arange(len(y)) // 2 % 2
+
+
+def _identification_warnings(record):
+    found = [str(w.message) for w in record if issubclass(w.category, IdentificationWarning)]
+    assert len(found) == 1
+    return found[0]
+
+
+def test_a_dataframes_names_reach_the_fit_through_a_pandas_pipeline(exchangeable):
+    """With set_output(transform="pandas") the scaler passes a DataFrame on: the
+    regressor keeps the user's names (feature_names_in_, results_, warnings)."""
+    X, y, env = exchangeable
+    pipe = make_pipeline(StandardScaler(), NegDRORegressor()).set_output(transform="pandas")
+    with pytest.warns(IdentificationWarning) as record:
+        pipe.fit(X, y, negdroregressor__env=env)
+    assert pipe.feature_names_in_.tolist() == list(X.columns)
+    assert pipe[-1].feature_names_in_.tolist() == list(X.columns)
+    assert pipe[-1].results_.params.index.tolist() == [*X.columns, "const"]
+    message = _identification_warnings(record)
+    assert re.search(r"\bgene_[a-j]\b", message)
+    assert "column of X" not in message and not re.search(r"\bx\d+\b", message)
+    with pytest.warns(IdentificationWarning, match=r"\bgene_[a-j]\b") as record:
+        direct = NegDRORegressor().fit(X, y, env=env)           # no scaler: names too
+    assert direct.feature_names_in_.tolist() == list(X.columns)
+    assert "column of X" not in _identification_warnings(record)
+
+
+def test_generated_names_say_which_column_they_are(exchangeable):
+    """Without set_output the scaler passes an ndarray: the warnings give each generated
+    name's column of X at its first mention, so the user can map it; the warnings keep
+    their class and reach the user's filters."""
+    X, y, env = exchangeable
+    pipe = make_pipeline(StandardScaler(), NegDRORegressor())
+    with pytest.warns(IdentificationWarning) as record:
+        pipe.fit(X, y, negdroregressor__env=env)
+    assert not hasattr(pipe[-1], "feature_names_in_")
+    assert pipe[-1].results_.params.index.tolist() == [f"x{j}" for j in range(10)] + ["const"]
+    message = _identification_warnings(record)
+    named = re.findall(r"\bx(\d+)\b( \(the (\d+)\w\w column of X\))?", message)
+    assert named
+    first = {}
+    for j, located, position in named:
+        assert bool(located) == (j not in first)        # said once, where first named
+        first.setdefault(j, position)
+    assert all(int(position) == int(j) + 1 for j, position in first.items())
+    assert record[0].filename.endswith("pipeline.py")     # raised from fit's caller
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentificationWarning)
+        with pytest.raises(IdentificationWarning, match=r"x\d+ \(the \d+\w\w column of X\)"):
+            NegDRORegressor().fit(X.to_numpy(), y, env=env)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.simplefilter("ignore", IdentificationWarning)     # (the first filter)
+        NegDRORegressor().fit(X.to_numpy(), y, env=env)  # ignored: nothing else warns
+
+
+def test_errors_on_generated_names_say_which_column(sample):
+    X, y, env = sample
+    constant = X.assign(X3=1.0)
+    with pytest.raises(DataError, match=r"\['x2 \(the 3rd column of X\)'\] are constant"):
+        NegDRORegressor(fit_intercept=False).fit(constant.to_numpy(), y, env=env)
+    with pytest.raises(DataError, match=r"\['X3'\] are constant"):
+        NegDRORegressor(fit_intercept=False).fit(constant, y, env=env)
+
+
+def test_located_names_ordinals_and_bounds():
+    assert _located("x0, x1, x2, x3, x10, x11, x12, x20, x21, x22, x23, x100, x111", 200) == (
+        "x0 (the 1st column of X), x1 (the 2nd column of X), x2 (the 3rd column of X), "
+        "x3 (the 4th column of X), x10 (the 11th column of X), x11 (the 12th column of X), "
+        "x12 (the 13th column of X), x20 (the 21st column of X), x21 (the 22nd column of X), "
+        "x22 (the 23rd column of X), x23 (the 24th column of X), x100 (the 101st column of "
+        "X), x111 (the 112th column of X)")
+    # names past p, other words and a repeated name are left as they are
+    assert (_located("x5 and x4, max4, x04, x4", 5)
+            == "x5 and x4 (the 5th column of X), max4, x04, x4")
