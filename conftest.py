@@ -12,7 +12,8 @@ NOT_QUICK = {"model/test_fuzz", "project/test_docs", "identification/test_condit
              "estimation/test_limited", "project/test_golden", "project/test_readme",
              "estimation/test_selection", "estimation/test_pipeline", "results/test_one_truth",
              "model/test_messages", "inference/test_bootstrap", "inference/test_robust",
-             "model/test_hardening", "data/test_readers", "model/test_model"}
+             "model/test_hardening", "data/test_readers", "model/test_model",
+             "project/test_doc_examples"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

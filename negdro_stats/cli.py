@@ -19,9 +19,6 @@ Exit status::
        gamma < 0, a plan file with an unknown key, ...)
   5    numerical failure (a solver could not produce a result)
   130  interrupted (Ctrl-C)
-
-Why one module of ~630 lines: the commands, their argument parsing and the one-line
-errors with exit codes (which the tests check) belong together; the maths is elsewhere.
 """
 
 from __future__ import annotations
@@ -37,20 +34,19 @@ import tomllib
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
-import pandas as pd
 
-from . import DataError, LinearSEM, NegDRO, __version__, exceptions, simulate
-from ._json import jsonable
+from . import __version__, exceptions
 from ._resampling import DEFAULT_N_RESAMPLE
 from ._validation import did_you_mean
-from .data import MISSING
-from .data.csv_file import CsvFile
-from .data.readers import FIRST_COLUMN, path_kind, resolve_columns
-from .estimation import DEFAULT_ALPHA, REFITS
-from .identification.conditions import CONDITIONS
+from .exceptions import DataError
+
+if TYPE_CHECKING:          # the stages are imported when a command runs, not for --help
+    import pandas as pd
+
+    from . import LinearSEM, NegDRO
 
 __all__ = ["main"]
 
@@ -74,8 +70,20 @@ _PYTHON_TO_OPTION = {
 }
 _LONG_LIST = 8          # error messages show at most this many items of a list
 
-PLAN_KEYS = ("equations", "interventions", "outcome", "covariates", "noise_var",
-             "confounders", "envs")
+# The optional keys of a plan: what each must be, and the test of it.
+_PLAN_VALUES = {
+    "outcome": ("a name", lambda v: isinstance(v, str)),
+    "covariates": ("a list of names",
+                   lambda v: isinstance(v, list) and all(isinstance(c, str) for c in v)),
+    "noise_var": ("a number or {name: number}", lambda v: _is_number(v) or (
+        isinstance(v, dict) and all(map(_is_number, v.values())))),
+    "confounders": ('a list of [name, name, correlation] triples, e.g. [["X1", "Y", 0.5]]',
+                    lambda v: isinstance(v, list) and all(
+                        isinstance(c, list) and len(c) == 3 and _is_number(c[2])
+                        and all(isinstance(name, str) for name in c[:2]) for c in v)),
+    "envs": ("a list of labels", lambda v: isinstance(v, list)),
+}
+PLAN_KEYS = ("equations", "interventions", *_PLAN_VALUES)
 
 
 class CLIError(Exception):
@@ -144,11 +152,6 @@ def _names(text: str | None, flag: str) -> list[str] | None:
     return names
 
 
-def _covariates(args: argparse.Namespace) -> list[str] | None:
-    """The names of ``--covariates`` (None when not given)."""
-    return _names(args.covariates, "--covariates")
-
-
 def _declarations(args: argparse.Namespace) -> dict:
     """``not_descendants`` and ``targets`` of ``NegDRO`` from ``--not-descendants A,B``
     and each ``--targets ENV=A,B`` (``fit`` and ``design``; none for the others)."""
@@ -172,11 +175,13 @@ def _read_csv(args: argparse.Namespace) -> tuple[pd.DataFrame, str]:
     """The CSV file of ``args`` as a frame of env, the outcome and the chosen covariates
     (the library's one reader, :class:`~negdro_stats.data.csv_file.CsvFile`; its text's
     defects exit as input errors, the columns' as invalid options); and the outcome."""
+    from .data.csv_file import CsvFile
+    from .data.readers import resolve_columns
     with _package_errors(EXIT_INPUT):
         file = CsvFile(args.path, sep=args.sep, decimal=args.decimal, encoding=args.encoding)
     with _package_errors():
         outcome, names = resolve_columns(file.header, args.env, args.outcome,
-                                         _covariates(args), where=args.path,
+                                         _names(args.covariates, "--covariates"), where=args.path,
                                          flags=COLUMN_FLAGS)
     with _package_errors(EXIT_INPUT):
         return file.frame(args.env, [outcome, *names]), outcome
@@ -184,12 +189,15 @@ def _read_csv(args: argparse.Namespace) -> tuple[pd.DataFrame, str]:
 
 def _is_parquet(path: str) -> bool:
     """Parquet data by the package's one reader choice; any other path is read as CSV."""
+    from .data.readers import path_kind
     return path_kind(path) == "parquet"
 
 
 def _model(args: argparse.Namespace, gamma: float = 20.0) -> NegDRO:
     """NegDRO on the CSV or Parquet data of ``args`` with the shared data options
     (Parquet files, directories and globs are read batch by batch, with block moments)."""
+    from . import NegDRO
+    from .data.readers import FIRST_COLUMN
     if args.decimal == args.sep:
         raise CLIError(f"--decimal {args.decimal!r} is also the separator (--sep "
                        f"{args.sep!r}); a file with decimal commas is ';'-separated: pass "
@@ -201,7 +209,7 @@ def _model(args: argparse.Namespace, gamma: float = 20.0) -> NegDRO:
                                                                   "*.parquet"), recursive=True):
             raise CLIError(f"{args.path} is a directory without .parquet files; give a CSV "
                            "file or Parquet data.", EXIT_INPUT)
-        covariates = _covariates(args)
+        covariates = _names(args.covariates, "--covariates")
         with _package_errors(), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=FIRST_COLUMN)   # (args.note says it)
             model = NegDRO.from_parquet(args.path, args.env, outcome=args.outcome,
@@ -220,9 +228,10 @@ def _model(args: argparse.Namespace, gamma: float = 20.0) -> NegDRO:
     return model
 
 
-# ---------------------------------------------------------------------------- JSON
-def _print_json(obj: dict) -> None:
-    print(json.dumps(jsonable(obj), indent=2, allow_nan=False))
+# ---------------------------------------------------------------------------- commands
+def _as_json(obj: dict) -> str:
+    from ._json import jsonable
+    return json.dumps(jsonable(obj), indent=2, allow_nan=False)
 
 
 def _advice_json(advice) -> dict | str:
@@ -233,8 +242,8 @@ def _advice_json(advice) -> dict | str:
             "margin": advice.margin, "exhaustive": advice.exhaustive}
 
 
-# ---------------------------------------------------------------------------- commands
 def _demo(args: argparse.Namespace) -> int:
+    from . import NegDRO, simulate
     with _package_errors():
         sem = simulate.eq33(p=args.p, variant=args.variant)
         data = sem.sample(args.n, rng=args.seed)
@@ -265,10 +274,7 @@ def _fit(args: argparse.Namespace) -> int:
             summary = res.summary(alpha=args.alpha)
             output = {"text": summary.as_text, "html": summary.as_html,
                       "latex": summary.as_latex}[args.format or "text"]()
-    if args.json:
-        _print_json(output)
-    else:
-        print(output)
+    print(_as_json(output) if args.json else output)
     return 0
 
 
@@ -277,14 +283,13 @@ def _diagnose(args: argparse.Namespace) -> int:
     with _package_errors():
         report = model.diagnose(n_boot=args.n_boot, n_perm=args.n_perm, alpha=args.alpha,
                                 rng=args.seed)
-    if args.json:
-        _print_json({**report.to_dict(), "n_boot": args.n_boot})
-    else:
-        print(report)
+    print(_as_json({**report.to_dict(), "n_boot": args.n_boot}) if args.json else report)
     return 0
 
 
 def _design(args: argparse.Namespace) -> int:
+    from . import LinearSEM
+    from .identification.conditions import CONDITIONS
     plan = _read_plan(args.path)
     with _package_errors():
         sem = LinearSEM.from_equations(**plan)
@@ -300,8 +305,8 @@ def _design(args: argparse.Namespace) -> int:
                   f"{condition} ({sem.p} covariates)...", file=sys.stderr, flush=True)
             advice[condition] = _suggest(sem, condition)
     if args.json:
-        _print_json({**report.to_dict(),
-                     "advice": {c: _advice_json(a) for c, a in advice.items()}})
+        print(_as_json({**report.to_dict(),
+                        "advice": {c: _advice_json(a) for c, a in advice.items()}}))
         return 0
     print(report)
     for condition, text in advice.items():
@@ -336,8 +341,7 @@ def _read_plan(path: str) -> dict:
         raise CLIError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno}, column "
                        f"{exc.colno}).", EXIT_INPUT) from None
     except UnicodeDecodeError:
-        raise CLIError(f"{path} is not a text file (it is not valid UTF-8).",
-                       EXIT_INPUT) from None
+        raise CLIError(f"{path} is not a text file (not valid UTF-8).", EXIT_INPUT) from None
     return _check_plan(plan, path)
 
 
@@ -373,32 +377,12 @@ def _check_plan(plan: object, path: str) -> dict:
     kwargs = {"equations": equations,
               "interventions": [{v: _intervention(spec, path, k, v) for v, spec in iv.items()}
                                 for k, iv in enumerate(interventions)]}
-    if "outcome" in plan:
-        if not isinstance(plan["outcome"], str):
-            _plan_error(path, f"'outcome' must be a name; got {plan['outcome']!r}.")
-        kwargs["outcome"] = plan["outcome"]
-    if "covariates" in plan:
-        cov = plan["covariates"]
-        if not isinstance(cov, list) or not all(isinstance(c, str) for c in cov):
-            _plan_error(path, f"'covariates' must be a list of names; got {cov!r}.")
-        kwargs["covariates"] = cov
-    if "noise_var" in plan:
-        nv = plan["noise_var"]
-        if not (_is_number(nv) or isinstance(nv, dict) and all(map(_is_number, nv.values()))):
-            _plan_error(path, f"'noise_var' must be a number or {{name: number}}; got {nv!r}.")
-        kwargs["noise_var"] = nv
-    if "confounders" in plan:               # [[a, b, correlation], ...]: JSON/TOML have no
-        conf = plan["confounders"]          # tuple keys
-        if not (isinstance(conf, list) and all(
-                isinstance(c, list) and len(c) == 3 and all(isinstance(v, str) for v in c[:2])
-                and _is_number(c[2]) for c in conf)):
-            _plan_error(path, "'confounders' must be a list of [name, name, correlation] "
-                              f"triples, e.g. [[\"X1\", \"Y\", 0.5]]; got {conf!r}.")
-        kwargs["confounders"] = {(a, b): float(rho) for a, b, rho in conf}
-    if "envs" in plan:
-        if not isinstance(plan["envs"], list):
-            _plan_error(path, f"'envs' must be a list of labels; got {plan['envs']!r}.")
-        kwargs["envs"] = plan["envs"]
+    for key, (what, valid) in _PLAN_VALUES.items():
+        if key in plan and not valid(plan[key]):
+            _plan_error(path, f"{key!r} must be {what}; got {plan[key]!r}.")
+    kwargs.update({key: plan[key] for key in _PLAN_VALUES if key in plan})
+    if "confounders" in plan:               # as tuple keys, which JSON and TOML lack
+        kwargs["confounders"] = {(a, b): float(rho) for a, b, rho in plan["confounders"]}
     return kwargs
 
 
@@ -453,6 +437,7 @@ def _separator(text: str) -> str:
 
 def _add_data_options(parser: argparse.ArgumentParser) -> None:
     """The data options shared by ``fit`` and ``diagnose``."""
+    from .data import MISSING
     parser.add_argument("path", metavar="DATA", help="a CSV file with a header row, or "
                         "Parquet data: a .parquet file, a directory or a glob such as "
                         "'cells/*.parquet' (read batch by batch)")
@@ -481,30 +466,8 @@ def _add_data_options(parser: argparse.ArgumentParser) -> None:
                              "\"Infinity\" and \"-Infinity\")")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="negdro", description=__doc__.split("\n\n", 1)[0],
-                     epilog=__doc__[__doc__.index("Exit status:"):__doc__.index("Why one module")
-                                    ].rstrip().replace("::\n", ":", 1),
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"negdro {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    demo = sub.add_parser("demo", help="simulate eq. (33), fit NegDRO, print the summary")
-    demo.add_argument("--p", type=int, default=10, help="number of covariates (>= 5)")
-    demo.add_argument("--n", type=int, default=20_000, help="rows per environment")
-    demo.add_argument("--seed", type=_count, default=0,
-                      help="seed of the simulation and the bootstrap (default 0)")
-    demo.add_argument("--gamma", type=_gamma, default=20.0,
-                      help="NegDRO's gamma (default 20)")
-    demo.add_argument("--variant", choices=["text", "code"], default="text",
-                      help="eq. (33) as printed in the paper ('text', default) or as in the "
-                           "authors' public code ('code')")
-    demo.add_argument("--n-boot", type=_count, default=0,
-                      help="bootstrap replicates (default 0: analytic standard errors and "
-                           "robust intervals)")
-    demo.set_defaults(func=_demo)
-
-    fit = sub.add_parser("fit", help="fit NegDRO to a CSV or Parquet file")
+def _fit_options(fit: argparse.ArgumentParser) -> None:
+    from .estimation import DEFAULT_ALPHA, REFITS
     _add_data_options(fit)
     fit.add_argument("--gamma", type=_gamma, default=20.0,
                      help="invariance strength of eq. (9) (default: 20, the paper's)")
@@ -528,8 +491,8 @@ def _parser() -> argparse.ArgumentParser:
                           "them); an existing file is not replaced")
     fit.set_defaults(func=_fit)
 
-    diagnose = sub.add_parser("diagnose", help="how well do the environments identify "
-                                               "beta*? (Condition 1b with uncertainty)")
+
+def _diagnose_options(diagnose: argparse.ArgumentParser) -> None:
     _add_data_options(diagnose)
     diagnose.add_argument("--n-boot", type=_count, default=DEFAULT_N_RESAMPLE,
                           help="bootstrap resamples for the margin's lower bound (0: none)")
@@ -538,6 +501,40 @@ def _parser() -> argparse.ArgumentParser:
     diagnose.add_argument("--alpha", type=float, default=0.05,
                           help="one minus the confidence level of the bound (default 0.05)")
     diagnose.set_defaults(func=_diagnose)
+
+
+def _parser(argv: list[str]) -> argparse.ArgumentParser:
+    """The parser of ``argv``: the data options (their choices import the package's stages)
+    only where ``argv`` names ``fit`` or ``diagnose``, so that --help imports neither."""
+    parser = _Parser(prog="negdro", description=__doc__.split("\n\n", 1)[0],
+                     epilog=__doc__[__doc__.index("Exit status:"):].rstrip().replace(
+                         "::\n", ":", 1), formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"negdro {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    named = next((word for word in argv if not word.startswith("-")), None)
+
+    demo = sub.add_parser("demo", help="simulate eq. (33), fit NegDRO, print the summary")
+    demo.add_argument("--p", type=int, default=10, help="number of covariates (>= 5)")
+    demo.add_argument("--n", type=int, default=20_000, help="rows per environment")
+    demo.add_argument("--seed", type=_count, default=0,
+                      help="seed of the simulation and the bootstrap (default 0)")
+    demo.add_argument("--gamma", type=_gamma, default=20.0,
+                      help="NegDRO's gamma (default 20)")
+    demo.add_argument("--variant", choices=["text", "code"], default="text",
+                      help="eq. (33) as printed in the paper ('text', default) or as in the "
+                           "authors' public code ('code')")
+    demo.add_argument("--n-boot", type=_count, default=0,
+                      help="bootstrap replicates (default 0: analytic standard errors and "
+                           "robust intervals)")
+    demo.set_defaults(func=_demo)
+
+    fit = sub.add_parser("fit", help="fit NegDRO to a CSV or Parquet file")
+    diagnose = sub.add_parser("diagnose", help="how well do the environments identify "
+                                               "beta*? (Condition 1b with uncertainty)")
+    if named == "fit":
+        _fit_options(fit)
+    if named == "diagnose":
+        _diagnose_options(diagnose)
 
     design = sub.add_parser(
         "design", help="check a planned linear SEM (JSON or TOML) and suggest interventions",
@@ -575,7 +572,8 @@ def main(argv: list[str] | None = None) -> int:
     previous = warnings.formatwarning
     warnings.formatwarning = _format_warning
     try:
-        args = _parser().parse_args(argv)
+        argv = sys.argv[1:] if argv is None else argv
+        args = _parser(argv).parse_args(argv)
         status = args.func(args)
         if status == 0 and getattr(args, "note", None):
             print(f"negdro: note: {args.note}", file=sys.stderr)

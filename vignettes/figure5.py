@@ -10,14 +10,14 @@
 # dominated, DRIG's objective (32) is unbounded below; those fits are left out of its mean
 # and their share is printed.
 #
-# Run: `python vignettes/figure5.py [--quick]` (or NEGDRO_QUICK=1; quick: 2 repetitions,
+# Run: `python vignettes/figure5.py [--quick] [--out DIR]` (quick: 2 repetitions,
 # n = 2,000).
 
 # %%
 from __future__ import annotations
 
+import argparse
 import os
-import sys
 import warnings
 from pathlib import Path
 
@@ -26,11 +26,15 @@ import numpy as np
 
 from negdro_stats import DataError, NegDRO, fit_baseline, simulate
 
-# QUICK (environment variable NEGDRO_QUICK=1, or --quick): the small sizes that the test
-# suite runs.  Figures go to NEGDRO_FIGURES (default: vignettes/figures).
-QUICK = os.environ.get("NEGDRO_QUICK") == "1" or "--quick" in sys.argv
-HERE = Path(__file__).parent if "__file__" in globals() else Path.cwd()   # script / notebook
-FIGURES = Path(os.environ.get("NEGDRO_FIGURES", HERE / "figures"))
+# --quick (or NEGDRO_QUICK=1): the small sizes that the test suite runs.  --out DIR (or
+# NEGDRO_FIGURES): the folder for the figures, by default ./negdro_figures, which git ignores.
+parser = argparse.ArgumentParser(allow_abbrev=False)
+parser.add_argument("--quick", action="store_true", help="the test suite's small sizes")
+parser.add_argument("--out", default=os.environ.get("NEGDRO_FIGURES", "negdro_figures"),
+                    help="folder for the figures (default: ./negdro_figures)")
+args = parser.parse_known_args()[0]            # (a notebook's kernel passes options of its own)
+QUICK = args.quick or os.environ.get("NEGDRO_QUICK") == "1"
+FIGURES = Path(args.out)
 
 gammas = np.array([0, 1, 2, 5, 10, 20, 40, 60], dtype=float)
 reps, n = (2, 2000) if QUICK else (200, 10_000)

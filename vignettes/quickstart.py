@@ -8,25 +8,29 @@
 # 1 in market 1, 3 in market 2), and NegDRO uses that heterogeneity to find the causal
 # model `beta* = (1, 0)`.
 #
-# Run: `python vignettes/quickstart.py [--quick]` (or NEGDRO_QUICK=1); figures go to
-# `vignettes/figures/` (or NEGDRO_FIGURES).
+# Run: `python vignettes/quickstart.py [--quick] [--out DIR]`; figures go to
+# `./negdro_figures` (or DIR).
 
 # %%
 from __future__ import annotations
 
+import argparse
 import os
-import sys
 from pathlib import Path
 
 import numpy as np
 
 from negdro_stats import NegDRO, fit_baseline, simulate
 
-# QUICK (environment variable NEGDRO_QUICK=1, or --quick): the small sizes that the test
-# suite runs.  Figures go to NEGDRO_FIGURES (default: vignettes/figures).
-QUICK = os.environ.get("NEGDRO_QUICK") == "1" or "--quick" in sys.argv
-HERE = Path(__file__).parent if "__file__" in globals() else Path.cwd()   # script / notebook
-FIGURES = Path(os.environ.get("NEGDRO_FIGURES", HERE / "figures"))
+# --quick (or NEGDRO_QUICK=1): the small sizes that the test suite runs.  --out DIR (or
+# NEGDRO_FIGURES): the folder for the figures, by default ./negdro_figures, which git ignores.
+parser = argparse.ArgumentParser(allow_abbrev=False)
+parser.add_argument("--quick", action="store_true", help="the test suite's small sizes")
+parser.add_argument("--out", default=os.environ.get("NEGDRO_FIGURES", "negdro_figures"),
+                    help="folder for the figures (default: ./negdro_figures)")
+args = parser.parse_known_args()[0]            # (a notebook's kernel passes options of its own)
+QUICK = args.quick or os.environ.get("NEGDRO_QUICK") == "1"
+FIGURES = Path(args.out)
 
 sem = simulate.example2(nu=(1.0, 3.0))
 df = sem.sample(500 if QUICK else 5000, rng=1).rename(

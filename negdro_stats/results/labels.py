@@ -16,6 +16,6 @@ REFIT_SHORT = {"ols": "pooled OLS", "gmm": "GMM", "ils": "inv. LS", "negdro": "P
 # the summary's "Cov. Type:", by refit (the sandwich module's cov_method says it in full)
 COV_SHORT = {"ols": "HC0", "gmm": "GMM inv. info.", "ils": "constrained", "negdro": "n/a",
              "invariant": "n/a", "none": "n/a"}
-# the summary's "Identified:", by NegDROResults.verdict (results.verdicts.verdict)
-VERDICT_LABELS = {"identified": "yes", "if Condition 4": "if Cond. 4 / 6",
-                  "not identified": "NO", "rejected": "NO: rejected"}
+# the summary's "Verdict:", by NegDROResults.verdict (results.verdicts.verdict)
+VERDICT_LABELS = {"identified": "identified", "if Condition 4": "if Cond. 4 / 6",
+                  "not identified": "NOT identified", "rejected": "REJECTED"}

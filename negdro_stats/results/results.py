@@ -499,33 +499,45 @@ class NegDROResults(BootstrapViews, Saveable):
         return {"covariate": name, "statistic": J, "df": df, "pvalue_bonferroni": pvalue}
 
     def summary(self, alpha: float = 0.05, show: str | None = None,
-                ci_method: str = "percentile", intervals: str = "auto") -> NegDROSummary:
-        """Summary tables: header, coefficients, environments, and numbered notes.
+                ci_method: str = "percentile", intervals: str = "auto",
+                detail: bool = False) -> NegDROSummary:
+        """The verdict and what it rests on, a header, the coefficients with intervals
+        titled by what they assume, the environments, and a few lines: the direct
+        causes under the assumption that identifies them, and how to see the notes.
 
         Parameters
         ----------
         alpha : float
             Significance level of the intervals (coverage ``1 - alpha``).
         show : {"all", "selected"}, optional
-            Coefficient rows: all of them, or the selected ones plus any with selection
-            frequency >= 0.1 (and a count of the rest).  Default: all when p <= 60
-            (``SHOW_ALL_MAX_P``); the notes say how to list the rest.
+            Coefficient rows: all of them, or the selected ones plus any unselected one
+            with something to show (robust p below ``alpha``, an interval that excludes
+            0, selection frequency >= 0.1), the rest in one line.  Default: like
+            "selected" where at least ``FOLD_MIN`` (4) rows would fold, else all; with
+            ``detail``, all when p <= 60 (``SHOW_ALL_MAX_P``).
         ci_method : {"percentile", "basic", "normal"}
             The bootstrap intervals' method.
         intervals : {"auto", "wald", "bootstrap", "robust"}
             Which intervals the table shows.  ``"auto"``: :attr:`interval_kind`, the
-            kind :meth:`conf_int` and :meth:`to_dict` report too (one note names it);
-            another kind by name (:meth:`conf_int`).  ``"bootstrap"`` runs a pending
-            bootstrap; no other choice does.  The robust p-values stand beside
-            Theorem 6's conditional intervals (:func:`~.verdicts.conditional`).
-            When the robust set is empty, the summary opens with "no invariant linear
-            model is consistent with these data".
+            kind :meth:`conf_int` and :meth:`to_dict` report too (the table's title
+            names it and what it assumes); another kind by name (:meth:`conf_int`).
+            ``"bootstrap"`` runs a pending bootstrap; no other choice does.  The robust
+            p-values stand beside Theorem 6's conditional intervals
+            (:func:`~.verdicts.conditional`).  When the robust set is empty, the
+            summary opens with "no invariant linear model is consistent with these data".
+        detail : bool
+            The numbered notes (how the support and the coefficients were chosen, the
+            tests, what every figure assumes), the solver's facts and ``std coef``;
+            without it the notes are the HTML's collapsible block.
         """
-        show = check_option(show if show is not None else
-                            ("all" if len(self.params) <= SHOW_ALL_MAX_P else "selected"),
-                            "show", "summary", ["all", "selected"])
+        if show is not None:
+            show = check_option(show, "show", "summary", ["all", "selected"])
+        elif detail:
+            show = "all" if len(self.params) <= SHOW_ALL_MAX_P else "selected"
         intervals = check_option(intervals, "intervals", "summary",
                                  ["auto", "wald", "bootstrap", "robust"])
+        if not isinstance(detail, bool | np.bool_):
+            raise TypeError(f"summary(detail=...) takes True or False, not {detail!r}.")
         if intervals == "bootstrap" and self.bootstrap_pending:
             self.run_bootstrap()                  # asked for: a pending one runs now
         elif intervals == "bootstrap" and self.bootstrap is None:    # (a column of NaN)
@@ -537,7 +549,7 @@ class NegDROResults(BootstrapViews, Saveable):
         from .summary import build_summary  # (statsmodels' tables: on first use)
 
         return build_summary(self, alpha=alpha, show=show, ci_method=ci_method,
-                              intervals=intervals)
+                             intervals=intervals, detail=bool(detail))
 
     def __str__(self) -> str:
         return self.summary().as_text()

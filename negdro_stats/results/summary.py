@@ -1,6 +1,8 @@
 """The summaries of results as text, HTML and LaTeX: statsmodels' ``Summary`` tables from
-small helpers that each read the results' fields (the header, the coefficients, the
-environments, the verdict line and the numbered notes), and the path's table.
+small helpers that each read the results' fields (the verdict lines, the header, the
+coefficients, the environments, a few lines below), with the numbered notes of
+:mod:`~negdro_stats.results.notes` on demand (``summary(detail=True)``, and the
+collapsible block of the HTML); and the path's table.
 
 Imported on the first ``summary()``: statsmodels' table module is the slowest import
 of the package's, and a fit does not need it.
@@ -13,13 +15,22 @@ from typing import Any
 import numpy as np
 from statsmodels.iolib.table import SimpleTable
 
-from .._resampling import DEFAULT_N_BOOT
 from .._validation import listed
-from ..exceptions import DataError
-from ..identification.conditions import identification_advice
-from ..inference.robust import ROBUST_TABLE_MAX_P, RobustSet, too_few_moments
-from ..inference.stratified import SHOWN_FREQ, BootstrapResult
+from ..inference.robust import RobustSet
+from ..inference.stratified import SHOWN_FREQ
 from .labels import COV_SHORT, METHOD_LABELS, REFIT_LABELS, REFIT_SHORT, VERDICT_LABELS
+from .notes import (
+    alarm_notes,
+    bootstrap_note,
+    fit_notes,
+    outside,
+    robust_disagrees,
+    robust_or_reason,
+    selection_notes,
+    shown_bootstrap,
+    unreliable,
+    wald_note,
+)
 from .tables import (
     WIDTH,
     NegDROSummary,
@@ -36,16 +47,66 @@ from .verdicts import (
     condition_1b,
     conditional,
     declared,
-    fit_problems,
+    direct_causes,
     gamma_not_used,
-    on_condition_4,
+    problems,
     rests_on_line,
-    risks_differ,
 )
 
-__all__ = ["NegDROSummary", "build_summary", "path_summary"]
+__all__ = ["FOLD_MIN", "NegDROSummary", "build_summary", "path_summary"]
 
 Results = Any   # a NegDROResults (results imports this module, so it cannot be named here)
+FOLD_MIN = 4    # unselected rows with nothing to show fold into one line from this many on
+
+
+def build_summary(res: Results, *, alpha: float, show: str | None, ci_method: str,
+                  intervals: str, detail: bool) -> NegDROSummary:
+    """The summary: the verdict lines, the header, the coefficients, the environments,
+    then a few lines (the default) or the numbered notes (``detail``); the notes are
+    the HTML's collapsible block either way.  ``show``: None folds the unselected rows
+    with nothing to show (:func:`_rows`), unless ``detail`` and p <= ``SHOW_ALL_MAX_P``."""
+    kind = res.interval_kind if intervals == "auto" else intervals
+    found = sorted(problems(res), key=lambda problem: problem.last)
+    checked, in_table, robust_note = robust_or_reason(
+        res, alpha, kind, intervals != "auto", [problem.said for problem in found])
+    disagree = robust_disagrees(res, checked)
+    robust = checked if in_table else None
+    if kind == "robust" and robust is None:             # not computable: the analytic ones
+        kind = "wald"
+    ci = (robust.conf_int() if kind == "robust" else
+          res.conf_int(alpha, ci_method if kind == "bootstrap" else None, kind=kind))
+    rows, folded = _rows(res, kind, robust, ci, show)
+    top, width = _header_table(res, kind, detail)
+    smry = NegDROSummary()
+    smry.tables = [top, _coef_table(res, rows, ci, alpha, kind, robust, width, detail,
+                                    ci_method)]
+    envs = _env_table(res, width, detail)
+    smry.tables += [] if envs is None else [envs]
+    said = [problem.said if detail else problem.head for problem in found] + disagree
+    smry.verdict = "\n".join(wrap_note(line, width, indent="")
+                             for line in _verdict(res, said, checked, detail))
+    notes = [*selection_notes(res, kind),
+             *[note for note in (wald_note(res, alpha) if kind == "wald" else None,
+                                 robust_note) if note is not None],
+             bootstrap_note(res, ci_method, kind),
+             *outside(res, ci, kind, robust),
+             *fit_notes(res)]
+    numbered = [wrap_note(f"[{k}] {t}", width) for k, t in enumerate(notes, start=1)]
+    lines = [_folded(res, folded, kind, robust)] if len(folded) else []
+    if detail:
+        smry.add_extra_txt([wrap_note(line, width, indent="") for line in lines]
+                           + numbered)
+        return smry
+    lines += [*alarm_notes(res), _outside_short(res, ci, kind, robust),
+              _causes_line(res, robust, alpha),
+              None if envs is not None else _env_line(res),
+              f"{len(notes)} notes: summary(detail=True)"
+              + ("; the bootstrap: res.run_bootstrap()." if res.bootstrap_deferred else ".")]
+    smry.add_extra_txt([wrap_note(line, width, indent="  ") for line in lines
+                        if line is not None])
+    smry.details = "\n".join(numbered)
+    return smry
+
 
 def _method_label(res: Results) -> str:
     """What produced the coefficients: the support's choice + the refit on it."""
@@ -63,229 +124,127 @@ def _is_intercept(res: Results, j: int) -> bool:
     return res.fit_intercept and j == len(res.params) - 1
 
 
-def _robust_disagrees(res: Results, robust: RobustSet | None) -> list[str]:
-    """A selection whose rank test finds every coefficient determined, beside robust
-    intervals that are unbounded for a selected coefficient: the rank test is a test at
-    level alpha, and the robust set says the data allow other invariant fits.  (Not the
-    intercept, which the robust set leaves out: NaN, never "bounded".)"""
+def _invariance_p(res: Results) -> float:
+    """The invariance test at the reported fit, the one the notes quote: at the fixed fit
+    of a least-risk route, else the J test of the selected support (NaN without one)."""
     sel = res.selection
-    if robust is None or robust.empty or sel is None or sel.exact or not sel.identified \
-            or sel.undetermined:
-        return []
-    const = res.intercept
-    selected = [name for k, name in enumerate(res.params.index)
-                if res.support.iloc[k] and k != const]
-    bounded = robust.bounded_of(selected)          # (only these: ~15 fits each)
-    names = [name for name in selected if not bounded[name]]
-    return [f"the robust intervals of {listed(names, 5)} are unbounded: the data allow "
-            "other invariant fits (the selection's rank test found every coefficient "
-            "determined), so read the standard errors with care"] if names else []
+    if sel is None:
+        return float("nan")
+    return float(sel.fixed_test[2] if np.isfinite(sel.fixed_test[3]) else sel.pvalue)
 
 
-def _unreliable(rs: RobustSet) -> str:
-    """What the set's verdict and intervals rest on where the chi2 reference does not
-    hold (:attr:`RobustSet.reliable`), else ''."""
-    return "" if rs.reliable else (
-        f"  The chi2 reference is unreliable on these data: resampling the rows inflates "
-        f"the statistic {rs.bartlett:.3g}-fold (a few rows dominate the scores' fourth "
-        f"moments), so quantiles x {rs.scale:.3f} are a rough guide only; a log transform "
-        "of skewed measurements may help.")
-
-
-def _verdict(problems: list[str], robust: RobustSet | None, rests: str | None
-             ) -> str | None:
-    """One line above the tables: what the answer rests on
-    (:func:`~negdro_stats.results.verdicts.rests_on_line`), an empty robust set, then
-    the problems."""
-    lines = [] if rests is None else [rests + "."]
+def _verdict(res: Results, said: list[str], robust: RobustSet | None, detail: bool
+             ) -> list[str]:
+    """The lines above the tables: an empty robust set, the problems (``said``), then
+    what the answer rests on (:func:`~negdro_stats.results.verdicts.rests_on_line`; for
+    an identified fit, the invariance it rests on)."""
+    rests = rests_on_line(res)
+    if rests is None and res.verdict == "identified":
+        p = _invariance_p(res)
+        tested = "" if np.isnan(p) else f" (tested at the fit: p = {p:.3g})"
+        rests = (f"RESTS ON: {res.endog_name}'s mechanism being the same in every "
+                 f"environment{tested}, whose differences determine every coefficient")
+    lines = []
     if robust is not None and robust.empty:
         lines.append(f"WARNING: NO INVARIANT LINEAR MODEL is consistent with these data: the "
                      f"invariance test rejects every b (least AR = {robust.statistic:.4g} > "
                      f"{robust.critical:.4g}, the {robust.reference} quantile at level "
-                     f"{robust.alpha:g}); no interval is reported." + _unreliable(robust))
-    if problems:
-        lines.append("WARNING: " + "; ".join(problems) + " -- see the notes below.")
-    return "\n".join(lines) or None
+                     f"{robust.alpha:g}); no interval is reported." + unreliable(robust))
+    if said:
+        lines.append("WARNING: " + "; ".join(said) + (" -- see the notes below." if detail
+                                                      else " (summary(detail=True))."))
+    return lines + ([] if rests is None else [rests + "."])
 
 
-
-def _robust_or_reason(res: Results, alpha: float, kind: str, asked: bool,
-                      problems: list[str]) -> tuple[RobustSet | None, bool, str | None]:
-    """The robust set the summary uses or None, whether its p-values (and, for ``kind``
-    ``"robust"``, its intervals) fill the table, and the note that says why (or why
-    not).  Computed for the robust kind, beside Theorem 6's least-risk fit (robust p
-    beside the conditional intervals), and beside Wald intervals where the fit warns
-    (an empty set leads the warning line)."""
-    if not conditional(res) and (kind == "bootstrap" or kind == "wald" and not problems):
-        return None, False, None
-    try:
-        rs = res.robust_set(alpha)
-    except DataError as err:
-        return None, False, f"Robust intervals not computed: {err}"
-    p = int(rs.estimate.notna().sum())
-    if kind != "robust" and (rs.empty or p > ROBUST_TABLE_MAX_P):
-        return rs, False, None if rs.empty else (
-            f"The robust set is not empty (least AR = {rs.statistic:.4g} <= "
-            f"{rs.critical:.4g}, {rs.reference}); its p-values and intervals cost about 15 "
-            f"fits per coefficient, so with {p} they are not computed for the summary: "
-            "res.conf_int(kind='robust'), or summary(intervals='robust').")
-    causes = rs.causes()
-    unbounded = rs.bounded.index[~rs.bounded & rs.estimate.notna()]
-    state = ("The set is empty (no b passes the test)." if rs.empty else
-             ("Every interval is bounded" if not len(unbounded) else "+-inf where the "
-              f"environments leave a coefficient undetermined ({listed(unbounded, 5)})")
-             + f".  Direct causes at family-wise error {rs.alpha:g} (Holm on robust p): "
-             + (", ".join(causes.index[causes]) or "none") + "." + _unreliable(rs))
-    tested = ("every covariate's" if len(rs.instruments) == rs.estimate.notna().sum()
-              else f"{len(rs.instruments)} covariates' (those whose second moments vary "
-              "most across environments; too few rows for all)")
-    test = (f"the invariance test of {tested} residual moments and of the risks "
-            f"({_SUBVECTOR_TESTS[rs.test].format(df=rs.df_sub)} at level {rs.alpha:g}"
-            + (f"; quantiles x {rs.scale:.3f}, the bootstrap's Bartlett factor"
-               if rs.scale > 1.0 else "") + ")")
-    if kind != "robust":
-        return rs, True, (f"robust p: the p-value of b_j = 0 by {test}, valid however weak "
-                          "the identification and without Condition 4; the robust "
-                          "intervals (res.conf_int(kind='robust')) are those b_j at which "
-                          f"it does not reject.  {state}")
-    why = ("asked for" if asked else
-           "shown instead of the bootstrap's because of the warning above: where "
-           "identification is weak or invariance is rejected, a bootstrap of the fit "
-           "gives confidence the data do not support" if problems else
-           "shown instead of the bootstrap's because the environment risks differ at the "
-           f"estimate (p = {res.invariance.pvalue:.2g}; the note below)"
-           if risks_differ(res) and res.fit_bootstrap is not None else
-           "the default without fit(n_boot=B)")
-    why += "" if asked else "; res.interval_kind"
-    return rs, True, (f"Intervals: robust ({why}): the b_j at which "
-                      f"{test} does not reject, valid however weak the identification; "
-                      f"robust p = its p-value of b_j = 0.  {state}")
-
-
-def _if_condition_4(res: Results) -> str:
-    return (f"valid if every child of {res.endog_name} is intervened on (Condition 4; with "
-            "hidden confounding, Condition 6): the data cannot check this "
-            "(res.interval_kind)")
-
-
-def _wald_note(res: Results, alpha: float) -> str:
-    """What the Wald intervals are conditional on."""
-    what = (f"b +- z_{{{1 - alpha / 2:g}}} x std err ({res.cov_method}; cov_params()), "
-            "conditional on the selected support")
-    if conditional(res):
-        return (f"Intervals: Wald, {what}, and {_if_condition_4(res)}.  P>|z| is the "
-                "same conditional test of b_j = 0; robust p needs neither condition.  The "
-                "bootstrap's intervals include the selection's variability: "
-                "res.conf_int(kind='bootstrap').")
-    if too_few_moments(res.model.data.moments, res.intercept) is not None:
-        return (f"Intervals: Wald, {what} (res.interval_kind; the rows allow too few "
-                "moment conditions for robust ones: res.robust_set() says why).")
-    return (f"Intervals: Wald, {what} (res.interval_kind; the robust ones cost about 15 "
-            "fits per coefficient: summary(intervals='robust')).")
-
-
-_SUBVECTOR_TESTS = {"kj": "Kleibergen's KJ test: score chi2(1), J chi2({df} - 1)",
-                    "ar": "subvector Anderson-Rubin, chi2({df})"}
-
-
-def _format_test(test: tuple) -> str:
-    stat, df, pvalue = test
-    return f"chi2({df}) = {stat:.3g}, p = {pvalue:.3g}"
-
-
-def build_summary(res: Results, *, alpha: float, show: str, ci_method: str,
-                   intervals: str) -> NegDROSummary:
-    """The summary: the header, the coefficients, the environments, then the verdict
-    line and the numbered notes (each part from one helper below)."""
-    kind = res.interval_kind if intervals == "auto" else intervals
-    top, width = _header_table(res, kind)
-    rows = np.arange(len(res.params))
-    if show == "selected":
-        rows = rows[res.support.to_numpy()
-                    | (_shown_bootstrap(res, kind) is not None
-                       and res.support_freq.fillna(0).to_numpy() >= SHOWN_FREQ)]
-    problems = fit_problems(res)
-    checked, in_table, robust_note = _robust_or_reason(res, alpha, kind, intervals != "auto",
-                                                       problems)
-    problems += _robust_disagrees(res, checked)
-    robust = checked if in_table else None
-    if kind == "robust" and robust is None:             # not computable: the analytic ones
-        kind = "wald"
-    env_rows = [[f"{n:g}", f"{w:.3f}", fmt_num(r)]
-                for n, w, r in zip(res.nobs_env, res.weights, res.risks, strict=True)]
-    ci = (robust.conf_int() if kind == "robust" else
-          res.conf_int(alpha, ci_method if kind == "bootstrap" else None, kind=kind))
-    smry = NegDROSummary()
-    smry.tables = [top, _coef_table(res, rows, ci, alpha, kind, robust, width),
-                   grid(env_rows, ["n_e", "weight w_e", "risk R_e(b)"],
-                          [str(e) for e in res.weights.index], "environment", width)]
-    verdict = _verdict(problems, checked, rests_on_line(res))
-    smry.verdict = None if verdict is None else "\n".join(
-        wrap_note(line, width, indent="") for line in verdict.split("\n"))
-    notes = [*_selection_notes(res, kind),
-             *[note for note in (_wald_note(res, alpha) if kind == "wald" else None,
-                                 robust_note) if note is not None],
-             _bootstrap_note(res, ci_method, kind),
-             *_outside(res, ci, kind, robust),
-             *_fit_notes(res, shown=len(rows), show=show)]
-    smry.add_extra_txt([wrap_note(f"[{k}] {t}", width)
-                        for k, t in enumerate(notes, start=1)])
-    return smry
-
-
-def _shown_bootstrap(res: Results, kind: str) -> BootstrapResult | None:
-    """The bootstrap the summary reads: the fit's own (``fit(n_boot=B)``), so that the
-    summary does not depend on what was called before, or, where its
-    intervals were asked for by name (``kind``), the one run on request."""
-    return res.bootstrap if kind == "bootstrap" else res.fit_bootstrap
-
-
-def _header_table(res: Results, kind: str) -> tuple[SimpleTable, int]:
+def _header_table(res: Results, kind: str, detail: bool) -> tuple[SimpleTable, int]:
     """The two-column header and the width of every table (WIDTH, unless a value is too
-    long for it)."""
-    boot = _shown_bootstrap(res, kind)
+    long for it); ``detail`` adds the solver's facts."""
+    ident, used = res.identification, gamma_not_used(res) is None
+    boot = shown_bootstrap(res, kind)
+    p_inv, p_risk = _invariance_p(res), getattr(res.invariance, "pvalue", float("nan"))
+    cov = ("Cov. Type:", COV_SHORT.get(res.solver.refit, "n/a"))
     left = [
         ("Dep. Variable:", f"{res.endog_name} (first column)" if res.outcome_first_column
          and len(res.endog_name) <= 4 else shorten(res.endog_name, 19)),
         ("Method:", _method_label(res)),
-        ("Solver:", METHOD_LABELS[(res.solver.method, res.solver.inner)]),
-        ("gamma:", f"{res.gamma:g}" + (" (not used)" if gamma_not_used(res) else "")),
         ("No. Observations:", f"{res.nobs:g}"),
         ("No. Environments:", f"{res.n_envs}"),
-        ("Boot reps:", "on request" if res.bootstrap_deferred else
-         "0" if boot is None else f"{boot.n_boot}"),
         ("R-squared:", f"{res.rsquared:.3f}"),                 # (pooled: rsquared)
+        ("gamma:", f"{res.gamma:g}") if used and not detail else cov,
     ]
-    ident = res.identification
     right = [
+        ("Verdict:", "if unconfounded" if declared(res) else VERDICT_LABELS[res.verdict]),
+        ("Selected:", f"{int(res.support.sum())} of {len(res.params)}"),
         ("Cond. 1b rel. margin:", "n/a" if ident is None else
          f"{ident.relative_margin:.3g} {condition_1b(res)}"),
-        ("Selected:", f"{int(res.support.sum())} of {len(res.params)}"),
-        ("Identified:", "if unconfounded" if declared(res) else VERDICT_LABELS[res.verdict]),
+        ("Invariance test p:", "n/a" if np.isnan(p_inv) else f"{p_inv:.3g}"),
+        ("Equal risks p:", "n/a" if np.isnan(p_risk) else f"{p_risk:.3g}"),
         ("Converged:", "yes" if res.converged else "NO"),
-        ("Iterations:", f"{res.n_iter}"),
-        ("Stationarity:", f"{res.grad_norm:.2e}"),
-        ("Objective Phi_mu:", f"{res.objective:.4g}"),
-        ("Cov. Type:", COV_SHORT.get(res.solver.refit, "n/a")),
     ]
+    if detail:
+        left += [("Solver:", METHOD_LABELS[(res.solver.method, res.solver.inner)]),
+                 ("gamma:", f"{res.gamma:g}" + ("" if used else " (not used)")),
+                 ("Boot reps:", "on request" if res.bootstrap_deferred else
+                  "0" if boot is None else f"{boot.n_boot}")]
+        right += [("Iterations:", f"{res.n_iter}"), ("Stationarity:", f"{res.grad_norm:.2e}"),
+                  ("Objective Phi_mu:", f"{res.objective:.4g}")]
     widths = pair_widths([left, right], WIDTH, sep=2)
     top = Table([[a, b, c, d] for (a, b), (c, d) in zip(left, right, strict=True)],
-                      txt_fmt={"data_fmts": ["%s"], "empty_cell": "", "colsep": "  ",
-                               "data_aligns": "lrlr", "colwidths": widths})
+                txt_fmt={"data_fmts": ["%s"], "empty_cell": "", "colsep": "  ",
+                         "data_aligns": "lrlr", "colwidths": widths})
     return top, sum(widths) + 2 * 3
 
 
+def _rows(res: Results, kind: str, robust: RobustSet | None, ci: Any, show: str | None
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """The coefficient rows shown and those folded into one line: every row with
+    ``show="all"``; else the selected ones, the intercept, and any unselected one with
+    something to show (a robust p below the intervals' alpha, an interval that excludes
+    0, a bootstrap selection frequency of at least ``SHOWN_FREQ``); the rest fold when
+    ``show="selected"`` or, by default, when there are at least ``FOLD_MIN`` of them."""
+    every = np.arange(len(res.params))
+    if show == "all":
+        return every, every[:0]
+    keep = res.support.to_numpy().copy()
+    keep[every == (-1 if res.intercept is None else res.intercept)] = True
+    if robust is not None and not robust.empty:
+        keep |= robust.pvalues.fillna(1.0).to_numpy() < robust.alpha
+    with np.errstate(invalid="ignore"):
+        lo, hi = ci["lower"].to_numpy(), ci["upper"].to_numpy()
+        keep |= (lo > 0) | (hi < 0)
+    if shown_bootstrap(res, kind) is not None:
+        keep |= res.support_freq.fillna(0).to_numpy() >= SHOWN_FREQ
+    if show is None and (~keep).sum() < FOLD_MIN:
+        return every, every[:0]
+    return every[keep], every[~keep]
+
+
+def _folded(res: Results, folded: np.ndarray, kind: str, robust: RobustSet | None) -> str:
+    """The line of the folded rows (:func:`_rows`): how many, which, and what they share."""
+    names = [str(res.params.index[j]) for j in folded]
+    if robust is not None and not robust.empty:
+        shared = f"; robust p >= {robust.pvalues.iloc[folded].min():.3g}"
+    elif shown_bootstrap(res, kind) is not None:
+        shared = f"; selected in fewer than {SHOWN_FREQ:.0%} of the refits"
+    else:
+        shared = ""
+    return (f"Not shown, not selected (coef 0{shared}): {listed(names, 6)}; "
+            "summary(show='all') lists them.")
+
+
 def _coef_table(res: Results, rows: np.ndarray, ci: Any, alpha: float, kind: str,
-                robust: RobustSet | None, width: int) -> SimpleTable:
-    """The coefficients of ``rows`` with the intervals of ``kind``: Wald (the analytic
-    standard errors and their p-values), the bootstrap's (its standard errors,
-    intervals and selection frequencies) or robust (the robust intervals beside the
-    analytic standard errors, or the bootstrap's selection frequencies); the robust
-    p-values wherever ``robust`` is given.  At most 7 columns (78 wide): ``std coef``
-    gives way to the robust p beside another kind's intervals."""
-    has_boot = _shown_bootstrap(res, kind) is not None           # (never runs a pending one)
-    beside = robust is not None and kind != "robust"
-    headers = ["coef"] + ([] if beside else ["std coef"]) + ["selected"] + {
+                robust: RobustSet | None, width: int, detail: bool, ci_method: str
+                ) -> SimpleTable:
+    """The coefficients of ``rows`` with the intervals of ``kind``, titled by what they
+    assume (:func:`_caption`): Wald (the analytic standard errors and their p-values),
+    the bootstrap's (its standard errors, intervals and selection frequencies) or robust
+    (the robust intervals beside the analytic standard errors, or the bootstrap's
+    selection frequencies); the robust p-values wherever ``robust`` is given.  Every
+    bound is :meth:`conf_int`'s.  ``detail`` adds ``std coef`` (unless the robust p
+    stands beside another kind's intervals) and ``selected``: at most 7 columns."""
+    has_boot = shown_bootstrap(res, kind) is not None           # (never runs a pending one)
+    std = detail and not (robust is not None and kind != "robust")
+    headers = ["coef"] + (["std coef"] if std else []) + (["selected"] if detail else []) + {
         "wald": ["std err", "P>|z|"], "bootstrap": ["boot se"],
         "robust": [] if has_boot else ["std err"]}[kind] + (
         ["robust p"] if robust is not None else []) + [f"[{alpha / 2:g}", f"{1 - alpha / 2:g}]"]
@@ -293,219 +252,99 @@ def _coef_table(res: Results, rows: np.ndarray, ci: Any, alpha: float, kind: str
     coef_rows = []
     for j in rows:
         selected = bool(res.support.iloc[j])
-        row = [fmt_num(res.params.iloc[j])] + ([] if beside else [fmt_num(res.std_params.iloc[j])])
-        row.append("always" if _is_intercept(res, j) else "yes" if selected else "-")
-        never = kind == "bootstrap" and not selected and res.support_freq.iloc[j] == 0
+        row = [fmt_num(res.params.iloc[j])] + ([fmt_num(res.std_params.iloc[j])] if std else [])
+        if detail:
+            row.append("always" if _is_intercept(res, j) else "yes" if selected else "-")
         if kind == "bootstrap":
-            row.append("-" if never else fmt_num(res.boot_se.iloc[j]))
+            row.append(fmt_num(res.boot_se.iloc[j]))
         elif kind == "wald" or not has_boot:             # (conditional on the support)
-            row.append(fmt_num(res.bse.iloc[j]) if selected else "-")
+            row.append(fmt_bound(res.bse.iloc[j]) if selected else "-")
         if kind == "wald":
             row.append(fmt_p(res.pvalues.iloc[j]) if selected else "-")
         if robust is not None:
             row.append(fmt_p(robust.pvalues.iloc[j]))
         if kind == "robust" and robust.empty:
             row += ["empty", "empty"]
-        elif (selected or kind != "wald") and not never:
+        elif selected or kind != "wald":
             row += [fmt_bound(ci["lower"].iloc[j]), fmt_bound(ci["upper"].iloc[j])]
         else:
             row += ["-", "-"]
         if has_boot and kind != "wald":
             row.append(f"{res.support_freq.iloc[j]:.2f}")
         coef_rows.append(row)
-    return grid(coef_rows or [["-"] * len(headers)], headers,
-                  [str(res.params.index[j]) for j in rows] or ["(none)"], "", width)
+    table = grid(coef_rows or [["-"] * len(headers)], headers,
+                 [str(res.params.index[j]) for j in rows] or ["(none)"], "", width)
+    table.title = _caption(res, kind, alpha, robust, ci_method)
+    return table
 
 
-def _outside(res: Results, ci: Any, kind: str, robust: RobustSet | None) -> list[str]:
-    """A note on the coefficients whose interval excludes their own estimate (e.g.
-    X2 = 0 beside [-0.047, -0.001]): the estimate is the selection's, the
-    robust interval the test inversion's, and they disagree there."""
-    if kind != "robust" or robust is None or robust.empty:
-        return []
+def _caption(res: Results, kind: str, alpha: float, robust: RobustSet | None,
+             ci_method: str) -> str:
+    """The coefficient table's title (at most 78 wide): which kind of interval it shows
+    and what each column assumes."""
+    level = f"{1 - alpha:.0%}"
+    beside = "; robust p: no condition" if robust is not None and kind != "robust" else ""
+    if kind == "robust":
+        return f"{level} intervals, robust p: test inversion, valid however weak the identification"
+    if kind == "bootstrap" and conditional(res):
+        return f"{level} {ci_method} bootstrap: valid if Condition 4 holds" + beside
+    if kind == "bootstrap":
+        boot = shown_bootstrap(res, kind)
+        return (f"{level} {ci_method} bootstrap intervals, {boot.n_boot} refits, selection "
+                "included" + beside)
+    if conditional(res):
+        return f"std err, P>|z|, {level} CI: valid if Condition 4 holds" + beside
+    return f"std err, P>|z|, {level} CI: Wald, conditional on the selected support" + beside
+
+
+def _env_table(res: Results, width: int, detail: bool) -> SimpleTable | None:
+    """The environments: one row each (``detail``), or one column each where they fit
+    in ``width`` (None where they do not: :func:`_env_line`).  The worst-case weights
+    only where gamma enters the coefficients."""
+    labels = [str(e) for e in res.weights.index]
+    if detail:
+        rows = [[f"{n:g}", f"{w:.3f}", fmt_num(r)]
+                for n, w, r in zip(res.nobs_env, res.weights, res.risks, strict=True)]
+        return grid(rows, ["n_e", "weight w_e", "risk R_e(b)"], labels, "environment", width)
+    rows = [[f"{n:g}" for n in res.nobs_env], [fmt_num(r) for r in res.risks]]
+    stubs = ["n_e", "risk R_e(b)"]
+    if gamma_not_used(res) is None:
+        rows.append([f"{w:.3f}" for w in res.weights])
+        stubs.append("weight w_e")
+    cols = [max(8, len(label), *(len(row[k]) for row in rows)) + 1
+            for k, label in enumerate(labels)]
+    if max(len(s) for s in stubs) + sum(cols) + len(cols) > width:
+        return None
+    return grid(rows, labels, stubs, "environment", width)
+
+
+def _env_line(res: Results) -> str:
+    """The environments in one line where their table does not fit."""
+    n, r = res.nobs_env, res.risks
+    return (f"{res.n_envs} environments of {n.min():g} to {n.max():g} rows; risks R_e(b) "
+            f"from {fmt_num(r.min())} ({r.idxmin()}) to {fmt_num(r.max())} ({r.idxmax()}); "
+            "summary(detail=True) lists each.")
+
+
+def _outside_short(res: Results, ci: Any, kind: str, robust: RobustSet | None
+                   ) -> str | None:
+    """:func:`~negdro_stats.results.notes.outside` in one line."""
+    if not outside(res, ci, kind, robust):
+        return None
     b, lo, hi = res.params.to_numpy(), ci["lower"].to_numpy(), ci["upper"].to_numpy()
     with np.errstate(invalid="ignore"):
-        out = np.flatnonzero((lo > b) | (hi < b))
-    if not len(out):
-        return []
-    names = [str(res.params.index[j]) for j in out]
-    return [f"The robust intervals of {listed(names, 5)} exclude the estimate itself: the "
-            "estimate is the selection's (a covariate not selected is 0), the interval "
-            "the invariance test's, which rejects that value (robust p below alpha).  A "
-            "weak effect the selection missed, or a model the test finds misspecified: "
-            "read these coefficients with care."]
+        names = [str(res.params.index[j]) for j in np.flatnonzero((lo > b) | (hi < b))]
+    return (f"{listed(names, 4)}: the robust interval excludes the estimate (a missed "
+            "effect, or misspecification).")
 
 
-def _std_coef_rule(res: Results) -> str:
-    return "std coef = coef x RMS(X_j) / RMS(Y)" + (
-        ", root mean squares about the pooled means" if res.fit_intercept else "")
-
-
-def _selection_notes(res: Results, kind: str) -> list[str]:
-    """How the support and the coefficients were chosen (the first notes)."""
-    sel = res.selection
-    on_4 = sel is not None and on_condition_4(res)
-    if sel is not None and sel.exact:
-        return [f"{_std_coef_rule(res)}.  Reported: pooled OLS, because "
-                f"{sel.reason}."]
-    if sel is not None and np.isfinite(sel.fixed_test[3]):
-        J, df, pvalue, level = sel.fixed_test
-        tested = sel.fixed_test_requires
-        fitted = (f"pooled OLS fit passes the invariance test at that fixed fit ({tested}; "
-                  "no estimation from the differences), with the smallest pooled risk "
-                  "(BIC); pooled OLS on it is reported" if sel.estimator == "ols" else
-                  f"fit passes the invariance test at that fit ({tested}), with the "
-                  "smallest pooled risk (BIC); reported: least squares constrained by the "
-                  "invariance conditions where the differences determine the coefficients "
-                  "(pooled OLS was not invariant: hidden confounding, or a child of the "
-                  "outcome)")
-        notes = [
-            f"{_std_coef_rule(res)}.  The environment differences do not "
-            "determine the coefficients, so the support is the one, among those whose "
-            f"{fitted}.  Test at the reported fit: J = {J:.3g}, df = {df}, p = "
-            f"{pvalue:.3g}, accepted at level alpha / p = {level:.2g}." + (
-                "" if on_4 else "  The linear reading of invariance chooses "
-                f"{listed(sel.contested[0], 5) or 'the empty support'} (the warning above): "
-                "the data cannot tell which holds." if sel.contested else "  This is beta* "
-                "if every child of the outcome is among the intervened covariates (Condition "
-                "4) or, with hidden confounding, Condition 6 holds, which the data cannot "
-                "check."),
-        ]
-    elif sel is not None and sel.estimator != "negdro":
-        notes = [
-            f"{_std_coef_rule(res)}.  Support chosen by invariance: GMM-BIC "
-            "over nested supports of the gradient-invariance conditions (Lemma 1), "
-            + ("no support passed the J test" if sel.rejected else
-               "grown until the J test accepts") + ", pruned by abs(t) >= "
-            f"{sel.critical_t:.3g}" + (f" (removed: {', '.join(sel.pruned)})" if sel.pruned
-                                       else "") + f"; J = {sel.J:.3g}, df = {sel.df}, "
-            f"p = {sel.pvalue:.3g}.",
-            *(["WARNING: the J test rejects invariance on the reported support (no support "
-               "from the BIC choice on passed it); the invariance assumption may be "
-               "violated."] if sel.rejected else []),
-            ("Hausman contrast of pooled OLS with the invariance GMM on the support "
-             + _format_test(sel.exogeneity) + ": " + (
-                "not rejected, so pooled OLS on the support is reported (efficient)."
-                if sel.estimator == "ols" else "rejected (hidden confounding, or a child "
-                "of the outcome in the support), so the invariance GMM is reported.")
-             + (f"  Added by their pooled t (the invariance fit agrees): "
-                f"{', '.join(sel.added)}." if sel.added else "")
-             + (f"  Removed (pooled OLS and the invariance fit disagree most: a child "
-                f"of the outcome?): {', '.join(sel.removed)}." if sel.removed else "")),
-        ]
-    else:
-        notes = [
-            f"{_std_coef_rule(res)}; Algorithm 3 keeps covariates with "
-            "|std coef| >= c0 and refits on them.",
-        ]
-        if sel is not None:
-            notes.append(f"Invariance selection not used: {sel.reason}; Algorithm 3's "
-                         "support and Phi_mu fit are reported.")
-    if sel is not None and not len(sel.cumulant.cols) and not res.population:
-        notes.append("The J tests used the Gaussian form of the score covariances: the "
-                     "source keeps no rows and carries the fourth moments of a few "
-                     "covariates only (negdro_stats.data.fourth.MAX_P).  Exact for "
-                     "Gaussian rows; with heavier or lighter tails the tests are "
-                     "approximate (a frame in memory, or fewer covariates, gives the exact "
-                     "form).")
-    open_, more = "" if sel is None else ", ".join(sel.undetermined), (
-        " (more environments, or interventions on these covariates, would determine them).")
-    if on_4:
-        notes.insert(0, ("Identified as declared, if unconfounded (RESTS ON)" if declared(res) else
-                         f"Identified if every child of {res.endog_name} is intervened on "
-                         "(Condition 4; with hidden confounding, Condition 6), which the "
-                         "data cannot check") + f": {sel.reason}." + (
-                         f"  The robust intervals assume neither condition: those of "
-                         f"{open_} are (-inf, inf)" + more if kind == "robust" and open_
-                         else ""))
-    elif sel is not None and not sel.identified:
-        notes.insert(0, f"NOT IDENTIFIED: {sel.reason}.  The intervals of {open_} are "
-                     "(-inf, inf) and their standard errors inf: the data are consistent "
-                     "with other values of them" + more)
-    return notes
-
-
-def _bootstrap_note(res: Results, ci_method: str, kind: str) -> str:
-    """What the bootstrap did (or that there is none), and how to read its columns."""
-    if (boot := _shown_bootstrap(res, kind)) is not None:        # (never runs a pending one)
-        unconverged = int((~boot.converged & ~boot.failed).sum())
-        blocks = getattr(getattr(res.model, "data", None), "blocks", None)
-        unit = ("" if blocks is None else f" (by blocks: each environment's "
-                f"{blocks.n_blocks} random blocks of rows drawn with replacement)")
-        freq = ("sel. freq = share of refits that selected the covariate ('-': none did, "
-                "the refits' interval is [0, 0])")
-        what = {
-            "bootstrap": f"{ci_method} intervals"
-                         + (f", {_if_condition_4(res)}" if conditional(res) else "")
-                         + f"; {freq}.  Intervals of a thresholded estimator are not "
-                         "normal: read them with sel. freq.",
-            "robust": f"{freq}; boot se and the bootstrap's intervals: "
-                      "summary(intervals='bootstrap').",
-            "wald": "its standard errors, intervals and selection frequencies: "
-                    "summary(intervals='bootstrap'), res.conf_int(kind='bootstrap').",
-        }[kind]
-        return (f"Bootstrap: {boot.n_boot} stratified refits of the whole "
-                f"estimator{unit}; {what}"
-                + (f"  {int(boot.failed.sum())} refits failed (left out)."
-                   if boot.failed.any() else "")
-                + (f"  {unconverged} refits stopped before tol (kept; 'Converged' "
-                   "above is the fit's own)." if unconverged else ""))
-    analytic = ("" if kind == "wald" else "std err: analytic, conditional on the selected "
-                f"support ({res.cov_method}; cov_params()).  ")
-    if res.bootstrap_deferred:
-        return (f"{analytic}The bootstrap ({DEFAULT_N_BOOT} stratified refits of the whole "
-                "estimator, selection included) runs on request: res.run_bootstrap(), "
-                "then res.boot_se, res.support_freq, summary(intervals='bootstrap'); or "
-                "fit(n_boot=B) to run it with the fit and show it here.")
-    return (f"{analytic}No bootstrap (n_boot=0, or a model built from moments)"
-            + ("; robust intervals: summary(intervals='robust')." if kind == "wald" else "."))
-
-
-def _fit_notes(res: Results, *, shown: int, show: str) -> list[str]:
-    """The rest: rows not shown, the refit, identification, convergence, the equal-risk
-    test, the intercept and population moments."""
-    s, ident, notes = res.settings, res.identification, []
-    if res.outcome_first_column:
-        notes.append(f"The outcome is the first column, {res.endog_name!r}, regressed on the "
-                     "others: outcome= was not given.")
-    if show == "selected" and shown < len(res.params):
-        notes.append(f"{len(res.params) - shown} covariates neither selected nor selected "
-                     f"in >= {SHOWN_FREQ:.0%} of refits are not shown; summary(show='all') "
-                     "lists them.")
-    if res.solver.refit == "invariant":
-        notes.append("Coefficients on the support refitted by gradient invariance, eq. (31); "
-                     "Stationarity refers to the last Phi_mu stage.")
-    elif s.get("refit") == "invariant" and res.solver.refit == "negdro":
-        notes.append("The gradient-invariance refit is not identified on the support (the "
-                     "environments' second moments differ too little there); the Phi_mu "
-                     "fit is reported.")
-    if ident is not None and not ident.holds and on_condition_4(res):
-        notes.append(f"Condition 1b fails (relative margin {ident.relative_margin:.3g}), as "
-                     "where environments shift some covariates only: the estimate rests on "
-                     "Condition 4 or 6 (above).")
-    elif ident is not None and not ident.holds:
-        notes.append(f"{ident.failure}; " + identification_advice(res.can_resample))
-    elif ident is not None and condition_1b(res) == "unclear":
-        notes.append(f"Cond. 1b 'unclear': the sample margin {ident.relative_margin:.3g} is "
-                     "positive, but the rank test does not reject a direction v that the "
-                     "environments leave undetermined, along which A(w) v = 0 for every "
-                     "weighting w: the data are consistent with a population margin of 0 ("
-                     "NegDRO.diagnose() gives a confidence bound).")
-    why = gamma_not_used(res)
-    if why is not None:
-        notes.append(f"gamma = {res.gamma:g} does not enter these coefficients: {why}; "
-                     "the trade-off along gamma: fit_path(), fit(refit='negdro').")
-    if not res.converged:
-        notes.append(f"The solver did not reach tol = {s['tol']:g}: treat the estimate "
-                     "with care, or raise max_iter.")
-    if res.invariance is not None:
-        notes.append(str(res.invariance))
-    if ident is not None and res.fit_intercept:
-        notes.append("The margin leaves out the constant column, which is never intervened "
-                     "on.")
-    if res.population:
-        notes.append("Fitted on population moments: No. Observations is infinite.")
-    return notes
+def _causes_line(res: Results, robust: RobustSet | None, alpha: float) -> str:
+    """The direct causes under the assumption that identifies them
+    (:func:`~negdro_stats.results.verdicts.direct_causes`)."""
+    found = direct_causes(res, robust, alpha)
+    return f"Direct causes at FWER {alpha:g}: " + "; ".join(
+        f"{'cannot tell' if names is None else listed(names, 8) or 'none'} ({basis})"
+        for names, basis in found) + "."
 
 
 def path_summary(path: Any) -> NegDROSummary:
@@ -518,7 +357,7 @@ def path_summary(path: Any) -> NegDROSummary:
              else f"{row['equal-risk p']:.3g}", row["refit"]]
             for _, row in frame.iterrows()]
     table = grid(rows, ["selected", "max risk", "mean risk", "Phi_mu", "risk p",
-                          "refit"], [f"{g:g}" for g in path.gammas], "gamma")
+                        "refit"], [f"{g:g}" for g in path.gammas], "gamma")
     supports = {tuple(names[m]) for m in path.support.to_numpy()}
     smry = NegDROSummary()
     smry.tables = [table]

@@ -64,15 +64,19 @@ class Table(SimpleTable):
 
 
 class NegDROSummary(Summary):
-    """A statsmodels ``Summary`` with a one-line ``verdict`` above the tables when the
-    reader must not miss it, and notes LaTeX-escaped in :meth:`as_latex` (statsmodels
-    escapes table stubs but not ``extra_txt``: "50%" would start a comment)."""
+    """A statsmodels ``Summary`` with ``verdict`` lines above the tables when the
+    reader must not miss them, ``details`` (the numbered notes of a short summary) as a
+    collapsible block of :meth:`as_html`, and notes LaTeX-escaped in :meth:`as_latex`
+    (statsmodels escapes table stubs but not ``extra_txt``: "50%" would start a
+    comment)."""
 
     verdict: str | None = None
+    details: str | None = None
 
     def as_text(self) -> str:
         text = super().as_text()
-        return text if self.verdict is None else f"{self.verdict}\n{text}"
+        text = text if self.verdict is None else f"{self.verdict}\n{text}"
+        return "\n".join(line.rstrip() for line in text.split("\n"))
 
     def as_html(self) -> str:
         notes = self.extra_txt
@@ -81,6 +85,10 @@ class NegDROSummary(Summary):
             page = super().as_html()              # (the tables escape their cells)
         finally:
             self.extra_txt = notes
+        if self.details:
+            page += ("\n<details><summary>Notes: how the support and coefficients were "
+                     "chosen, what each figure assumes</summary>\n<pre>"
+                     f"{html.escape(self.details)}</pre>\n</details>")
         return (page if self.verdict is None else
                 f"<p><b>{html.escape(self.verdict)}</b></p>\n{page}")
 

@@ -14,7 +14,7 @@ __all__ = ["Problem", "problems", "fit_problems", "fit_warning", "interval_kind"
            "conditional", "condition_1b", "verdict",
            "VERDICTS", "gamma_not_used", "risk_alarm", "risks_differ",
            "rests_on_condition_4", "on_condition_4", "rests_on", "rests_on_line",
-           "declared", "contradicted", "mean_left_out"]
+           "declared", "contradicted", "mean_left_out", "direct_causes"]
 
 VERDICTS = ("identified", "if Condition 4", "not identified", "rejected")
 
@@ -457,3 +457,36 @@ def gamma_not_used(res: Results) -> str | None:
     return ("the invariant fit of least pooled risk (Theorem 6) does not depend on it; "
             "gamma enters only Theorem 4's bound, which decides whether Algorithm 3's fit "
             "is trusted")
+
+
+def direct_causes(res: Results, robust: Any, alpha: float
+                  ) -> list[tuple[tuple[str, ...] | None, str]]:
+    """The covariates declared direct causes at family-wise error ``alpha`` under the
+    assumption that identifies them, decided here for every view: pairs of (names, or
+    None where the data cannot tell; what the declaration assumes).  Holm's step-down
+    on the robust p-values (``robust``, a :class:`RobustSet`, valid however weak the
+    identification) where they are given; on the analytic P>|z| of the selected
+    covariates (conditional on the support) where the fit is identified, or under
+    Condition 4 where the :func:`verdict` rests on it; none where the data reject
+    invariance or leave the fit unidentified without robust p-values."""
+    usable = robust is not None and not robust.empty
+    causes = robust.causes(alpha) if usable else None
+    said = [None if causes is None else (tuple(causes.index[causes]),
+                                         "no condition, Holm on robust p")]
+    v = verdict(res)
+    if v == "rejected":
+        return [(None, "the data reject invariance")]
+    if v in ("identified", "if Condition 4") and not (usable and v == "identified"):
+        p = res.pvalues.drop(res.params.index[res.intercept]) if res.intercept is not None \
+            else res.pvalues
+        tested = p[res.support.reindex(p.index).fillna(False).to_numpy() & p.notna().to_numpy()]
+        names: tuple[str, ...] = ()
+        if len(tested):
+            from statsmodels.stats.multitest import multipletests  # (on first use)
+
+            names = tuple(tested.index[multipletests(tested.to_numpy(), alpha=alpha,
+                                                     method="holm")[0]])
+        said.insert(0, (names, "if Condition 4, Holm on P>|z|" if v == "if Condition 4"
+                        else "conditional on the support, Holm on P>|z|"))
+    found = [pair for pair in said if pair is not None]
+    return found or [(None, "not identified, and no robust p-values")]

@@ -287,11 +287,11 @@ def test_an_unnamed_outcome_is_the_first_column_and_said():
         model = NegDRO(df, env="env")
     assert model.endog_name == "X1" and "'X1' (first column)" in repr(model)
     res = model.fit(n_boot=0)
-    text = " ".join(str(res.summary()).split())
+    text = " ".join(str(res.summary(detail=True)).split())
     assert "'X1' (first column)" in repr(res) and "Dep. Variable: X1 (first column)" in text
     assert "The outcome is the first column, 'X1'" in text
     with warnings.catch_warnings():
         warnings.simplefilter("error", DataWarning)
         named = NegDRO(df, env="env", outcome="Y")
-        text = str(named.fit(n_boot=0).summary())
+        text = str(named.fit(n_boot=0).summary(detail=True))
     assert "first column" not in repr(named) + text

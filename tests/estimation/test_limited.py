@@ -109,7 +109,7 @@ def test_the_summary_names_the_constrained_fit():
         res = NegDRO.from_moments(sem.moments()).fit(n_boot=0)
     assert res.selection.estimator == "ils"
     assert_allclose(res.params, sem.beta_star, atol=1e-6)
-    text = " ".join(str(res.summary()).split())
+    text = " ".join(str(res.summary(detail=True)).split())
     assert "Method: Alg. 3 + inv. LS" in text
     assert "reported: least squares constrained by the invariance conditions" in text
     assert "pooled OLS on it is reported" not in text
@@ -137,12 +137,12 @@ def test_the_least_risk_search_replaces_algorithm_3s_fallback():
     assert_frame_equal(ci, res.conf_int(kind="wald"))
     assert res.to_dict()["conf_int"]["kind"] == "wald" and res.to_dict()["verdict"] == (
         "if Condition 4")
-    text = " ".join(str(res.summary()).split())
-    assert "WARNING" not in text and "Identified: if Cond. 4 / 6" in text
+    text = " ".join(str(res.summary(detail=True)).split())
+    assert "WARNING" not in text and "Verdict: if Cond. 4 / 6" in text
     assert text.count("Identified if every child of Y is intervened on") == 1
     assert "valid if every child of Y is intervened on (Condition 4" in text
     assert "P>|z|" in text and "robust p" in text
-    row = next(line for line in str(res.summary()).splitlines() if line.startswith("X1 "))
+    row = next(line for line in str(res.summary(detail=True)).splitlines() if line.startswith("X1 "))
     assert row.split()[-2:] == [f"{ci.loc['X1', 'lower']:.4f}", f"{ci.loc['X1', 'upper']:.4f}"]
 
 
@@ -219,9 +219,9 @@ def test_a_nonlinear_outcome_is_not_identified_and_its_parents_are_reported():
     parents = np.zeros(len(names))
     parents[:len(b_parents)] = b_parents
     assert worst_r2(res.params.to_numpy()) >= worst_r2(parents) - 0.02
-    text = " ".join(str(res.summary()).split())
+    text = " ".join(str(res.summary(detail=True)).split())
     assert "WARNING" in text and "cannot tell whether the outcome's mechanism is linear" in text
-    assert "Identified: NO" in text and "and the risks equal across environments" in text
+    assert "Verdict: NOT identified" in text and "and the risks equal across environments" in text
 
 
 def test_the_readings_score_the_fit_they_would_report():
@@ -287,7 +287,7 @@ def test_a_fit_that_misses_an_unshifted_cause_does_not_claim_condition_4():
             name, J, df_, pvalue = res.selection.rival
             assert pvalue >= res.selection.test_level and name in res.selection.reason
             assert any(isinstance(w.message, IdentificationWarning) for w in caught)
-            assert f"the same fit with {name} added" in " ".join(str(res.summary()).split())
+            assert f"the same fit with {name} added" in " ".join(str(res.summary(detail=True)).split())
 
 
 def test_unequal_risks_at_a_least_risk_fit_are_an_alarm_in_every_view():
@@ -385,8 +385,8 @@ def test_declared_non_descendants_settle_a_condition_4_fit():
     assert res.interval_kind == plain.interval_kind == "wald"
     assert_frame_equal(res.conf_int(), plain.conf_int())
     assert res.to_dict()["declarations"]["not_descendants"] == non_descendants(sem)
-    text = " ".join(str(res.summary()).split())
-    assert "Identified: if unconfounded" in text
+    text = " ".join(str(res.summary(detail=True)).split())
+    assert "Verdict: if unconfounded" in text
     assert text.startswith("RESTS ON: what you declared (")
     assert "neither the data nor the declarations settle" in text
     open_ = plain.selection.left_open

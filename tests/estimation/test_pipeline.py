@@ -114,9 +114,9 @@ def test_mean_shifts_only_on_rows_say_not_identified_in_every_view():
     assert np.isinf(robust.loc[free, "lower"]).all() and np.isinf(robust.loc[free, "upper"]).all()
     assert np.isinf(res.conf_int(kind="wald").loc[free & res.support].to_numpy()).all()
     assert res.to_dict()["conf_int"]["kind"] == "robust"
-    text = " ".join(str(res.summary()).split())
+    text = " ".join(str(res.summary(detail=True)).split())
     assert text.startswith("WARNING:") and "NOT IDENTIFIED" in text
-    assert "the environments shift means only" in text and "Identified: NO" in text
+    assert "the environments shift means only" in text and "Verdict: NOT identified" in text
 
 
 def test_a_narrowly_invariant_least_risk_fit_cannot_tell():
@@ -144,10 +144,10 @@ def test_a_narrowly_invariant_least_risk_fit_cannot_tell():
     free = res.undetermined & res.support
     assert free.any() and np.isinf(res.bse[free]).all()
     assert np.isinf(res.conf_int(kind="wald").loc[free].to_numpy()).all()
-    text = " ".join(str(res.summary()).split())
+    text = " ".join(str(res.summary(detail=True)).split())
     assert "no invariant linear model fits" in text
     assert "cannot tell whether the least-risk fit is invariant" not in text
-    assert "WARNING: " in text and "NOT IDENTIFIED" in text and "Identified: NO: rejected" in text
+    assert "WARNING: " in text and "NOT IDENTIFIED" in text and "Verdict: REJECTED" in text
     assert res.to_dict()["conf_int"]["kind"] == "robust"
 
 
@@ -164,7 +164,7 @@ def test_algorithm_3s_fall_back_where_no_least_risk_fit_passes_is_not_identified
     sel = res.selection
     assert sel.estimator == "negdro" and "invariant on none of the supports" in sel.reason
     assert res.verdict == "not identified" and not sel.assumes_condition_4
-    assert "NOT IDENTIFIED" in str(res.summary())
+    assert "NOT IDENTIFIED" in str(res.summary(detail=True))
 
 
 def test_rank_test_counts_null_directions():
@@ -259,9 +259,9 @@ def test_an_unintervened_child_is_not_reported_as_identified_without_its_assumpt
     assert sel.route == "negdro" and sel.assumes_condition_4
     assert {"X6", "X3"} <= set(sel.undetermined)
     assert res.verdict == "if Condition 4"
-    text = str(res.summary())
+    text = str(res.summary(detail=True))
     flat = " ".join(text.split())
-    assert not text.startswith("WARNING") and "Identified: if Cond. 4 / 6" in flat
+    assert not text.startswith("WARNING") and "Verdict: if Cond. 4 / 6" in flat
     assert flat.count("Identified if every child of Y is intervened on") == 1
     assert "unclear" in text and "Cond. 1b 'unclear'" in text
     assert np.isinf(res.robust_set().upper).all()
@@ -273,7 +273,7 @@ def test_a_rank_test_that_rejects_by_chance_is_checked_by_the_robust_set():
     The summary's first line must still warn: that the robust intervals of the selected
     X6 are unbounded (the data allow other invariant fits)."""
     res = NegDRO(_with_child(3, 0.3), env="env", outcome="Y").fit()
-    text = str(res.summary())
+    text = str(res.summary(detail=True))
     assert text.startswith("WARNING:")
     if res.selection.route == "invariance":         # the rank test's false rejection
         assert text.startswith("WARNING: the robust intervals of X6 are unbounded")
@@ -403,12 +403,12 @@ def test_the_summary_says_when_gamma_does_not_enter():
     df = simulate.eq33(p=5).sample(2000, rng=0)
     low, high = (NegDRO(df, env="env", outcome="Y", gamma=g).fit(n_boot=0) for g in (5.0, 500.0))
     assert_allclose(low.params, high.params, rtol=0, atol=0)
-    text = " ".join(str(low.summary()).split())
+    text = " ".join(str(low.summary(detail=True)).split())
     assert "gamma: 5 (not used)" in text and "gamma = 5 does not enter these coefficients" in text
     low, high = (NegDRO(df, env="env", outcome="Y", gamma=g).fit(n_boot=0, refit="negdro")
                  for g in (5.0, 500.0))
     assert not np.allclose(low.params, high.params)
-    text = " ".join(str(low.summary()).split())
+    text = " ".join(str(low.summary(detail=True)).split())
     assert "(not used)" not in text and "does not enter" not in text
 
 
@@ -429,10 +429,13 @@ def test_the_verdict_never_contradicts_a_view(seed, shift, intervened, n_envs):
         warnings.simplefilter("always")
         res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
     verdict = res.verdict
-    text = " ".join(str(res.summary()).split())
-    label = {"identified": "yes", "if Condition 4": "if Cond. 4 / 6",
-             "not identified": "NO", "rejected": "NO: rejected"}[verdict]
-    assert f"Identified: {label} " in text and res.to_dict()["verdict"] == verdict
+    text = " ".join(str(res.summary(detail=True)).split())
+    short = " ".join(str(res.summary()).split())
+    label = {"identified": "identified", "if Condition 4": "if Cond. 4 / 6",
+             "not identified": "NOT identified", "rejected": "REJECTED"}[verdict]
+    assert f"Verdict: {label} " in text and f"Verdict: {label} " in short
+    assert res.to_dict()["verdict"] == verdict
+    assert short.startswith("WARNING:") == text.startswith("WARNING:")
     alarms = [w for w in caught if issubclass(w.category, IdentificationWarning)
               and "ot identified" in str(w.message)]
     if verdict == "rejected":                 # an alarm, whichever test rejected

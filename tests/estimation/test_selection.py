@@ -282,7 +282,7 @@ def test_limited_interventions_take_negdro_route():
     J, df_, pvalue, level = sel.fixed_test
     assert pvalue >= level and (sel.J, sel.df, sel.pvalue) == (J, df_, pvalue)
     assert not sel.rejected
-    assert "pooled OLS on it is reported" in " ".join(str(res.summary()).split())
+    assert "pooled OLS on it is reported" in " ".join(str(res.summary(detail=True)).split())
     assert list(res.support[res.support].index) == ["X2"]
     assert np.linalg.norm(res.params.to_numpy() - sem.beta_star) < 0.02
 
@@ -335,7 +335,7 @@ def test_selection_report_in_results():
     assert list(res.params.index) == [f"X{j}" for j in range(1, 7)]
     assert (res.params != 0).tolist() == res.support.tolist()   # zero off the support
     assert res.support[["X1", "X3"]].all()                     # eq. (33)'s causes
-    text = str(res.summary())
+    text = str(res.summary(detail=True))
     assert "GMM-BIC" in text and "Hausman contrast" in text
     H, df, pvalue = sel.exogeneity
     assert df == 2 and H >= 0 and (pvalue >= 0.05) == (sel.estimator == "ols")
@@ -420,7 +420,7 @@ def test_a_near_copy_that_cannot_be_told_apart_is_named():
     with pytest.warns(IdentificationWarning, match="X1 for X6|X6 for X1"):
         res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
     assert set(res.selection.stand_ins[0]) == {"X1", "X6"}
-    assert str(res.summary()).startswith("WARNING: near copies could stand in")
+    assert str(res.summary(detail=True)).startswith("WARNING: near copies could stand in")
 
 
 def test_random_designs_n2000_unconfounded():

@@ -315,13 +315,13 @@ def test_summary_shows_conditional_intervals_beside_robust_p_where_identificatio
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = NegDRO(df, env="env", outcome="Y").fit(n_boot=20, rng=0)
-    text = str(res.summary())
+    text = str(res.summary(detail=True))
     assert "WARNING" not in text and res.verdict == "if Condition 4"
     flat = " ".join(text.split())            # the note cites the margin of the header
     margin = res.identification.relative_margin
     assert f"Condition 1b fails (relative margin {margin:.3g})" in flat
     assert f"Cond. 1b rel. margin: {margin:.3g} fails" in flat
-    assert "Identified: if Cond. 4 / 6" in flat
+    assert "Verdict: if Cond. 4 / 6" in flat
     assert flat.count("Identified if every child of Y is intervened on") == 1
     assert res.selection.least_risk and res.interval_kind == "bootstrap"
     assert "boot se  robust p    [0.025" in text
@@ -332,7 +332,7 @@ def test_summary_shows_conditional_intervals_beside_robust_p_where_identificatio
     assert row[-4] == _pvalue(res.robust_pvalues['X2_long'])
     assert max(len(line) for line in text.splitlines()) <= 78
     robust = res.conf_int(kind="robust")
-    text = str(res.summary(intervals="robust"))
+    text = str(res.summary(intervals="robust", detail=True))
     row = next(line for line in text.splitlines() if line.startswith("X2_long"))
     assert row.split()[-3:-1] == ["-inf", "inf"] == [f"{robust.iloc[1, 0]:.4f}",
                                                      f"{robust.iloc[1, 1]:.4f}"]
@@ -343,8 +343,8 @@ def test_summary_keeps_the_bootstrap_where_identified_unless_asked():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = NegDRO(_manual(1500, 3, FOUR), env="env", outcome="Y").fit(n_boot=20, rng=0)
-    assert "robust" not in str(res.summary())
-    text = str(res.summary(intervals="robust"))
+    assert "robust" not in str(res.summary(detail=True))
+    text = str(res.summary(intervals="robust", detail=True))
     ci = res.conf_int(kind="robust")
     row = next(line for line in text.splitlines() if line.startswith("X1")).split()
     assert row[-4:-1] == [_pvalue(res.robust_pvalues['X1']), f"{ci.loc['X1', 'lower']:.4f}",
@@ -352,7 +352,7 @@ def test_summary_keeps_the_bootstrap_where_identified_unless_asked():
     assert "(asked for)" in text
     assert "(Holm on robust p): X1, X2." in " ".join(text.split())   # X3 is not a cause
     with pytest.raises(ValueError, match="intervals"):
-        res.summary(intervals="normal")
+        res.summary(intervals="normal", detail=True)
 
 
 def test_a_change_of_the_outcome_noise_scale_empties_the_set():

@@ -48,7 +48,8 @@ def test_verdict_line_on_top_when_identification_fails():
         res = NegDRO(data, env="env", outcome="Y").fit(n_boot=0)
     assert not res.identification.holds and res.verdict == "not identified"
     first = str(res.summary()).splitlines()[0]
-    assert first.startswith("WARNING: Condition 1b fails")
+    assert first.startswith("WARNING: not identified: ")              # the verdict's reason first
+    assert str(res.summary(detail=True)).startswith("WARNING: NOT IDENTIFIED: ")
     assert res.summary().as_html().startswith("<p><b>WARNING")
     ok = NegDRO(simulate.eq33(p=5).sample(2000, rng=0), env="env", outcome="Y").fit(n_boot=0)
     assert not str(ok.summary()).startswith("WARNING")
@@ -92,7 +93,7 @@ def test_moment_models_are_not_sent_to_diagnose():
     with pytest.warns(IdentificationWarning, match="check_identification") as record:
         res = NegDRO.from_moments(sem.moments()).fit()
     assert not any("NegDRO.diagnose()" in str(w.message) for w in record)
-    assert "check_identification" in str(res.summary())
+    assert "check_identification" in str(res.summary(detail=True))
 
 
 def test_empty_support_is_said(df):

@@ -54,14 +54,16 @@ def test_results_contents(df):
     assert_allclose(pred.to_numpy(), df[res.params.index].to_numpy() @ res.params.to_numpy())
     assert res.converged and res.settings["gamma"] == 20.0
     text = str(res.summary())
-    for word in ("Dep. Variable:", "Y", "gamma:", "Selected:", "weight w_e", "X3"):
+    for word in ("Dep. Variable:", "Y", "Verdict:", "Selected:", "risk R_e(b)", "X3"):
         assert word in text
+    for word in ("gamma:", "weight w_e", "Solver:", "[1] "):
+        assert word in str(res.summary(detail=True)) and word not in text
     assert "<table" in res._repr_html_()
     lines = text.splitlines()
     rules = {len(line) for line in lines if set(line) <= set("=-") and line}
     assert rules == {78} and max(map(len, lines)) == 78      # one width for tables and notes
-    assert any(line.startswith("environment") and "risk R_e(b)" in line for line in lines)
-    latex = res.summary().as_latex()
+    assert any(line.startswith("risk R_e(b)") for line in lines)   # one column per environment
+    latex = res.summary(detail=True).as_latex()
     assert r"\begin{tabular}" in latex and "Phi\\_mu" in latex
     assert repr(res).startswith("<NegDROResults: outcome='Y', p=6")
 
@@ -201,7 +203,7 @@ def test_cli_demo(capsys):
         warnings.simplefilter("error")
         assert main(["demo", "--p", "6", "--n", "2000"]) == 0
     out = capsys.readouterr().out
-    assert "NegDRO Alg. 3" in out and "||b_hat - beta*||_2" in out
+    assert "Verdict:" in out and "||b_hat - beta*||_2" in out
 
 
 def test_identification_and_invariance_in_results(df):
@@ -209,7 +211,8 @@ def test_identification_and_invariance_in_results(df):
     assert res.identification.condition == "1b" and res.ident_margin > 0
     assert res.invariance.df == 3 and 0 <= res.invariance.pvalue <= 1
     text = str(res.summary())
-    assert "Cond. 1b rel. margin" in text and "Equal environment risks" in text
+    assert "Cond. 1b rel. margin" in text and "Equal risks p:" in text
+    assert "Equal environment risks" in str(res.summary(detail=True))
     off = NegDRO(df, env="env", outcome="Y").fit(check_identification=False, n_boot=0)
     assert off.identification is None and np.isnan(off.ident_margin)
     # With an intercept the margin is that of the pooled-centred covariates (the constant,
@@ -379,10 +382,10 @@ def test_summary_counts_bootstrap_refits_that_stopped_early(df):
     from dataclasses import replace
 
     res = NegDRO(df, env="env", outcome="Y").fit(n_boot=6, rng=0)
-    assert "stopped before tol" not in str(res.summary())
+    assert "stopped before tol" not in str(res.summary(detail=True))
     converged = np.array([False, True, False, True, True, True])
     res._bootstrap = replace(res.bootstrap, converged=converged)
-    assert "2 refits stopped before tol" in " ".join(str(res.summary()).split())
+    assert "2 refits stopped before tol" in " ".join(str(res.summary(detail=True)).split())
 
 
 def test_unconverged_fit_reports_the_stage_that_stalled(df):

@@ -72,8 +72,11 @@ def test_vignette_page_shows_its_figures_or_why_it_stopped(html, path):
         assert (html / "vignettes" / src).resolve().is_file(), src
 
 
-@pytest.mark.parametrize("page", ["coming_from.rst", "getting_started.rst"])
+@pytest.mark.parametrize("page", sorted(page.name for page in DOCS.glob("*.rst")
+                                         if ">>>" in page.read_text()))
 def test_doc_page_snippets_run(page):
+    """Every page with ``>>>`` examples runs them as doctests (the other Python blocks:
+    ``test_doc_examples.py``)."""
     failed, attempted = doctest.testfile(
         str(DOCS / page), module_relative=False, report=False,
         optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)

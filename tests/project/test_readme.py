@@ -1,9 +1,12 @@
-"""The README runs as written: its Python blocks in order, in one namespace (as a reader
-pastes them), and every ``negdro`` line of its command-line block on files of the shape
-that line names.  The two set-up blocks are what CI itself runs."""
+"""The README runs as written: each of its Python blocks alone in a fresh interpreter, and
+every ``negdro`` line of its command-line block on files of the shape that line names.
+The two set-up blocks are what CI itself runs."""
 
+import os
 import re
 import shlex
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -11,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from negdro_stats import IdentificationWarning, cli, simulate
+from negdro_stats import cli, simulate
 
 README = (Path(__file__).parents[2] / "README.md").read_text()
 
@@ -37,30 +40,44 @@ def test_the_readme_has_the_blocks_this_test_runs():
 # rejected: what that block shows); the scikit-learn example's leave-one-environment-out
 # folds fit on three of eq. (33)'s four environments, where Condition 1b fails;
 # third-party deprecations are not ours.
-README_WARNS = {2: (IdentificationWarning,),
-                3: (IdentificationWarning, FutureWarning, DeprecationWarning)}
+README_WARNS = {2: ("negdro_stats.exceptions.IdentificationWarning",),
+                3: ("negdro_stats.exceptions.IdentificationWarning", "builtins.FutureWarning",
+                    "builtins.DeprecationWarning")}
+
+# What a block's comments claim, checked in its namespace after it ran.
+README_CLAIMS = {
+    1: "import numpy as np, pathlib\n"
+       "assert np.linalg.norm(res.params.to_numpy() - simulate.eq33(p=10).beta_star) < 0.05\n"
+       "assert pathlib.Path('fit.pkl').exists() and res.bootstrap is not None",
+    3: "assert len(cv['test_score']) == 4                  # one fold per environment",
+    4: "assert not plan.check_identification().identified",
+}
+
+# Runs a block file alone: warnings are errors but for the block's own; then its claims.
+RUNNER = """import importlib, runpy, sys, warnings
+warnings.simplefilter("error")
+for name in sys.argv[3:]:
+    module, _, cls = name.rpartition(".")
+    warnings.simplefilter("ignore", getattr(importlib.import_module(module), cls))
+namespace = runpy.run_path(sys.argv[1], run_name="__main__")
+exec(sys.argv[2], namespace)
+"""
 
 
-def test_every_python_block_runs(tmp_path, monkeypatch):
-    """Each block as written (save() writes into a scratch folder, figures to no screen);
-    then a few of the claims their comments make."""
+@pytest.mark.parametrize("k", range(1, len(_blocks("python")) + 1))
+def test_each_python_block_runs_alone(k, tmp_path):
+    """Each block in a fresh interpreter, as a reader pastes it into a new session: its
+    own imports, save() into a scratch folder, figures to no screen; then a few of the
+    claims its comments make."""
     pytest.importorskip("sklearn")
-    matplotlib = pytest.importorskip("matplotlib")
-    matplotlib.use("Agg")
-    monkeypatch.chdir(tmp_path)
-    namespace: dict = {}
-    for k, block in enumerate(_blocks("python")):
-        with warnings.catch_warnings():              # issue 41: the examples run clean,
-            warnings.simplefilter("error")           # but for what an example is about
-            for category in README_WARNS.get(k + 1, ()):
-                warnings.simplefilter("ignore", category)
-            exec(compile(block, f"README.md, Python block {k + 1}", "exec"), namespace)
-    res = namespace["res"]
-    assert np.linalg.norm(res.params.to_numpy() - simulate.eq33(p=10).beta_star) < 0.05
-    assert (tmp_path / "fit.pkl").exists() and res.bootstrap is not None
-    assert len(namespace["cv"]["test_score"]) == 4              # one fold per environment
-    assert not namespace["plan"].check_identification().identified
-    matplotlib.pyplot.close("all")
+    pytest.importorskip("matplotlib")
+    block = tmp_path / f"readme_block_{k}.py"
+    block.write_text(_blocks("python")[k - 1])
+    proc = subprocess.run([sys.executable, "-c", RUNNER, str(block), README_CLAIMS.get(k, ""),
+                           *README_WARNS.get(k, ())], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600, env={**os.environ, "MPLBACKEND": "Agg"})
+    assert proc.returncode == 0, f"README.md, Python block {k}:\n{proc.stderr[-3000:]}"
+    assert proc.stdout.strip(), f"README.md, Python block {k} prints nothing"
 
 
 def _cli_lines() -> list[list[str]]:

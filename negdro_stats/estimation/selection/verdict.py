@@ -251,13 +251,13 @@ def _undetermined(w: Walked, rank: RankTest, fit: GMMFit | None,
                                     instruments=w.instruments_within(few))
     if holds:
         verdict = (weak + "; Condition 1b holds on the directions they determine "
-                   f"(relative margin {margin:.3g}; Theorem 4's bound 1 / (margin (1 + "
+                   f"(margin {margin:.3g} there; Theorem 4's bound 1 / (margin (1 + "
                    f"gamma |E|)) = {bound:.2g}), so Algorithm 3's fit identifies beta* if "
                    "every child of the outcome is among the intervened covariates "
                    "(Condition 4, Theorem 6), which the data cannot check")
     else:
         verdict = (weak + "; nor does Condition 1b hold clearly on the directions they "
-                   f"determine (relative margin {margin:.3g}, Theorem 4's bound "
+                   f"determine (margin {margin:.3g} there, Theorem 4's bound "
                    f"{bound:.2g} > {BIAS_MAX:g}), so Algorithm 3's fit may be biased there")
     contested, identified = (), holds
     if readings is not None:                 # the data cannot tell which reading holds
