@@ -92,10 +92,10 @@ def build_summary(res: Results, *, alpha: float, show: str | None, ci_method: st
              *outside(res, ci, kind, robust),
              *fit_notes(res)]
     numbered = [wrap_note(f"[{k}] {t}", width) for k, t in enumerate(notes, start=1)]
-    lines = [_folded(res, folded, kind, robust)] if len(folded) else []
+    lines: list[str | None] = [_folded(res, folded, kind, robust)] if len(folded) else []
     if detail:
-        smry.add_extra_txt([wrap_note(line, width, indent="") for line in lines]
-                           + numbered)
+        smry.add_extra_txt([wrap_note(line, width, indent="") for line in lines
+                            if line is not None] + numbered)
         return smry
     lines += [*alarm_notes(res), _outside_short(res, ci, kind, robust),
               _causes_line(res, robust, alpha),
@@ -290,8 +290,8 @@ def _caption(res: Results, kind: str, alpha: float, robust: RobustSet | None,
         return f"{level} {ci_method} bootstrap: valid if Condition 4 holds" + beside
     if kind == "bootstrap":
         boot = shown_bootstrap(res, kind)
-        return (f"{level} {ci_method} bootstrap intervals, {boot.n_boot} refits, selection "
-                "included" + beside)
+        refits = "" if boot is None else f", {boot.n_boot} refits"
+        return f"{level} {ci_method} bootstrap intervals{refits}, selection included" + beside
     if conditional(res):
         return f"std err, P>|z|, {level} CI: valid if Condition 4 holds" + beside
     return f"std err, P>|z|, {level} CI: Wald, conditional on the selected support" + beside

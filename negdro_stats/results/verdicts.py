@@ -466,27 +466,33 @@ def direct_causes(res: Results, robust: Any, alpha: float
     None where the data cannot tell; what the declaration assumes).  Holm's step-down
     on the robust p-values (``robust``, a :class:`RobustSet`, valid however weak the
     identification) where they are given; on the analytic P>|z| of the selected
-    covariates (conditional on the support) where the fit is identified, or under
-    Condition 4 where the :func:`verdict` rests on it; none where the data reject
-    invariance or leave the fit unidentified without robust p-values."""
-    usable = robust is not None and not robust.empty
-    causes = robust.causes(alpha) if usable else None
-    said = [None if causes is None else (tuple(causes.index[causes]),
-                                         "no condition, Holm on robust p")]
+    covariates where the :func:`verdict` rests on Condition 4, or where the fit is
+    identified and no robust p-values are given (conditional on the support); none
+    where the data reject invariance, or leave the fit unidentified without robust
+    p-values."""
     v = verdict(res)
     if v == "rejected":
         return [(None, "the data reject invariance")]
-    if v in ("identified", "if Condition 4") and not (usable and v == "identified"):
-        p = res.pvalues.drop(res.params.index[res.intercept]) if res.intercept is not None \
-            else res.pvalues
-        tested = p[res.support.reindex(p.index).fillna(False).to_numpy() & p.notna().to_numpy()]
-        names: tuple[str, ...] = ()
-        if len(tested):
-            from statsmodels.stats.multitest import multipletests  # (on first use)
-
-            names = tuple(tested.index[multipletests(tested.to_numpy(), alpha=alpha,
-                                                     method="holm")[0]])
-        said.insert(0, (names, "if Condition 4, Holm on P>|z|" if v == "if Condition 4"
-                        else "conditional on the support, Holm on P>|z|"))
-    found = [pair for pair in said if pair is not None]
+    usable = robust is not None and not robust.empty
+    found: list[tuple[tuple[str, ...] | None, str]] = []
+    if v == "if Condition 4":
+        found.append((_holm(res, alpha), "if Condition 4, Holm on P>|z|"))
+    elif v == "identified" and not usable:
+        found.append((_holm(res, alpha), "conditional on the support, Holm on P>|z|"))
+    if usable:
+        causes = robust.causes(alpha)
+        found.append((tuple(causes.index[causes]), "no condition, Holm on robust p"))
     return found or [(None, "not identified, and no robust p-values")]
+
+
+def _holm(res: Results, alpha: float) -> tuple[str, ...]:
+    """Holm's step-down on the analytic P>|z| of the selected covariates, the intercept
+    left out (:func:`direct_causes`)."""
+    p = res.pvalues[res.support.to_numpy()].dropna()
+    if res.intercept is not None:
+        p = p.drop(res.params.index[res.intercept], errors="ignore")
+    if not len(p):
+        return ()
+    from statsmodels.stats.multitest import multipletests  # (on first use)
+
+    return tuple(p.index[multipletests(p.to_numpy(), alpha=alpha, method="holm")[0]])
