@@ -271,7 +271,7 @@ def _fit(args: argparse.Namespace) -> int:
         if args.json:
             output = res.to_dict(alpha=args.alpha)
         else:
-            summary = res.summary(alpha=args.alpha)
+            summary = res.summary(alpha=args.alpha, detail=args.detail)
             output = {"text": summary.as_text, "html": summary.as_html,
                       "latex": summary.as_latex}[args.format or "text"]()
     print(_as_json(output) if args.json else output)
@@ -486,6 +486,8 @@ def _fit_options(fit: argparse.ArgumentParser) -> None:
     _knows(fit)
     fit.add_argument("--format", choices=["text", "html", "latex"], default=None,
                      help="format of the summary (default: text)")
+    fit.add_argument("--detail", action="store_true",
+                     help="the summary with its numbered notes (summary(detail=True))")
     fit.add_argument("--save", metavar="PATH", default=None,
                      help="also save the results to PATH (negdro_stats.load(PATH) reads "
                           "them); an existing file is not replaced")

@@ -532,3 +532,11 @@ def test_the_cli_reads_other_encodings(capsys, tmp_path):
     code, out, err = run(capsys, "fit", path, "--env", "env", "--outcome", "Y", "--json",
                          "--encoding", "latin-1", "--n-boot", 0)
     assert code == 0 and json.loads(out)["nobs"] == {"Bern": 20, "Zürich": 20}
+
+
+def test_fit_detail_prints_the_notes(capsys, csv):
+    """--detail is summary(detail=True): the numbered notes the short summary points to."""
+    code, out, err = run(capsys, "fit", csv, "--env", "env", "--outcome", "Y", "--detail")
+    assert code == 0 and "[1] " in out and "summary(detail=True)" not in out
+    code, out, err = run(capsys, "fit", csv, "--env", "env", "--outcome", "Y")
+    assert code == 0 and "[1] " not in out and "summary(detail=True)" in out
