@@ -39,6 +39,7 @@ __all__ = ["Moments", "MomentAccumulator", "N_POPULATION", "block"]
 N_POPULATION = 1e12      # rows assumed for population moments: noise far below rounding
 EXACT_FIT = 1e-10        # unexplained share of an outcome the covariates give exactly
 DEFAULT_CHUNK_ROWS = 65_536
+_SQRT_TINY = float(np.sqrt(np.finfo(np.float64).tiny))   # ~1.5e-154: its square underflows
 
 
 
@@ -98,12 +99,16 @@ class Moments:
             return
         # Along a fixed random direction v: |(derived - cov) v| <= 1e-8 size (size @ |v|)
         # wherever every entry is within 1e-8 size size^T (rounding: ~eps of the raw
-        # moments' size); the matrices themselves take 0.05 s a copy at p = 1,000.
+        # moments' size); the matrices themselves take 0.05 s a copy at p = 1,000.  A
+        # column whose mean square underflows (|x| below ~1e-154, e.g. x * 1e-200) keeps
+        # cross moments its size of 0 cannot bound: its size is at least sqrt(tiny)
+        # (the data checks refuse such columns with their own message).
         v = np.random.default_rng(0).standard_normal(self.p + 1)
         mean = np.column_stack([self.mean_x, self.mean_y])
         raw_v = np.column_stack([self.Sigma @ v[:-1] + self.sxy * v[-1],
                                  self.sxy @ v[:-1] + self.syy * v[-1]])
-        size = np.sqrt(np.abs(np.column_stack([np.einsum("eii->ei", self.Sigma), self.syy])))
+        size = np.maximum(np.sqrt(np.abs(np.column_stack([np.einsum("eii->ei", self.Sigma),
+                                                          self.syy]))), _SQRT_TINY)
         with np.errstate(invalid="ignore"):          # (an empty block's NaN moments)
             gap = raw_v - mean * (mean @ v)[:, None] - self.cov @ v
             stale = np.abs(gap) > 1e-8 * size * (size @ np.abs(v))[:, None]
@@ -289,18 +294,23 @@ class Moments:
     def with_outcome(self, u: FloatArray) -> Moments:
         """Moments of ``(X, [X, Y] @ u)``: the outcome replaced by a linear combination of
         the covariates and itself (``u``, length p + 1), e.g. ``Y - beta0 X_j``; the
-        fourth moments are dropped.  (Only the outcome's row and column change: O(p^2).)"""
+        fourth moments are dropped.  (Only the outcome's row and column change: O(p^2).)
+        Where :attr:`cov` is kept, the new outcome's raw moments are formed from it
+        (``Cov_e`` plus the means' product, as :meth:`shifted` does): a combination that
+        cancels (``Y - 2 X_3`` where ``Y = 2 X_3``) then keeps moments that agree with its
+        covariance, instead of the raw moments' rounding of the terms it cancelled."""
         u_x, u_y = u[:self.p], u[self.p]
-        new_sxy = self.Sigma @ u_x + self.sxy * u_y                 # E_e[X (Z u)]
         mean = np.column_stack([self.mean_x, self.mean_y]) @ u
-        cov = None
-        if self.cov is not None:
-            cov, c = self.cov.copy(), self.cov @ u
-            cov[:, self.p, :], cov[:, :, self.p] = c, c
-            cov[:, self.p, self.p] = c @ u
-        return replace(self, mean_y=mean, sxy=new_sxy,
-                       syy=new_sxy @ u_x + (self.sxy @ u_x + self.syy * u_y) * u_y,
-                       fourth=None, cov=cov)
+        if self.cov is None:
+            new_sxy = self.Sigma @ u_x + self.sxy * u_y                 # E_e[X (Z u)]
+            return replace(self, mean_y=mean, sxy=new_sxy,
+                           syy=new_sxy @ u_x + (self.sxy @ u_x + self.syy * u_y) * u_y,
+                           fourth=None)
+        cov, c = self.cov.copy(), self.cov @ u
+        cov[:, self.p, :], cov[:, :, self.p] = c, c
+        cov[:, self.p, self.p] = c @ u
+        return replace(self, mean_y=mean, sxy=c[:, :self.p] + self.mean_x * mean[:, None],
+                       syy=cov[:, self.p, self.p] + mean**2, fourth=None, cov=cov)
 
     def pooled_weights(self) -> FloatArray:
         """Each environment's share of the rows, ``n_e / n`` (equal shares for population

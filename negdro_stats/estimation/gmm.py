@@ -334,6 +334,18 @@ class InvarianceGMM(ContinuouslyUpdated):
         """The information ``P_SS`` of the support ``S`` with the weight at ``b`` (p,)."""
         return self._solve(np.asarray(S, dtype=int), self._weights(b))[1]
 
+    def score_map(self, S: np.ndarray, b: FloatArray) -> FloatArray:
+        """``G_e = H_e^T W_e`` (E, |S|, q) with the weight at ``b`` (p,), ``H_e = M_e -
+        Wbar^{-1} sum_f W_f M_f`` (``M_e = Sigma_e[Z, S]``): to first order the estimate's
+        error is ``P_SS^{-1} sum_e G_e`` times the errors of the environments' mean scores
+        ``E_e[Z r]`` at the truth (the normal equations linearised, the common ``m``
+        profiled: their deviations vanish there); ``sum_e G_e V_e G_e^T / n_e = P_SS``
+        with ``V_e = n_e W_e^{-1}``."""
+        W = self._weights(b)
+        M = block(self.M, slice(None), np.asarray(S, dtype=int))
+        H = M - inv_psd(W.sum(axis=0)) @ (W @ M).sum(axis=0)
+        return np.einsum("eqk,eqr->ekr", H, W)
+
     def information_along(self, v: FloatArray) -> FloatArray:
         """The information of every covariate with the weight of the moments ``E_e[Z
         X^T v]`` (Isserlis; the noise of the equations ``(Sigma_e - Sigma_bar) v`` along

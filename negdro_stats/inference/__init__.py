@@ -1,6 +1,7 @@
 """The inference stage: the stratified bootstrap of the whole estimator
-(:mod:`.stratified`), confidence sets by inverting the invariance test (:mod:`.robust`)
-and the analytic covariance of the refit (:mod:`.sandwich`).
+(:mod:`.stratified`), confidence sets by inverting the invariance test (:mod:`.robust`),
+the analytic covariance of the refit (:mod:`.sandwich`) and the profiled intercept's
+terms of both (:mod:`.intercept`).
 
 Imports the foundations, :mod:`negdro_stats.data`, and only the public names of
 :mod:`negdro_stats.estimation` (its ``__all__``).

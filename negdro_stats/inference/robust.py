@@ -55,7 +55,20 @@ Score covariances: the Gaussian form from the moments at each ``b`` plus the non
 part (the rows' or fourth moments' ``Var_e((X r, r^2))`` minus the Gaussian form) estimated once
 at the reported fit and held fixed, as in the selection.  With an intercept the slopes are
 judged on the pooled-centred moments (the intercept profiled by the pooled level
-condition, as the fit does); the intercept's own interval is not computed (NaN).
+condition, as the fit does); the intercept's interval combines the subvector interval of
+``xbar^T beta*`` at level ``alpha / 2`` with the normal interval of the noise's pooled mean
+at level ``alpha / 2`` (Bonferroni; :mod:`negdro_stats.inference.intercept`), and has no
+p-value (NaN).
+
+An exact fit.  Where the reported fit leaves every residual 0 to rounding (``EXACT_FIT``, an
+outcome that is a combination of covariates, ``Y = 2 X_3``), every condition holds exactly
+there and the statistic is 0 (a zero residual's deviations are 0, as in the selection's
+criterion, rather than rounding over rounding).  Off the fit the residual is ``(b_hat -
+b)^T X``, and ``AR`` does not change when it is scaled, so ``AR(b)`` is at least the
+least ``AR`` over directions, the profiles' limit ``A`` below, and every profile is ``A``
+off the fit: each interval is the point ``b_hat_j`` (the only ``b_j`` with a zero
+residual), or the whole line where ``A`` is below the quantile (the environments leave a
+direction along which the residual's moments stay invariant) (:attr:`RobustSet.exact`).
 
 The Bartlett factor.  The non-Gaussian part is a fourth moment of the rows, and on skewed
 or heavy-tailed noise its estimate is noisy enough to inflate every statistic: at
@@ -87,15 +100,16 @@ scaled one is reliable (nor, with scores that heavy-tailed, the bootstrap's own)
 quantiles are scaled by ``BARTLETT_MAX`` and :attr:`RobustSet.reliable` is False (the
 summary says so beside the set's verdict).
 
-Why one module of ~880 lines: the joint test, its continuously updated estimator, the
-subvector statistics (AR and KJ) and the interval search are one inversion; each part is
-used only by the next.
+Why one module of ~1,000 lines: the joint test, its continuously updated estimator, the
+subvector statistics (AR and KJ) and the interval search are one inversion (the
+intercept's is the same inversion on transformed covariates); each part is used only by
+the next.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Literal, NamedTuple
 
@@ -104,7 +118,7 @@ import pandas as pd
 from scipy import linalg
 
 from .._resampling import map_jobs, process_jobs
-from .._stats import chi2_ppf, chi2_sf
+from .._stats import chi2_ppf, chi2_sf, norm_isf
 from .._typing import ArrayLike, FloatArray
 from .._validation import check_option, check_scalar
 from ..data.fourth import (
@@ -127,6 +141,7 @@ from ..estimation import (
     standardised_cov,
 )
 from ..exceptions import DataError
+from .intercept import InterceptPlan, level_variance
 
 __all__ = ["RobustSet", "robust_set", "too_few_moments"]
 
@@ -171,11 +186,13 @@ class RobustSet:
     estimate : Series
         The CUE, the centre of the per-coefficient search (original units).
     lower, upper : Series
-        Per-coefficient subvector intervals (+-inf where unbounded; NaN where empty, and
-        for the intercept); computed on first use, with ``pvalues``.
+        Per-coefficient subvector intervals (+-inf where unbounded; NaN where empty); the
+        intercept's by Bonferroni (module docstring); computed on first use, with
+        ``pvalues``.
     pvalues : Series
         Robust p-values of "no direct effect" (``b_j = 0``); NaN where the set is empty
-        (the test then rejects every ``b``, with or without ``X_j``).
+        (the test then rejects every ``b``, with or without ``X_j``), and for the
+        intercept.
     test : {"kj", "ar"}
         The subvector test the intervals and p-values invert: Kleibergen's KJ test
         (default; about the efficient GMM's Wald interval where ``beta*`` is
@@ -195,6 +212,9 @@ class RobustSet:
         where it is not measured (no row sample, or too few rows per moment condition);
         every chi2 quantile above is multiplied by it, up to ``BARTLETT_MAX``
         (:attr:`scale`).
+    exact : bool
+        The reported fit leaves every residual 0 to rounding: each interval is the
+        reported coefficient or the whole line (module docstring, "An exact fit").
     """
 
     alpha: float
@@ -205,13 +225,15 @@ class RobustSet:
     df_sub: int
     critical_sub: float
     instruments: tuple[str, ...]
-    test: str
+    test: Literal["kj", "ar"]
     _gmm: _RiskAR                    # the joint test, on standardised moments
     _subvector: _Subvector           # the subvector tests, on the same
     _slopes: np.ndarray              # the coefficients it covers (model order)
     _to_std: FloatArray              # b -> standardised b, entrywise
     _starts: tuple          # residual moments' CUE, fit, s.e., joint CUE (standardised)
     bartlett: float = np.nan   # (a set saved before the factor existed: not measured)
+    exact: bool = False        # (idem, before the exact-fit rule)
+    _intercept: InterceptPlan | None = None    # the profiled intercept's interval
 
     @cached_property
     def _projections(self) -> tuple[pd.Series, pd.Series, pd.Series]:
@@ -230,13 +252,45 @@ class RobustSet:
         for j in covered:
             lower[j], upper[j], pvalues[j] = done[j]
 
-        def series(values: FloatArray, name: str) -> pd.Series:
+        def series(values: FloatArray, name: str, intercept: float) -> pd.Series:
             out = pd.Series(np.nan, index=self.estimate.index, name=name)
             out.iloc[self._slopes] = values
+            if self._intercept is not None:
+                out.iloc[self._intercept.const] = intercept
             return out
 
-        return (series(lower / self._to_std, "lower"), series(upper / self._to_std, "upper"),
-                series(pvalues, "robust p"))
+        c_lo, c_hi = self._intercept_bounds
+        return (series(lower / self._to_std, "lower", c_lo),
+                series(upper / self._to_std, "upper", c_hi),
+                series(pvalues, "robust p", np.nan))
+
+    @cached_property
+    def _intercept_bounds(self) -> tuple[float, float]:
+        """The intercept's interval (:mod:`negdro_stats.inference.intercept`): the
+        subvector interval of ``t = xbar^T b`` (the same test, on the covariates
+        transformed to carry ``t``, at level ``alpha / 2``) and the noise's pooled mean
+        at level ``alpha / 2``; NaN without an intercept or where the set is empty."""
+        plan = self._intercept
+        if plan is None or self.empty:
+            return np.nan, np.nan
+        z = norm_isf(plan.alpha / 4.0)
+        if not plan.a_std.any():                 # xbar = 0: t = 0 whatever b
+            return plan.interval(0.0, 0.0, z)
+        if not plan.a_std[plan.k]:               # no instrument carries xbar^T b
+            return np.nan, np.nan
+        joint, R = self._gmm, self._gmm.R
+        moved = plan.moments(joint.mom)
+        d, s = moved.scales()
+        A = plan.instruments_map(R)
+        unit = np.append(d[R], s) * s                          # of (Z r, r^2), as _Profile
+        inner = _inverted(moved.rescale(d, s), plan.coefficients(self._starts[1]) * d / s,
+                          R, A.T @ joint.K @ A / np.multiply.outer(unit, unit),
+                          alpha=plan.alpha / 2.0, test=self.test, bartlett=self.bartlett,
+                          exact=self.exact)
+        if inner.empty:
+            return np.nan, np.nan
+        lo, hi, _ = inner._projection(plan.k)
+        return plan.interval(lo * s / d[plan.k], hi * s / d[plan.k], z)
 
     def _projection(self, j: int) -> tuple[float, float, float]:
         """``(lower, upper, pvalue)`` of the ``j``-th coefficient the set covers
@@ -249,6 +303,8 @@ class RobustSet:
             pvalue = stat.pvalue(j)
             if stat.limit <= stat.critical:
                 ends = (-np.inf, np.inf)             # far out on both sides is inside
+            elif self.exact:          # off the fit every profile is at its limit: a point
+                ends = (b0[j], b0[j])                # (module docstring, "An exact fit")
             elif (centre := _inside(lambda x: stat(j, x),
                                     [*(b[j] for b in joint), cue_b[j], b0[j], 0.0], se[j],
                                     stat.critical)) is not None:    # (None: no projection)
@@ -259,11 +315,15 @@ class RobustSet:
     def bounded_of(self, names: list[str]) -> pd.Series:
         """Whether the intervals of the coefficients ``names`` are bounded, computing
         only theirs (:attr:`bounded` computes every coefficient's, ~15 fits each); False
-        where the set is empty or does not cover a coefficient (the intercept)."""
+        where the set is empty."""
         covered = {self.estimate.index[k]: j for j, k in enumerate(self._slopes)}
-        return pd.Series([not self.empty and name in covered and bool(np.isfinite(
-            self._projection(covered[name])[:2]).all()) for name in names],
-            index=list(names), name="bounded", dtype=bool)
+
+        def ends(name: str) -> tuple[float, float]:
+            return (self._projection(covered[name])[:2] if name in covered
+                    else self._intercept_bounds)
+
+        return pd.Series([not self.empty and bool(np.isfinite(ends(name)).all())
+                          for name in names], index=list(names), name="bounded", dtype=bool)
 
     @property
     def lower(self) -> pd.Series:
@@ -496,14 +556,16 @@ def too_few_moments(mom: Moments, const: int | None = None) -> str | None:
 
 def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
                score_cov: Callable[[FloatArray, np.ndarray], FloatArray] | None = None,
-               const: int | None = None, test: Literal["kj", "ar"] = "kj"
-               ) -> RobustSet:
+               const: int | None = None, test: Literal["kj", "ar"] = "kj",
+               origin: FloatArray | None = None) -> RobustSet:
     """The robust confidence set of ``beta*`` (module docstring) from per-environment
     moments, the reported fit ``b_hat`` (model order) where the non-Gaussian part of the
     score covariances is estimated (``score_cov(b, cols)``, e.g.
     :meth:`~negdro_stats.MultiEnvData.score_cov`; without it the Gaussian form),
-    ``const`` the index of an intercept column (profiled) and ``test`` the subvector
-    test of the intervals (:class:`RobustSet`)."""
+    ``const`` the index of an intercept column (profiled; ``origin``: the pooled means
+    of the other covariates and the outcome that ``mom`` is taken about, the data's
+    frame of the intercept, default 0) and ``test`` the subvector test of the intervals
+    (:class:`RobustSet`)."""
     alpha = check_scalar(alpha, "alpha", "robust_set", min_val=0, max_val=0.5,
                          closed="neither")
     test = check_option(test, "test", "robust_set", ("kj", "ar"))
@@ -521,15 +583,41 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
     d, s_y = work.scales()
     std = work.rescale(d, s_y)
     _, rows_cov = standardised_cov(score_cov, d, s_y)
-    every = np.arange(p)
-    R = every if q >= p else np.sort(most_heterogeneous(std)[:q])
+    R = np.arange(p) if q >= p else np.sort(most_heterogeneous(std)[:q])
     b0 = b_work * d / s_y
     cols = np.append(R, RESIDUAL)                 # the residual moments and the risk
     K = (np.zeros((E, len(cols), len(cols))) if rows_cov is None
          else rows_cov(b0, cols) - gaussian_score_cov(std, b0, cols))
-    bartlett = np.nan if rows_cov is None else _bartlett(std, b0, cols)
-    factor = _scale(bartlett)                     # of every quantile (RobustSet.scale)
+    risks = isserlis_parts(std, b0, R)[4]
+    exact = bool(np.all(risks <= EXACT_FIT * np.maximum(std.syy, 1.0)))
+    bartlett = np.nan if rows_cov is None or exact else _bartlett(std, b0, cols)
+    found = _inverted(std, b0, R, K, alpha=alpha, test=test, bartlett=bartlett,
+                      exact=exact)
+    scale = s_y / d                              # standardised -> original units
+    estimate = pd.Series(np.nan, index=names)
+    estimate.iloc[slopes] = found.estimate.to_numpy() * scale
+    plan = None
+    if const is not None:
+        w = mom.pooled_weights()
+        level = np.append(w @ mom.mean_x[:, slopes], w @ mom.mean_y) + (
+            0.0 if origin is None else np.asarray(origin, dtype=np.float64))
+        a_std = level[:-1] / d                   # xbar^T b = s_y a_std^T b_std
+        plan = InterceptPlan(const=const, alpha=alpha, a_std=a_std,
+                             k=int(R[np.argmax(np.abs(a_std[R]))]), y_bar=float(level[-1]),
+                             s_y=s_y, se=np.sqrt(level_variance(work, b_work)))
+    return replace(found, estimate=estimate, instruments=tuple(work.names[k] for k in R),
+                   _slopes=slopes, _to_std=1.0 / scale, _intercept=plan)
 
+
+def _inverted(std: Moments, b0: FloatArray, R: np.ndarray, K: FloatArray, *,
+              alpha: float, test: Literal["kj", "ar"], bartlett: float,
+              exact: bool) -> RobustSet:
+    """The set of the standardised moments ``std`` (module docstring), at the reported
+    fit ``b0``, on the instruments ``R`` with the cumulant ``K`` (standardised): in
+    standardised units, every coefficient covered, no intercept."""
+    p = std.p
+    every = np.arange(p)
+    factor = _scale(bartlett)                     # of every quantile (RobustSet.scale)
     moments_only = InvarianceGMM(std, instruments=R, cumulant=Cumulant(R, K[:, :-1, :-1]),
                                  b_ref=b0)
     cue = min(moments_only.fit_cue(every), moments_only.fit_cue(every, start=b0),
@@ -551,19 +639,13 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
         np.isfinite(cue.se) & (cue.se > 0), cue.se, 1.0))
     # ... at least the resolution of the statistic: it takes every risk below EXACT_FIT
     # as 0, so it cannot tell coefficients apart closer than sqrt(EXACT_FIT) (standardised
-    # units).  Where the covariates give the outcome exactly, the curvature is rounding
-    # (s.e. 1e-8), and whether the searches' steps leave that zone would decide the
-    # interval: (-inf, 0.500009] or [0.49999, 0.50001] for 0.5, by the BLAS threads'
-    # rounding.
+    # units).
     se = np.maximum(se, np.sqrt(EXACT_FIT))
-    scale = s_y / d                              # standardised -> original units
-    estimate = pd.Series(np.nan, index=names)
-    estimate.iloc[slopes] = cue.b * scale
     return RobustSet(alpha=alpha, statistic=statistic, df=df, critical=critical,
-                     estimate=estimate, df_sub=df_sub, critical_sub=subvector.critical,
-                     instruments=tuple(work.names[k] for k in R), test=test, _gmm=joint,
-                     _subvector=subvector, _slopes=slopes, _to_std=1.0 / scale,
-                     _starts=(cue.b, b0, se, best.b), bartlett=bartlett)
+                     estimate=pd.Series(cue.b), df_sub=df_sub,
+                     critical_sub=subvector.critical, instruments=(), test=test,
+                     _gmm=joint, _subvector=subvector, _slopes=every, _to_std=np.ones(p),
+                     _starts=(cue.b, b0, se, best.b), bartlett=bartlett, exact=exact)
 
 
 def _scale(bartlett: float) -> float:
@@ -618,7 +700,13 @@ class _Profile:
     a root search and the checks for pieces far out use the continuation only
     (``"near"``; such a value above the quantile is marked unverified, and a later
     ``"decide"`` at the same point tries the other starts); p-values every start
-    (``"all"``).  ``fits`` counts the CUE fits."""
+    (``"all"``).  ``fits`` counts the CUE fits.
+
+    Where ``Y - beta_0 X_j`` is 0 to rounding (its mean square at most ``EXACT_FIT`` of
+    the outcome's in every environment: ``b_j = beta_0`` alone fits exactly), every
+    condition holds exactly at ``b_j = beta_0`` with the others 0, and ``AR_j`` is 0
+    there (the cue criterion's rule for a zero residual; rescaled to unit scale, that
+    outcome would be rounding over rounding)."""
 
     def __init__(self, std: Moments, R: np.ndarray, K: FloatArray, critical: float,
                  anchors: tuple[FloatArray, ...]) -> None:
@@ -650,8 +738,13 @@ class _Profile:
         seen = self.seen.setdefault(j, {})
         if beta0 in seen and starts != "all" and (starts == "near" or seen[beta0][2]):
             return min(seen[beta0][0], self.limit)
-        gmm, d, s = self._gmm(j, beta0)
         others = np.delete(np.arange(self.std.p), j)
+        std = self.std
+        if np.all(std.syy - 2.0 * beta0 * std.sxy[:, j] + beta0**2 * std.Sigma[:, j, j]
+                  <= EXACT_FIT * np.maximum(std.syy, 1.0)):           # Y = beta0 X_j
+            seen[beta0] = (0.0, np.zeros(len(others)), True)
+            return 0.0
+        gmm, d, s = self._gmm(j, beta0)
         near = _along(seen, beta0, self.limit)
         redo = beta0 in seen                     # an unverified value: its start was tried
         tried = [near] if near is not None and not redo else []

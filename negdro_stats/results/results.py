@@ -197,8 +197,12 @@ class NegDROResults(BootstrapViews, Saveable):
 
     def _unbounded(self) -> np.ndarray:
         """The coefficients whose standard errors are inf and intervals (-inf, inf):
-        :attr:`undetermined`, unless the intervals are conditional on Condition 4."""
-        return self.undetermined.to_numpy() & (not conditional(self))
+        :attr:`undetermined`, unless the intervals are conditional on Condition 4; and
+        then the intercept, ``ybar - b^T xbar``, too."""
+        free = self.undetermined.to_numpy() & (not conditional(self))
+        if self.intercept is not None and free.any():
+            free[self.intercept] = True
+        return free
 
     @property
     def verdict(self) -> str:
@@ -237,9 +241,10 @@ class NegDROResults(BootstrapViews, Saveable):
     def bse(self) -> pd.Series:
         """Analytic standard errors ``sqrt(diag(cov_params()))``, conditional on the
         selected support (NaN off it); inf for a coefficient the environments do not
-        determine (:attr:`undetermined`) unless the fit is Theorem 6's least-risk fit,
-        whose standard errors hold under Condition 4 (:attr:`interval_kind`).  The
-        bootstrap's are :attr:`boot_se`."""
+        determine (:attr:`undetermined`, and then for the intercept) unless the fit is
+        Theorem 6's least-risk fit, whose standard errors hold under Condition 4
+        (:attr:`interval_kind`).  The intercept's by the delta method
+        (:mod:`negdro_stats.inference.intercept`).  The bootstrap's are :attr:`boot_se`."""
         values = np.sqrt(np.maximum(np.diag(self._refit_cov[0]), 0.0))   # (an exact fit:
         values = np.where(self._unbounded(), np.inf, values)          # -1e-37 by rounding)
         return pd.Series(values, index=self.params.index, name="std err")
@@ -255,10 +260,13 @@ class NegDROResults(BootstrapViews, Saveable):
         - ``"bootstrap"``: ``method`` is ``"percentile"`` (default), ``"basic"`` or
           ``"normal"`` (the other kinds refuse a ``method``); see
           :meth:`negdro_stats.BootstrapResult.interval` (runs a pending bootstrap; NaN
-          without one).
+          without one).  The refits' distribution, selection included: a covariate
+          that no refit selects has ``[0, 0]`` (a point mass at 0, with ``boot_se``
+          0), which :meth:`to_dict` writes too.
         - ``"robust"``: the intervals of :meth:`robust_set` (test inversion, valid
           however weak the identification; +-inf where unbounded, NaN where the set is
-          empty and for the intercept).
+          empty); the intercept's by Bonferroni over the slopes' set and the noise's
+          mean (:mod:`negdro_stats.inference.intercept`).
 
         Where the environments do not determine a coefficient (:attr:`undetermined`,
         route ``"not identified"``) and the fit is not Theorem 6's least-risk invariant
@@ -364,10 +372,10 @@ class NegDROResults(BootstrapViews, Saveable):
         (``"ar"``, wider there; see :class:`~negdro_stats.inference.robust.RobustSet`)."""
         cache = self.__dict__.setdefault("_robust_sets", {})
         if (alpha, test) not in cache:
+            data = self.model.data
             cache[alpha, test] = robust_set(
-                self.model.data.moments, self.solver.b, alpha=alpha,
-                score_cov=self._score_cov(), test=test,
-                const=self.intercept)
+                data.moments, self.solver.b, alpha=alpha, score_cov=self._score_cov(),
+                test=test, const=self.intercept, origin=getattr(data, "origin", None))
         return cache[alpha, test]
 
     @property

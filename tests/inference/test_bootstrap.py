@@ -200,7 +200,7 @@ def test_the_default_bootstrap_runs_on_request(model, monkeypatch, tmp_path):
     monkeypatch.setattr(model_module.NegDRO, "run_bootstrap",
                         lambda self, *a, **k: runs.append(1) or bootstrap(self, *a, **k))
     res = model.fit(rng=3, n_jobs=1)
-    before = (str(res.summary()), res.to_dict(), res.conf_int())
+    before = (str(res.summary(detail=True)), res.to_dict(), res.conf_int())
     text = " ".join(before[0].split())
     assert before[1]["conf_int"]["kind"] == "robust" and not runs
     assert res.bootstrap_pending and res.bootstrap is None and "Boot reps: on request" in text
@@ -217,9 +217,9 @@ def test_the_default_bootstrap_runs_on_request(model, monkeypatch, tmp_path):
     assert_allclose(res.bootstrap_draws, eager.bootstrap_draws, rtol=1e-12)
     assert_allclose(ci, eager.conf_int(kind="bootstrap"), rtol=1e-12)
     assert_allclose(res.boot_se, eager.boot_se, rtol=1e-12)
-    assert str(res.summary()) == before[0] and res.to_dict() == before[1]
+    assert str(res.summary(detail=True)) == before[0] and res.to_dict() == before[1]
     pd.testing.assert_frame_equal(res.conf_int(), before[2])
-    assert "boot se" in str(res.summary(intervals="bootstrap")) and runs == [1, 1]  # (eager)
+    assert "boot se" in str(res.summary(intervals="bootstrap", detail=True)) and runs == [1, 1]  # (eager)
     loaded = load(tmp_path / "pending.pkl")
     assert loaded.bootstrap_pending
     assert_allclose(loaded.run_bootstrap().draws, eager.bootstrap_draws, rtol=1e-12)
@@ -279,7 +279,7 @@ def test_one_replicate_is_refused_and_none_is_explicit(model):
     none = model.fit(n_boot=0)
     assert none.bootstrap is None and none.boot_se.isna().all()
     assert none.conf_int(kind="bootstrap").isna().all().all()
-    assert "No bootstrap" in str(none.summary())
+    assert "No bootstrap" in str(none.summary(detail=True))
 
 
 def test_nonconverging_replicates_are_counted(model):

@@ -95,7 +95,8 @@ def test_directions_the_environments_leave_open_are_unbounded():
 
 def test_units_and_the_origin_do_not_change_the_set():
     """X1 in other units scales its interval; a shifted covariate with an intercept leaves
-    the slopes' intervals as they were."""
+    the slopes' intervals as they were; the intercept's interval is bounded, covers 0 and
+    moves with a constant added to the outcome, by that constant."""
     df = _manual(800, 4, FOUR)
     base = _fit(NegDRO(df, env="env", outcome="Y", fit_intercept=True)).conf_int(
         kind="robust")
@@ -108,7 +109,12 @@ def test_units_and_the_origin_do_not_change_the_set():
     scale["X1"] = 0.1
     for side in ("lower", "upper"):
         assert_allclose(moved[side].iloc[:-1], (base[side] * scale).iloc[:-1], rtol=1e-4)
-    assert base.loc["const"].isna().all()
+    lo, hi = base.loc["const"]
+    assert lo < 0.0 < hi and hi - lo < 0.5
+    raised = _fit(NegDRO(df.assign(Y=df.Y + 3.0), env="env", outcome="Y",
+                         fit_intercept=True)).conf_int(kind="robust")
+    assert_allclose(raised.loc["const"], base.loc["const"] + 3.0, rtol=1e-6)
+    assert_allclose(raised.iloc[:-1], slopes, rtol=1e-6)
 
 
 def test_levels_are_checked():

@@ -60,7 +60,10 @@ def test_gmm_standard_errors_match_the_spread_of_the_estimates():
     assert np.all(np.mean(np.abs(z) < 1.96, axis=0) >= 0.85)
 
 
-def test_gmm_with_an_intercept_gives_the_slopes_and_says_why_not_the_constant():
+def test_gmm_with_an_intercept_gives_the_slopes_and_the_constant():
+    """The invariance GMM with an intercept: finite standard errors for the slopes and the
+    intercept; a covariate shifted by 40 leaves the slopes' covariance as it was and
+    moves the intercept's as the map ``c' = c - 40 b_2`` says (delta method)."""
     import sys
     from pathlib import Path
 
@@ -71,10 +74,14 @@ def test_gmm_with_an_intercept_gives_the_slopes_and_says_why_not_the_constant():
     plain, shifted = (_fit(NegDRO(d, env="env", outcome="Y", fit_intercept=True))
                       for d in (df, df.assign(X2=df.X2 + 40.0)))
     assert plain.solver.refit == "gmm"
-    se = np.sqrt(np.diag(plain.cov_params()))
-    assert np.isfinite(se[:2]).all() and np.isnan(se[-1])
-    # the slopes' covariance does not move when a covariate is shifted by a constant
-    assert_allclose(np.diag(shifted.cov_params())[:2], se[:2] ** 2, rtol=1e-6)
+    cov = plain.cov_params().loc[["X1", "X2", "const"], ["X1", "X2", "const"]].to_numpy()
+    assert np.isfinite(cov).all() and np.all(np.linalg.eigvalsh(cov) > 0)
+    assert_allclose(shifted.cov_params().loc[["X1", "X2"], ["X1", "X2"]], cov[:2, :2],
+                    rtol=1e-6)
+    J = np.eye(3)
+    J[2, 1] = -40.0
+    assert_allclose(shifted.cov_params().loc[["X1", "X2", "const"], ["X1", "X2", "const"]],
+                    J @ cov @ J.T, rtol=1e-5)
 
 
 def _partial_design(p: int = 10):
@@ -127,20 +134,22 @@ def test_constrained_fit_gives_bounded_intervals_in_every_view():
     record = res.to_dict()["conf_int"]
     assert record["kind"] == "wald"
     assert_allclose([record["lower"]["X1"], record["upper"]["X1"]], [lo, hi])
-    table = res.summary().tables[1]
+    table = res.summary(detail=True).tables[1]
     row = next(r for r in table if r[0].data.strip() == "X1")
     assert_allclose([float(row[-2].data), float(row[-1].data)], [lo, hi], atol=5e-5)
-    text = " ".join(str(res.summary()).split())
+    text = " ".join(str(res.summary(detail=True)).split())
     assert "valid if every child of Y is intervened on (Condition 4" in text
     assert "P>|z|" in text and "robust p" in text
     assert np.isinf(res.conf_int(kind="robust").loc["X1"]).all()
     shifted = _fit(NegDRO(df.assign(X7=df.X7 + 40.0), env="env", outcome="Y",
                           fit_intercept=True))
     plain = _fit(NegDRO(df, env="env", outcome="Y", fit_intercept=True))
-    assert plain.solver.refit == "ils" and np.isnan(plain.bse["const"])
+    assert plain.solver.refit == "ils" and np.isfinite(plain.bse["const"])
     slopes = plain.support.to_numpy() & (plain.params.index != "const")
     assert np.isfinite(plain.bse[slopes]).all()
     assert_allclose(shifted.bse[slopes], plain.bse[slopes], rtol=1e-6)
+    assert not plain.support["X7"]           # b_7 = 0: the intercept's error is unmoved
+    assert_allclose(shifted.bse["const"], plain.bse["const"], rtol=1e-6)
 
 
 def test_conf_int_alpha_keeps_statsmodels_meaning():
