@@ -424,7 +424,14 @@ class MultiEnvData:
             if exog is None:
                 raise DataError("This model keeps no rows (built from moments, or read as a "
                                 "stream: CSV, Parquet, Dask, batches); pass exog to predict.")
-        exog = pd.DataFrame(exog) if isinstance(exog, Mapping) else as_pandas(exog)
+        if isinstance(exog, Mapping):
+            try:
+                exog = pd.DataFrame(exog)
+            except (ValueError, TypeError) as err:
+                raise DataError(f"predict(exog=...): a mapping needs a sequence of values per "
+                                f"column ({err}); for one row pass {{name: [value]}}.") from None
+        else:
+            exog = as_pandas(exog)
         if isinstance(exog, pd.DataFrame):
             if any(not isinstance(c, str) for c in exog.columns):    # as for the fit
                 exog = exog.set_axis([str(c) for c in exog.columns], axis=1)

@@ -13,6 +13,7 @@ memory).  :func:`text_labels` is the one rule for environment labels read as tex
 from __future__ import annotations
 
 import bz2
+import codecs
 import contextlib
 import csv
 import gzip
@@ -47,6 +48,11 @@ class CsvFile:
     def __init__(self, path: str | os.PathLike, *, sep: str = ",", decimal: str = ".",
                  encoding: str = "utf-8") -> None:
         self.path, self.sep, self.decimal, self.encoding = os.fspath(path), sep, decimal, encoding
+        try:
+            codecs.lookup(encoding)
+        except (LookupError, TypeError):
+            raise DataError(f"encoding={encoding!r} is not a text encoding Python knows; pass "
+                            "e.g. encoding='utf-8' or encoding='latin-1'.") from None
         if sep == decimal:
             raise DataError(f"decimal={decimal!r} is also the separator (sep={sep!r}); a "
                             "file with decimal commas is ';'-separated: pass sep=';'.")

@@ -118,11 +118,12 @@ class SolverOptions:
 
     def __post_init__(self) -> None:
         owner = "NegDRO.fit"
-        gradient_method = self.method == "algorithm1" or self.inner == "gdm"
         valid = {
             "method": check_option(self.method, "method", owner, METHODS),
             "inner": check_option(self.inner, "inner", owner, INNER_SOLVERS),
-            "refit": check_option(self.refit, "refit", owner, REFITS),
+            "refit": check_option(self.refit, "refit", owner, REFITS)}
+        gradient_method = valid["method"] == "algorithm1" or valid["inner"] == "gdm"
+        valid |= {
             "mu": check_scalar(self.mu, "mu", owner, min_val=0, max_val=1e6,
                                closed="right" if gradient_method else "both"),
             "tau": check_scalar(self.tau, "tau", owner, min_val=0, max_val=1e6),

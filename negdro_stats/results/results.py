@@ -18,7 +18,7 @@ from .._json import jsonable
 from .._saving import Saveable, load
 from .._stats import norm_isf, norm_sf
 from .._typing import ArrayLike, FloatArray
-from .._validation import check_option, check_scalar
+from .._validation import check_bool, check_option, check_scalar
 from ..estimation import SolverOutput
 from ..exceptions import DataError
 from ..identification.conditions import IdentificationResult
@@ -538,14 +538,13 @@ class NegDROResults(BootstrapViews, Saveable):
             tests, what every figure assumes), the solver's facts and ``std coef``;
             without it the notes are the HTML's collapsible block.
         """
+        detail = check_bool(detail, "detail", "summary")
         if show is not None:
             show = check_option(show, "show", "summary", ["all", "selected"])
         elif detail:
             show = "all" if len(self.params) <= SHOW_ALL_MAX_P else "selected"
         intervals = check_option(intervals, "intervals", "summary",
                                  ["auto", "wald", "bootstrap", "robust"])
-        if not isinstance(detail, bool | np.bool_):
-            raise TypeError(f"summary(detail=...) takes True or False, not {detail!r}.")
         if intervals == "bootstrap" and self.bootstrap_pending:
             self.run_bootstrap()                  # asked for: a pending one runs now
         elif intervals == "bootstrap" and self.bootstrap is None:    # (a column of NaN)
@@ -557,7 +556,7 @@ class NegDROResults(BootstrapViews, Saveable):
         from .summary import build_summary  # (statsmodels' tables: on first use)
 
         return build_summary(self, alpha=alpha, show=show, ci_method=ci_method,
-                             intervals=intervals, detail=bool(detail))
+                             intervals=intervals, detail=detail)
 
     def __str__(self) -> str:
         return self.summary().as_text()

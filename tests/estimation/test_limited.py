@@ -142,7 +142,8 @@ def test_the_least_risk_search_replaces_algorithm_3s_fallback():
     assert text.count("Identified if every child of Y is intervened on") == 1
     assert "valid if every child of Y is intervened on (Condition 4" in text
     assert "P>|z|" in text and "robust p" in text
-    row = next(line for line in str(res.summary(detail=True)).splitlines() if line.startswith("X1 "))
+    full = str(res.summary(detail=True))
+    row = next(line for line in full.splitlines() if line.startswith("X1 "))
     assert row.split()[-2:] == [f"{ci.loc['X1', 'lower']:.4f}", f"{ci.loc['X1', 'upper']:.4f}"]
 
 
@@ -287,7 +288,8 @@ def test_a_fit_that_misses_an_unshifted_cause_does_not_claim_condition_4():
             name, J, df_, pvalue = res.selection.rival
             assert pvalue >= res.selection.test_level and name in res.selection.reason
             assert any(isinstance(w.message, IdentificationWarning) for w in caught)
-            assert f"the same fit with {name} added" in " ".join(str(res.summary(detail=True)).split())
+            full = " ".join(str(res.summary(detail=True)).split())
+            assert f"the same fit with {name} added" in full
 
 
 def test_unequal_risks_at_a_least_risk_fit_are_an_alarm_in_every_view():

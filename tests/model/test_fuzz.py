@@ -615,3 +615,226 @@ def _robust_set():
         warnings.simplefilter("ignore")
         df = simulate.eq33(p=5).sample(300, rng=0)
         return NegDRO(df, env="env", outcome="Y").fit(n_boot=0).robust_set()
+
+
+# ------------------------------------------------------------------ argument lists, types
+# Issue 65 item 7.  The CLI on random argument lists: a command (or none, or a wrong one),
+# then up to five options of any command with values of every kind -- each in-process
+# through main() and a few in a fresh interpreter -- and NegDRO(...), fit(...) and the
+# results' methods with arguments of random types.  The functions below draw one case
+# from a seed and return its outcome; benchmarks/fuzz.py runs them by the thousand.
+CLI_VALUES = {                                    # option: (valid values, invalid ones)
+    "--env": (["env"], ["nope", "Y", ""]), "--outcome": (["Y", "X1"], ["env", "nope", ""]),
+    "--covariates": (["X1", "X1,X2"], ["X1,X1", "", ",", "nope", "Y,X1"]),
+    "--sep": ([","], [";", "\t", "", "ab", "\\t"]), "--decimal": (["."], [",", "x"]),
+    "--encoding": (["utf-8", "latin-1"], ["utf-16", "nope", ""]),
+    "--missing": (["raise", "drop"], ["x"]), "--refit": (["auto", "negdro", "invariant"], ["x"]),
+    "--format": (["text", "html", "latex"], ["x"]), "--variant": (["text", "code"], ["x"]),
+    "--seed": (["0", "7"], ["-1", "99999999999999999999999", "x", "1.5"]),
+    "--gamma": (["0", "1", "20", "1e308"], ["-1", "nan", "inf", "x", ""]),
+    "--alpha": (["0.05", "0.1"], ["0", "1", "2", "-0.1", "nan", "x"]),
+    "--test-level": (["0.05"], ["0", "1", "1.5", "nan", "x"]),
+    "--n-boot": (["0", "1", "2", "3"], ["-1", "x", "2.5", ""]),
+    "--n-perm": (["0", "1", "3"], ["-1", "x"]), "--p": (["5", "6"], ["3", "0", "-2", "x", "2.5"]),
+    "--n": (["30", "50"], ["0", "1", "-5", "x"]),
+    "--not-descendants": (["X1", "X1,X2"], ["nope", ""]),
+    "--targets": (["1=X1", "2=X1,X2"], ["9=nope", "1=", "=", "x"]),
+    "--save": (["{folder}/saved{seed}.pkl"], ["{folder}", "", "{folder}/no/such/x.pkl"]),
+}
+CLI_FLAGS = ["--intercept", "--json", "--help", "-h", "--version", "--", "-", "--gamma=1",
+             "--n-boot=", "-x", "ü", "fit", "--env=env"]
+CLI_PATHS = ["{folder}/d.csv", "{folder}/d.csv", "{folder}/d.csv", "{folder}/plan.json",
+             "{folder}/missing.csv", "{folder}", "{folder}/empty.csv", "{folder}/junk.bin",
+             "/dev/null", ""]
+CLI_HEADS = [*[["fit"]] * 4, *[["diagnose"]] * 2, *[["design", "{folder}/plan.json"]] * 2,
+             ["demo", "--n", "40", "--p", "5"], [], ["fitt"]]
+
+
+def cli_files(folder: Path) -> Path:
+    """The files the CLI cases name: a CSV of 4 environments, a plan, an empty file, a
+    binary one."""
+    if not (folder / "plan.json").exists():
+        df = simulate.eq33(p=5).sample(40, rng=0)
+        df.round(4).to_csv(folder / "d.csv", index=False)
+        (folder / "plan.json").write_text(json.dumps(
+            {"equations": {"Y": {"X1": 1.0}, "X2": {"Y": 0.5}, "X3": {"X2": 1.0}},
+             "interventions": [{}, {"X1": 1.0, "X2": 1.0}, {"X3": 2.0}]}))
+        (folder / "empty.csv").write_text("")
+        (folder / "junk.bin").write_bytes(bytes(range(256)) * 4)
+    return folder
+
+
+CLI_OPTIONS_OF = {
+    "fit": ["--env", "--outcome", "--covariates", "--sep", "--decimal", "--encoding",
+            "--missing", "--seed", "--gamma", "--refit", "--alpha", "--test-level",
+            "--n-boot", "--format", "--save", "--not-descendants", "--targets"],
+    "diagnose": ["--env", "--outcome", "--covariates", "--sep", "--missing", "--seed",
+                 "--n-boot", "--n-perm", "--alpha"],
+    "design": ["--not-descendants", "--targets"],
+    "demo": ["--p", "--n", "--seed", "--gamma", "--variant", "--n-boot"]}
+
+
+def cli_argv(seed: int, folder: Path) -> list[str]:
+    """A random argument list for ``negdro``: nine in ten options are the command's own,
+    and four in five values valid."""
+    rng = np.random.default_rng(seed)
+    argv = list(CLI_HEADS[rng.integers(len(CLI_HEADS))])
+    own = CLI_OPTIONS_OF.get(argv[0] if argv else "", list(CLI_VALUES))
+    if argv[:1] in (["fit"], ["diagnose"]):
+        argv += [CLI_PATHS[rng.integers(len(CLI_PATHS))]]
+        if rng.random() < 0.9:
+            argv += ["--env", "env"]
+    for _ in range(int(rng.integers(0, 6))):
+        if rng.random() < 0.1:
+            argv.append(CLI_FLAGS[rng.integers(len(CLI_FLAGS))])
+            continue
+        option = str(rng.choice(own if rng.random() < 0.9 else list(CLI_VALUES)))
+        argv += [option, _pick(rng, *CLI_VALUES[option], p_valid=0.8)]
+    if argv and rng.random() < 0.05:
+        del argv[int(rng.integers(len(argv)))]
+    return [a.format(folder=folder, seed=seed) for a in argv]
+
+
+def check_cli_run(argv: list[str], status, out: str, err: str) -> str:
+    """The outcome ``cli:<status>`` of one run; an AssertionError for a traceback, an
+    unknown status, or an error not said in one line."""
+    assert "Traceback" not in err, (argv, err)
+    assert status in (0, 2, 3, 4, 5), (argv, status, err)
+    if status == 0:
+        assert out.strip() or "--save" in argv, argv
+    elif status != 2:                                         # argparse prints its usage
+        lines = [line for line in err.splitlines() if line.startswith("negdro: error:")]
+        assert len(lines) == 1, (argv, err)
+    return f"cli:{status}"
+
+
+def cli_case(seed: int, folder: Path) -> str:
+    """``main(argv)`` in this process: it returns a documented status, never raises."""
+    argv = cli_argv(seed, cli_files(folder))
+    try:
+        run = _run_cli(argv)
+    except Exception as exc:                                  # the CLI let it through
+        raise AssertionError(f"main({argv}) raised {exc!r}") from exc
+    return check_cli_run(argv, *run)
+
+
+def cli_process_case(seed: int, folder: Path) -> str:
+    """``python -m negdro_stats argv`` in a fresh interpreter (4 GB of address space,
+    120 s): the same, and never a signal."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    argv = [a for a in cli_argv(seed, cli_files(folder)) if "\x00" not in a]
+    run = subprocess.run([sys.executable, "-W", "ignore", "-m", "negdro_stats", *argv],
+                         capture_output=True, text=True, timeout=120, preexec_fn=limit)
+    assert run.returncode >= 0, (argv, f"killed by signal {-run.returncode}", run.stderr)
+    return check_cli_run(argv, run.returncode, run.stdout, run.stderr)
+
+
+@_fuzz(40)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_fuzz_cli_argument_lists(tmp_path_factory, seed):
+    OUTCOMES[cli_case(seed, tmp_path_factory.mktemp("argv"))] += 1
+
+
+@pytest.mark.parametrize("seed", [11, 10])     # a fit that saves, a demo
+def test_fuzz_cli_in_a_fresh_interpreter(tmp_path, seed):
+    OUTCOMES[cli_process_case(seed, tmp_path)] += 1
+
+
+# values of every type, for any argument
+ANY_VALUES = [None, True, False, 0, 1, -1, 3, 2**70, -(2**70), 0.5, -0.5, 1e-300, 1e300,
+              np.nan, np.inf, -np.inf, 1 + 2j, "", "x", "auto", "0.1", "env", "Y", b"x", [],
+              [1], ["X1"], ("X1",), {"a": 1}, {"X1"}, np.int64(2), np.float32(0.5),
+              np.array([1.0, 2.0]), np.array([[1.0]]), np.array("x"), pd.NA, pd.NaT,
+              pd.Series([1.0]), pd.DataFrame(), object(), len, slice(1), range(3)]
+MODEL_ARGUMENTS = ["env", "outcome", "covariates", "gamma", "fit_intercept", "missing",
+                   "blocks", "not_descendants", "targets"]
+FIT_ARGUMENTS = ["n_boot", "rng", "n_jobs", "verbose", "check_identification",
+                 *VALID_OPTIONS]
+RESULT_CALLS = {"conf_int": ["alpha", "method", "kind"],
+                "summary": ["alpha", "show", "ci_method", "intervals", "detail"],
+                "to_dict": ["alpha"], "predict": ["exog"], "robust_set": ["alpha", "test"]}
+
+
+def _any(rng) -> object:
+    return ANY_VALUES[rng.integers(len(ANY_VALUES))]
+
+
+@functools.cache
+def _typed_frame() -> pd.DataFrame:
+    return simulate.eq33(p=5).sample(40, rng=0)
+
+
+def argument_types_case(seed: int) -> str:
+    """NegDRO(frame, **kw), .fit(**kw) and one results method with one to three
+    arguments of random types (the rest valid): a result or a documented error."""
+    rng = np.random.default_rng(seed)
+    df = _typed_frame()
+    model_kw = {"env": "env", "outcome": "Y"}
+    fit_kw = {"n_boot": 0, "n_jobs": 1}
+    for _ in range(int(rng.integers(1, 4))):
+        stage = rng.integers(3)
+        if stage == 0:
+            model_kw[str(rng.choice(MODEL_ARGUMENTS))] = _any(rng)
+        elif stage == 1:
+            fit_kw[str(rng.choice(FIT_ARGUMENTS))] = _any(rng)
+    method = str(rng.choice(list(RESULT_CALLS)))
+    kw = {str(rng.choice(RESULT_CALLS[method])): _any(rng)}
+    try:
+        res = _classify(lambda: NegDRO(df, **model_kw).fit(**fit_kw))
+        if res is None:
+            return "error"
+        _classify(lambda: getattr(res, method)(**kw))
+    except Exception as exc:
+        raise AssertionError(f"NegDRO(df, **{model_kw}).fit(**{fit_kw}).{method}(**{kw}): "
+                             f"{type(exc).__name__}: {exc}") from exc
+    return f"result:{method}"
+
+
+@_fuzz(100)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_fuzz_argument_types(seed):
+    OUTCOMES[f"types:{argument_types_case(seed)}"] += 1
+
+
+# What these fuzzers found (benchmarks/fuzz.py, seeds 1000-3999): each must end in a
+# documented error raised by the package, not pandas' or the codec registry's.
+FOUND = {
+    "fit(check_identification=Series)": lambda model, csv: model.fit(
+        n_boot=0, check_identification=pd.Series([1.0])),
+    "fit(method=Series)": lambda model, csv: model.fit(n_boot=0, method=pd.Series([1.0])),
+    "summary(detail=pd.NA)": lambda model, csv: model.fit(n_boot=0).summary(detail=pd.NA),
+    "predict(exog={'a': 1})": lambda model, csv: model.fit(n_boot=0).predict(exog={"a": 1}),
+    "from_csv(encoding='nope')": lambda model, csv: NegDRO.from_csv(csv, "env",
+                                                                   encoding="nope"),
+}
+
+
+@pytest.mark.parametrize("name", list(FOUND))
+def test_what_the_fuzzers_found_is_a_documented_error(name, tmp_path):
+    csv = cli_files(tmp_path) / "d.csv"
+    model = NegDRO(_typed_frame(), env="env", outcome="Y")
+    assert _classify(lambda: FOUND[name](model, csv)) is None, f"{name} was accepted"
+
+
+def test_the_cli_says_an_unknown_encoding_in_one_line(tmp_path):
+    """``negdro fit d.csv --env env --encoding nope`` ended in a LookupError's traceback."""
+    argv = ["fit", str(cli_files(tmp_path) / "d.csv"), "--env", "env", "--encoding", "nope"]
+    assert check_cli_run(argv, *_run_cli(argv)) in ("cli:3", "cli:4")
+
+
+def _run_cli(argv: list[str]) -> tuple[int, str, str]:
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from negdro_stats.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with warnings.catch_warnings(), redirect_stdout(out), redirect_stderr(err):
+        warnings.simplefilter("ignore")
+        status = main(argv)
+    return status, out.getvalue(), err.getvalue()

@@ -314,6 +314,7 @@ def test_a_failed_save_leaves_the_file_as_it_was(df, tmp_path, monkeypatch):
     temporary file."""
     import pickle
 
+    import negdro_stats._saving
     from negdro_stats import load
 
     res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
@@ -324,7 +325,7 @@ def test_a_failed_save_leaves_the_file_as_it_was(df, tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise pickle.PicklingError("cannot pickle a bound method")
 
-    monkeypatch.setattr(pickle, "dump", broken)
+    monkeypatch.setattr(negdro_stats._saving._ResultsPickler, "dump", broken)
     with pytest.raises(DataError, match="path was left as it was"):
         res.save(target, overwrite=True)
     monkeypatch.undo()
