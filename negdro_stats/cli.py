@@ -238,8 +238,9 @@ def _advice_json(advice) -> dict | str:
     """An InterventionAdvice, or the reason none exists (a string)."""
     if isinstance(advice, str):
         return advice
-    return {"covariates": advice.covariates, "variance": advice.variance,
-            "margin": advice.margin, "exhaustive": advice.exhaustive}
+    return {"condition": advice.condition, "covariates": advice.covariates,
+            "variance": advice.variance, "margin": advice.margin,
+            "exhaustive": advice.exhaustive}
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -289,35 +290,27 @@ def _diagnose(args: argparse.Namespace) -> int:
 
 def _design(args: argparse.Namespace) -> int:
     from . import LinearSEM
-    from .identification.conditions import CONDITIONS
     plan = _read_plan(args.path)
     with _package_errors():
         sem = LinearSEM.from_equations(**plan)
         report = sem.check_identification(**_declarations(args))
-    advice = {}
-    # Condition 1b covers every design; advice for the others matters only while 1b fails.
-    failing = [] if report.condition_1b.holds else [
-        name for name, res in report.conditions.items()
-        if CONDITIONS[name].suggestable and not res.holds]
-    with _package_errors():
-        for condition in failing:
-            print(f"negdro: searching for the smallest intervention that satisfies Condition "
-                  f"{condition} ({sem.p} covariates)...", file=sys.stderr, flush=True)
-            advice[condition] = _suggest(sem, condition)
+        if not report.identified:
+            print(f"negdro: searching for the smallest intervention that identifies beta* "
+                  f"({sem.p} covariates)...", file=sys.stderr, flush=True)
+        advice = _suggest(sem)
     if args.json:
-        print(_as_json({**report.to_dict(),
-                        "advice": {c: _advice_json(a) for c, a in advice.items()}}))
+        print(_as_json({**report.to_dict(), "advice": _advice_json(advice)}))
         return 0
     print(report)
-    for condition, text in advice.items():
-        print(f"\nAdvice for Condition {condition}: {text}")
+    print(f"\nAdvice: {advice}")
     return 0
 
 
-def _suggest(sem: LinearSEM, condition: str):
-    """InterventionAdvice, or in words why no single added environment suffices."""
+def _suggest(sem: LinearSEM):
+    """LinearSEM.suggest_interventions()'s advice (the API's, the same search), or in
+    words why no single added environment suffices."""
     try:
-        return sem.suggest_interventions(condition=condition)
+        return sem.suggest_interventions()
     except DataError as exc:
         return f"none found. {_one_line(exc)}"
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -118,7 +119,7 @@ class SolverOptions:
 
     def __post_init__(self) -> None:
         owner = "NegDRO.fit"
-        valid = {
+        valid: dict[str, Any] = {
             "method": check_option(self.method, "method", owner, METHODS),
             "inner": check_option(self.inner, "inner", owner, INNER_SOLVERS),
             "refit": check_option(self.refit, "refit", owner, REFITS)}

@@ -712,8 +712,6 @@ class Condition:
         ``D``, ``H``, ``h``), so that data alone cannot check it.
     with_confounding : bool
         Whether it suffices with hidden confounding of the outcome.
-    suggestable : bool
-        Whether :meth:`LinearSEM.suggest_interventions` can aim for it.
     """
 
     name: str
@@ -723,7 +721,6 @@ class Condition:
     check: Callable[[Moments, Any], IdentificationResult]
     structural: bool
     with_confounding: bool
-    suggestable: bool
 
     def applies(self, design: Any) -> bool:
         """Whether it can be checked: on data (``design`` None) only a condition on the
@@ -740,21 +737,21 @@ CONDITIONS: dict[str, Condition] = {c.name: c for c in (
               theorem="Theorem 3",
               margin="max over the simplex of lambda_min(A(w)), covariates standardised",
               check=lambda mom, design: check_condition_1b(mom),
-              structural=False, with_confounding=True, suggestable=True),
+              structural=False, with_confounding=True),
     Condition(name="4", title="Condition 4 (limited interventions)", theorem="Theorem 6",
               margin="the smaller of lambda_min([Delta(w)]_{S_L,S_L}) and "
                      "lambda_min(sum_e w_e Sigma_e), each relative to its average",
               check=lambda mom, design: check_condition_4(
                   mom.Sigma, design.Delta, design.S_L, design.D, envs=design.envs,
                   names=design.names[1:]),
-              structural=True, with_confounding=False, suggestable=True),
+              structural=True, with_confounding=False),
     Condition(name="6", title="Condition 6 (relaxed, with confounding)",
               theorem="Theorem 12",
               margin="the largest t with Delta(w) >= t h h^T / ||h||^2 and "
                      "H + sum_e w_e E[delta delta^T] >= t I, relative",
               check=lambda mom, design: check_condition_6(design.Delta, design.H, design.h,
                                                           envs=design.envs),
-              structural=True, with_confounding=True, suggestable=False),
+              structural=True, with_confounding=True),
 )}
 """The identification conditions by name, in the order the reports list them; a new
 condition is one entry here (its check, title and what its margin means)."""

@@ -15,14 +15,13 @@ of independent standardised components, each normal or uniform.  For an additive
 :meth:`LinearSEM.from_noise_factors` takes ``m_e`` and ``L_e`` directly for designs
 that are not additive in the sense of (12) (Appendix F.2).
 
-Why one module of ~710 lines: the SEM, its population moments, its sampling and its
-design checks (report and advice) all read the same matrices B, Omega and the
-interventions.
+Why one module of ~840 lines: the SEM, its population moments, its sampling and its
+design checks (report and advice; the advice's search is :mod:`.advice`) all read the
+same matrices B, Omega and the interventions.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import numbers
 from collections.abc import Mapping, Sequence
@@ -33,11 +32,12 @@ import pandas as pd
 
 from .._json import jsonable
 from .._typing import ArrayLike, FloatArray
-from .._validation import check_int, check_option, check_rng, did_you_mean
+from .._validation import check_int, check_option, check_rng, check_scalar, did_you_mean
 from ..data.moments import Moments
 from ..exceptions import DataError
 from ..identification.conditions import CONDITIONS, IdentificationResult
 from ..identification.declared import Declarations
+from .advice import screens, smallest_set
 
 __all__ = ["DesignReport", "Intervention", "InterventionAdvice", "LinearSEM"]
 
@@ -519,71 +519,57 @@ class LinearSEM:
 
     def suggest_interventions(
         self, *, condition: str = "any", variance: float | None = None,
-        max_exhaustive: int = 8,
+        max_exhaustive: int = 12,
     ) -> InterventionAdvice:
         """The smallest set T of covariates to intervene on in one added environment so
-        that Condition 1b (or 4) holds.
+        that the design is identified (``condition="any"``: :meth:`check_identification`
+        says so) or the named condition holds; T is empty where it already does.
 
         Parameters
         ----------
-        condition : {"any", "1b", "4"}
-            Target; "any" accepts Condition 4 only without hidden confounding.
+        condition : {"any", "1b", "4", "6"} or another registered condition
+            "any": some condition that allows the design's hidden confounding holds (the
+            report's ``identified``); a name: that condition holds (Condition 4 alone does
+            not identify ``beta*`` under hidden confounding).
         variance : float, optional
             Variance of the independent shifts on T; default twice the largest
-            intervention variance already in the design (1 if none), so the new
-            environment dominates the average.
-        max_exhaustive : int, default 8
-            Search all subsets by size when p <= this; beyond, grow T greedily by the
-            covariate that raises the relative margin most.  Each candidate T costs one
-            SDP (10-30 ms at p = 10), so the exhaustive search costs up to 2^p of them
-            (about 20 s at p = 10, minutes at p = 12) and the greedy one at most p^2 / 2.
+            ``E[delta_j^2]`` already in the design (1 if none).
+        max_exhaustive : int, default 12
+            The search is exact while at most this many covariates are free (not needed
+            by every fix); beyond, see :mod:`negdro_stats.planning.advice` (``exhaustive``
+            False).  A candidate costs one SDP per condition (40 ms at p = 10) unless a
+            screen rules it out without one.
         """
         self._require_additive("suggest_interventions")
-        aims = [c.name for c in CONDITIONS.values() if c.suggestable]
-        if condition not in ("any", *aims):
-            raise DataError(f"condition must be 'any' or one of {aims}; got {condition!r}.")
+        owner = "LinearSEM.suggest_interventions"
+        condition = check_option(condition, "condition", owner, ("any", *CONDITIONS))
+        max_exhaustive = check_int(max_exhaustive, "max_exhaustive", owner, min_val=0)
         if variance is None:
             top = float(np.max(np.einsum("ejj->ej", self.Delta), initial=0.0))
             variance = 2.0 * top if top > 0 else 1.0
+        variance = check_scalar(variance, "variance", owner, min_val=0, closed="neither")
         confounded = bool(np.any(self.Omega[0, 1:] != 0))
-        targets = [condition] if condition != "any" else [
-            c for c in aims if CONDITIONS[c].with_confounding or not confounded]
+        aims = [c for c, cond in CONDITIONS.items() if cond.applies(self) and (
+            c == condition or condition == "any" and (cond.with_confounding or not confounded))]
 
-        def attempt(T: tuple[int, ...]) -> tuple[bool, float, str, LinearSEM]:
+        def evaluate(T: tuple[int, ...], names: list[str]):
             var = np.zeros(self.p)
             var[list(T)] = variance
-            new = Intervention(np.zeros(self.p), np.diag(var))
-            sem = self.with_environment(new) if T else self
-            res = _design_conditions(sem, targets)
-            scores = [(res[c].holds, res[c].relative_margin, c) for c in targets]
-            ok, rel, c = max(scores)
-            return ok, rel, c, sem
+            sem = self.with_environment(Intervention(np.zeros(self.p), np.diag(var))) if T else self
+            for name, res in _design_conditions(sem, names).items():
+                if name == condition and res.holds or CONDITIONS[name].identifies(res, confounded):
+                    return name, res, sem
+            return None
 
-        exhaustive = self.p <= max_exhaustive
-        if exhaustive:
-            for k in range(self.p + 1):
-                for T in itertools.combinations(range(self.p), k):
-                    ok, _, c, sem = attempt(T)
-                    if ok:
-                        return self._advice(T, variance, c, sem, exhaustive)
-        else:
-            T: tuple[int, ...] = ()
-            while True:
-                ok, _, c, sem = attempt(T)
-                if ok or len(T) == self.p:
-                    break
-                rest = [j for j in range(self.p) if j not in T]
-                T = max((tuple(sorted((*T, j))) for j in rest), key=lambda U: attempt(U)[1])
-            if ok:
-                return self._advice(T, variance, c, sem, exhaustive)
-        raise DataError("Even intervening on every covariate in one new environment does not "
-                        "satisfy the target condition; add more environments.")
-
-    def _advice(self, T, variance, condition, sem, exhaustive) -> InterventionAdvice:
-        res = _design_conditions(sem, [condition])[condition]
+        found = smallest_set(self.p, aims, screens(self.Delta, self.h, self.S_L, self.D, variance),
+                             evaluate, max_exhaustive)
+        if found is None:
+            raise DataError("Even intervening on every covariate in one new environment does not "
+                            "satisfy the target condition; add more environments.")
+        T, (name, res, sem), exhaustive = found
         return InterventionAdvice(covariates=tuple(self.names[j + 1] for j in T),
-                                  variance=variance, condition=condition,
-                                  margin=res.margin, design=sem, exhaustive=exhaustive)
+                                  variance=variance, condition=name, margin=res.margin,
+                                  design=sem, exhaustive=exhaustive)
 
     def __repr__(self) -> str:
         return (f"<LinearSEM: p={self.p}, envs={self.n_envs}, "
@@ -820,7 +806,10 @@ class DesignReport:
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class InterventionAdvice:
-    """The smallest set of covariates to intervene on in one added environment."""
+    """Covariates to shift in one added environment (:meth:`LinearSEM.suggest_interventions`):
+    ``covariates`` (empty: none needed), each with ``variance``; then ``condition`` holds with
+    ``margin`` in ``design``.  The smallest such set when ``exhaustive``, else one from which no
+    covariate can be dropped (:mod:`negdro_stats.planning.advice`)."""
 
     covariates: tuple[str, ...]
     variance: float
@@ -830,14 +819,14 @@ class InterventionAdvice:
     exhaustive: bool
 
     def __str__(self) -> str:
-        how = "exhaustive search" if self.exhaustive else "greedy search"
         if not self.covariates:
-            return (f"The design already satisfies Condition {self.condition}; no new "
-                    "intervention is needed.")
+            return (f"None needed: the design already satisfies Condition {self.condition} "
+                    "without a new intervention.")
+        how = ("exhaustive search: no smaller set works" if self.exhaustive else
+               "greedy search: no covariate of it can be dropped")
         return (f"Add one environment that intervenes on {list(self.covariates)} (independent "
                 f"shifts of variance {self.variance:g} each): then Condition "
-                f"{self.condition} holds with margin {self.margin:.3g} ({how}; the "
-                "smallest such set).")
+                f"{self.condition} holds with margin {self.margin:.3g} ({how}).")
 
 
 def _design_conditions(sem: LinearSEM, which: Sequence[str]

@@ -24,7 +24,12 @@ the one :meth:`NegDRO.fit <negdro_stats.NegDRO.fit>` runs on rows
 fourth-cumulant term estimated from them; for Gaussian rows that term is pure sampling
 noise, which :func:`cumulant_noise` draws from a few auxiliary rows (leaving it out made
 the fits measurably worse than those on rows: P(error <= 0.05) 0.63 against 0.71 on
-Example 3 at n = 700; with it, 0.68).  For a design with uniform noise components
+Example 3 at n = 700; with it, 0.68).  Up to ``AUX_ROWS`` rows per environment a
+replicate instead draws its ``n`` Gaussian rows themselves, as cheap as the auxiliary
+rows: its moments and its score covariance are then those of the same rows, as in a fit
+on them (independent draws of the two can make the score covariance indefinite, which
+the selection repairs at up to 1.5 times the cost of a fit on rows: eq. (33), p = 10,
+n = 25 ... 100).  For a design with uniform noise components
 (:attr:`LinearSEM.is_gaussian` False) everything is drawn as for Gaussian rows with the
 same first and second moments: the fourth cumulants of the noise are left out.
 ``draw="rows"`` draws rows with :meth:`LinearSEM.sample` and fits them as ``NegDRO``
@@ -51,6 +56,7 @@ times their standard deviation -- ``B`` SDPs per replicate.
 
 from __future__ import annotations
 
+import logging
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -65,7 +71,15 @@ from scipy import stats
 from .._resampling import process_jobs, replicate
 from .._stats import norm_ppf
 from .._typing import FloatArray, IntArray
-from .._validation import check_int, check_option, check_rng, check_scalar, progress, warn_user
+from .._validation import (
+    PROGRESS_DELAY,
+    check_int,
+    check_option,
+    check_rng,
+    check_scalar,
+    progress,
+    warn_user,
+)
 from ..data.container import MultiEnvData
 from ..data.fourth import gaussian_score_cov
 from ..data.moments import Moments
@@ -87,8 +101,9 @@ __all__ = ["SamplePlan", "cumulant_noise", "plan_sample_size", "sample_moments"]
 
 CRITERIA = ("error", "support", "margin", "verdict")
 DRAWS = ("moments", "rows")
-AUX_ROWS = 200       # rows per environment behind the fourth-cumulant noise (moments path)
+AUX_ROWS = 200       # rows per environment: drawn up to here, else behind the cumulant noise
 FINE = 64            # interpolation points between two candidate n (required_n)
+LOG = logging.getLogger(__name__)
 
 
 def _gaussian_rows(population: Moments) -> tuple[FloatArray, list[FloatArray]]:
@@ -152,24 +167,57 @@ def cumulant_noise(population: Moments, n: int, rng: np.random.Generator
     :func:`~negdro_stats.estimation.solve` takes.
     """
     m = min(n, AUX_ROWS)
-    mu, factors = _gaussian_rows(population)
-    Z = np.stack([mu[e] + rng.standard_normal((m, F.shape[1])) @ F.T
-                  for e, F in enumerate(factors)])                  # (E, m, p + 1)
-    X, y = Z[:, :, :-1], Z[:, :, -1]
+    X, y = _draw_rows(population, m, rng)
     aux = Moments.from_arrays(X.reshape(-1, population.p), y.ravel(),
-                              np.repeat(np.arange(len(Z)), m))
+                              np.repeat(np.arange(len(X)), m))
+    rows = _rows_score_cov(X, y)
     shrink = np.sqrt(m / n)
 
     def for_moments(mom: Moments) -> Callable[[FloatArray, np.ndarray], FloatArray]:
         def score_cov(b: FloatArray, cols: np.ndarray) -> FloatArray:
-            S = X[:, :, cols] * (y - X @ b)[:, :, None]                # X_cols r, per row
-            mean = S.mean(axis=1)
-            rows = np.einsum("emi,emj->eij", S, S) / m - np.einsum("ei,ej->eij", mean, mean)
-            cumulant = rows - gaussian_score_cov(aux, b, cols)
+            cumulant = rows(b, cols) - gaussian_score_cov(aux, b, cols)
             return gaussian_score_cov(mom, b, cols) + shrink * cumulant
         return score_cov
 
     return for_moments
+
+
+def _draw_rows(population: Moments, n: int, rng: np.random.Generator
+               ) -> tuple[FloatArray, FloatArray]:
+    """``n`` Gaussian rows per environment with the population's first and second
+    moments: ``X`` (E, n, p) and ``y`` (E, n)."""
+    mu, factors = _gaussian_rows(population)
+    Z = np.stack([mu[e] + rng.standard_normal((n, F.shape[1])) @ F.T
+                  for e, F in enumerate(factors)])                  # (E, n, p + 1)
+    return Z[:, :, :-1], Z[:, :, -1]
+
+
+def _rows_score_cov(X: FloatArray, y: FloatArray
+                    ) -> Callable[[FloatArray, np.ndarray], FloatArray]:
+    """``score_cov(b, cols)``: per environment ``Var_e(X_cols r)`` over the rows."""
+    def score_cov(b: FloatArray, cols: np.ndarray) -> FloatArray:
+        S = X[:, :, cols] * (y - X @ b)[:, :, None]                # X_cols r, per row
+        mean = S.mean(axis=1)
+        return (np.einsum("emi,emj->eij", S, S) / S.shape[1]
+                - np.einsum("ei,ej->eij", mean, mean))
+    return score_cov
+
+
+def _replicate_moments(population: Moments, n: int, rng: np.random.Generator
+                       ) -> tuple[Moments, Callable[[FloatArray, np.ndarray], FloatArray]]:
+    """A replicate's moments and the score covariance its fit uses (module docstring):
+    up to ``AUX_ROWS`` rows per environment, ``n`` Gaussian rows drawn and their own
+    ``Var_e(X r)``; beyond, :func:`sample_moments` and :func:`cumulant_noise`."""
+    if n > AUX_ROWS:
+        mom = sample_moments(population, n, rng)
+        return mom, cumulant_noise(population, n, rng)(mom)
+    X, y = _draw_rows(population, n, rng)
+    mom = Moments(n=np.full(len(X), float(n)), mean_x=X.mean(axis=1), mean_y=y.mean(axis=1),
+                  Sigma=np.einsum("eni,enj->eij", X, X) / n,
+                  sxy=np.einsum("eni,en->ei", X, y) / n, syy=(y**2).mean(axis=1),
+                  envs=population.envs, names=population.names,
+                  outcome=population.outcome, source="sample")
+    return mom, _rows_score_cov(X, y)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -401,7 +449,7 @@ class SamplePlan:
 
     def summary(self) -> str:
         """The plan in plain words, with the table of :meth:`to_frame`."""
-        how = ("moments drawn without rows (Wishart scatter, normal means)"
+        how = (f"Gaussian moments (rows up to n = {AUX_ROWS}, Wishart scatter beyond)"
                if self.draw == "moments" else "rows drawn and fitted")
         shows = self.population_margin > self.tol
         lines = [f"Sample-size plan: {self.reps} replicates per n, {how}, "
@@ -521,10 +569,12 @@ def plan_sample_size(
         <negdro_stats.planning.design.LinearSEM.check_identification>`).
     verbose : bool, optional
         Progress bar over the replicates (tqdm); default: in a terminal or notebook,
-        after 2 s.  The replicates run in the resampling's workers (forked processes
-        where they can be, ``NEGDRO_N_JOBS`` where set: :meth:`NegDRO.fit
-        <negdro_stats.NegDRO.fit>`'s ``n_jobs``), with the same plan whatever their
-        number.
+        after 2 s, and elsewhere (a script, a CI log) one line through :mod:`logging`
+        (INFO, logger ``negdro_stats.planning.sample_size``) after 2 s saying what runs
+        and how long it should take; ``False``: neither.  The replicates run in the
+        resampling's workers (forked processes where they can be, ``NEGDRO_N_JOBS`` where
+        set: :meth:`NegDRO.fit <negdro_stats.NegDRO.fit>`'s ``n_jobs``), with the same plan
+        whatever their number.
     **options
         Solver settings, as for :meth:`NegDRO.fit <negdro_stats.NegDRO.fit>` (among
         them ``method`` and the selection's ``alpha``).
@@ -547,9 +597,9 @@ def plan_sample_size(
     >>> plan = plan_sample_size(simulate.example3("strong"), [100, 500, 2000], reps=20,
     ...                         rng=0, verbose=False)
     >>> plan.to_frame()["p_support"].tolist()
-    [0.35, 1.0, 1.0]
+    [0.25, 1.0, 1.0]
     >>> plan.required_n(criterion="support")             # P(right support) >= 0.8
-    305
+    326
     """
     owner = "plan_sample_size"
     if not isinstance(sem, LinearSEM):
@@ -584,8 +634,7 @@ def plan_sample_size(
         verdict."""
         n_rows = int(grid[i // reps])
         if draw == "moments":
-            mom = sample_moments(population, n_rows, child)
-            score_cov = cumulant_noise(population, n_rows, child)(mom)
+            mom, score_cov = _replicate_moments(population, n_rows, child)
             risk_test = risk_test_at        # Gaussian rows: no fourth moments
         else:
             data = MultiEnvData.from_frame(sem.sample(n_rows, child, env_column="env"),
@@ -606,9 +655,11 @@ def plan_sample_size(
                 bool(np.array_equal(out.support, truth)), ident.relative_margin, bound,
                 _fit_verdict(out, ident, risk_test(mom, out.b)))
 
-    results, crashed = replicate(one, shape[0] * reps, rng, n_jobs=process_jobs(),
-                                 progress=lambda steps: progress(steps, verbose, "plan",
-                                                                 total=shape[0] * reps))
+    jobs = process_jobs()
+    what = (f"plan_sample_size: {shape[0] * reps} fits of NegDRO ({shape[0]} n x {reps} "
+            f"replicates, {jobs} worker{'s' if jobs > 1 else ''})")
+    results, crashed = replicate(one, shape[0] * reps, rng, n_jobs=jobs,
+                                 progress=_progress(shape[0] * reps, verbose, what))
     if crashed.any():
         raise SolverError(f"{int(crashed.sum())} of {crashed.size} replicates failed "
                           "numerically (drawing the moments or checking the margin).")
@@ -622,6 +673,28 @@ def plan_sample_size(
                       gaussian_approximation=draw == "moments" and not sem.is_gaussian,
                       failed=failed, seconds=time.perf_counter() - start,
                       verdicts=verdicts, design=design)
+
+
+def _progress(total: int, verbose: bool | None, what: str) -> Callable:
+    """The replicates' progress: the package's bar (:func:`~negdro_stats._validation.progress`)
+    where it shows; where it does not and ``verbose`` is None (a script, a CI log), one
+    line through :mod:`logging` (INFO, this module's logger) once the work has taken
+    ``PROGRESS_DELAY`` seconds: what runs and how long it should take in all."""
+    def wrap(steps):
+        shown = progress(steps, verbose, "plan", total=total)
+        return shown if shown is not steps or verbose is not None else _logged(steps)
+
+    def _logged(steps):
+        start, said = time.perf_counter(), False
+        for k, item in enumerate(steps, 1):
+            yield item
+            elapsed = time.perf_counter() - start
+            if not said and elapsed >= PROGRESS_DELAY and k < total:
+                LOG.info("%s: %d done in %.0f s; about %.0f s in all.", what, k, elapsed,
+                         elapsed * total / k)
+                said = True
+
+    return wrap
 
 
 def _fit_verdict(out: SolverOutput, ident: IdentificationResult,

@@ -152,7 +152,7 @@ def _verdict(res: Results, said: list[str], robust: RobustSet | None, detail: bo
                      f"{robust.alpha:g}); no interval is reported." + unreliable(robust))
     if said:
         lines.append("WARNING: " + "; ".join(said) + (" -- see the notes below." if detail
-                                                      else " (summary(detail=True))."))
+                                                      else "."))
     return lines + ([] if rests is None else [rests + "."])
 
 
@@ -168,14 +168,15 @@ def _header_table(res: Results, kind: str, detail: bool) -> tuple[SimpleTable, i
          and len(res.endog_name) <= 4 else shorten(res.endog_name, 19)),
         ("Method:", _method_label(res)),
         ("No. Observations:", f"{res.nobs:g}"),
-        ("No. Environments:", f"{res.n_envs}"),
+        ("No. Environments:", f"{res.n_envs}" if detail or res.nobs_env.nunique() > 1
+         else f"{res.n_envs} x {res.nobs_env.iloc[0]:g}"),
         ("R-squared:", f"{res.rsquared:.3f}"),                 # (pooled: rsquared)
         ("gamma:", f"{res.gamma:g}") if used and not detail else cov,
     ]
     right = [
         ("Verdict:", "if unconfounded" if declared(res) else VERDICT_LABELS[res.verdict]),
         ("Selected:", f"{int(res.support.sum())} of {len(res.params)}"),
-        ("Cond. 1b rel. margin:", "n/a" if ident is None else
+        ("Cond. 1b margin:", "n/a" if ident is None else
          f"{ident.relative_margin:.3g} {condition_1b(res)}"),
         ("Invariance test p:", "n/a" if np.isnan(p_inv) else f"{p_inv:.3g}"),
         ("Equal risks p:", "n/a" if np.isnan(p_risk) else f"{p_risk:.3g}"),
@@ -299,15 +300,18 @@ def _caption(res: Results, kind: str, alpha: float, robust: RobustSet | None,
 
 def _env_table(res: Results, width: int, detail: bool) -> SimpleTable | None:
     """The environments: one row each (``detail``), or one column each where they fit
-    in ``width`` (None where they do not: :func:`_env_line`).  The worst-case weights
-    only where gamma enters the coefficients."""
+    in ``width`` (None where they do not: :func:`_env_line`).  The rows per environment
+    where they differ (else the header says them), the worst-case weights only where
+    gamma enters the coefficients."""
     labels = [str(e) for e in res.weights.index]
     if detail:
         rows = [[f"{n:g}", f"{w:.3f}", fmt_num(r)]
                 for n, w, r in zip(res.nobs_env, res.weights, res.risks, strict=True)]
         return grid(rows, ["n_e", "weight w_e", "risk R_e(b)"], labels, "environment", width)
-    rows = [[f"{n:g}" for n in res.nobs_env], [fmt_num(r) for r in res.risks]]
-    stubs = ["n_e", "risk R_e(b)"]
+    rows, stubs = [[fmt_num(r) for r in res.risks]], ["risk R_e(b)"]
+    if res.nobs_env.nunique() > 1:               # (equal sizes: the header's "4 x 2000")
+        rows.insert(0, [f"{n:g}" for n in res.nobs_env])
+        stubs.insert(0, "n_e")
     if gamma_not_used(res) is None:
         rows.append([f"{w:.3f}" for w in res.weights])
         stubs.append("weight w_e")

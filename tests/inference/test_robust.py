@@ -326,7 +326,7 @@ def test_summary_shows_conditional_intervals_beside_robust_p_where_identificatio
     flat = " ".join(text.split())            # the note cites the margin of the header
     margin = res.identification.relative_margin
     assert f"Condition 1b fails (relative margin {margin:.3g})" in flat
-    assert f"Cond. 1b rel. margin: {margin:.3g} fails" in flat
+    assert f"Cond. 1b margin: {margin:.3g} fails" in flat
     assert "Verdict: if Cond. 4 / 6" in flat
     assert flat.count("Identified if every child of Y is intervened on") == 1
     assert res.selection.least_risk and res.interval_kind == "bootstrap"

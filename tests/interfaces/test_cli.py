@@ -197,7 +197,7 @@ def test_design_json_plan_names_the_child_to_intervene_on(capsys, tmp_path):
     code, out, err = run(capsys, "design", path)
     assert code == 0
     assert "Design check" in out and "Condition 4 (limited interventions) fails" in out
-    assert "Advice for Condition 4: Add one environment that intervenes on ['X3']" in out
+    assert "Advice: Add one environment that intervenes on ['X3']" in out
     assert "searching" in err
 
 
@@ -210,7 +210,7 @@ def test_design_toml_plan_as_json(capsys, tmp_path):
     assert rep["identified"] is False and rep["D"] == ["X3"] and rep["S_L"] == ["X1", "X2"]
     assert rep["conditions"]["4"]["holds"] is False
     assert set(rep["conditions"]["4"]["weights"]) == {"observational", "shifted"}
-    assert rep["advice"]["4"]["covariates"] == ["X3"]
+    assert rep["advice"]["covariates"] == ["X3"]
 
 
 def test_design_identified_needs_no_advice(capsys, tmp_path):
@@ -219,7 +219,7 @@ def test_design_identified_needs_no_advice(capsys, tmp_path):
     path.write_text(json.dumps(plan))
     code, out, err = run(capsys, "design", path)
     assert code == 0 and "Verdict: beta* is identified" in out
-    assert "Advice" not in out and err == ""
+    assert "Advice: None needed" in out and err == ""
 
 
 def test_design_reads_the_declarations_against_the_plan(capsys, tmp_path):

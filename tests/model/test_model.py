@@ -211,7 +211,7 @@ def test_identification_and_invariance_in_results(df):
     assert res.identification.condition == "1b" and res.ident_margin > 0
     assert res.invariance.df == 3 and 0 <= res.invariance.pvalue <= 1
     text = str(res.summary())
-    assert "Cond. 1b rel. margin" in text and "Equal risks p:" in text
+    assert "Cond. 1b margin" in text and "Equal risks p:" in text
     assert "Equal environment risks" in str(res.summary(detail=True))
     off = NegDRO(df, env="env", outcome="Y").fit(check_identification=False, n_boot=0)
     assert off.identification is None and np.isnan(off.ident_margin)

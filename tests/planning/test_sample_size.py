@@ -9,7 +9,13 @@ from numpy.testing import assert_allclose
 from negdro_stats import DataError, LinearSEM, NegDRO, simulate
 from negdro_stats.data.fourth import gaussian_score_cov
 from negdro_stats.exceptions import DataWarning
-from negdro_stats.planning import SamplePlan, cumulant_noise, plan_sample_size, sample_moments
+from negdro_stats.planning import (
+    SamplePlan,
+    cumulant_noise,
+    plan_sample_size,
+    sample_moments,
+    sample_size,
+)
 
 from ..helpers import issue40_design
 
@@ -62,6 +68,27 @@ def test_cumulant_noise_has_mean_zero_and_shrinks_like_root_n():
     se = draws.std(axis=0) / np.sqrt(len(draws))
     assert np.all(np.abs(draws.mean(axis=0)) <= 5 * se)
     assert np.all(draws.std(axis=0)[:, [0, 1], [0, 1]] > 0)
+
+
+def test_a_replicate_of_few_rows_has_their_moments_and_their_score_covariance():
+    """Up to AUX_ROWS rows per environment a replicate draws its Gaussian rows: its score
+    covariance is theirs, positive semidefinite in every draw, as on rows (the Wishart
+    moments beside independent cumulant noise give an indefinite one in about a third of
+    the draws here); beyond, the moments are Wishart draws for n rows."""
+    pop = _shifted_sem().moments()
+    rng = np.random.default_rng(0)
+    b, cols = np.array([0.8, 0.1]), np.array([0, 1])
+    smallest = []
+    for _ in range(300):
+        mom, score_cov = sample_size._replicate_moments(pop, 20, rng)
+        smallest.append(np.linalg.eigvalsh(score_cov(b, cols))[:, 0].min())
+        assert_allclose(mom.n, [20, 20])
+    assert min(smallest) >= -1e-12
+    apart = [np.linalg.eigvalsh(cumulant_noise(pop, 20, rng)(m)(b, cols))[:, 0].min()
+             for m in (sample_moments(pop, 20, rng) for _ in range(300))]
+    assert np.mean(np.array(apart) < 0) > 0.1
+    mom, _ = sample_size._replicate_moments(pop, sample_size.AUX_ROWS + 1, rng)
+    assert_allclose(mom.n, [sample_size.AUX_ROWS + 1] * 2)
 
 
 def test_error_falls_with_n_and_plan_is_reproducible():
@@ -332,3 +359,26 @@ def test_a_plan_reads_the_declarations_its_fits_will_be_given():
                                               verbose=False).summary()
     with pytest.raises(DataError, match="not_descendants names 'X99'"):
         plan_sample_size(sem, [500], reps=2, not_descendants=["X99"])
+
+
+def test_a_plan_in_a_script_logs_what_it_runs_and_how_long_it_takes(monkeypatch, caplog):
+    """Without a terminal (stderr a file) and ``verbose`` unset, one INFO line once the
+    work has taken ``PROGRESS_DELAY`` (here 0 s); ``verbose=False`` says nothing."""
+    import io
+    import logging
+    import sys
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    monkeypatch.setattr(sample_size, "PROGRESS_DELAY", 0.0)
+    monkeypatch.setenv("NEGDRO_N_JOBS", "1")
+    sem = simulate.example3("strong")
+    with caplog.at_level(logging.INFO, logger="negdro_stats.planning.sample_size"):
+        plan_sample_size(sem, [100, 200], reps=2, rng=0)
+        said = [r.getMessage() for r in caplog.records]
+        caplog.clear()
+        plan_sample_size(sem, [100, 200], reps=2, rng=0, verbose=False)
+        assert caplog.records == []
+    assert len(said) == 1
+    assert said[0].startswith("plan_sample_size: 4 fits of NegDRO (2 n x 2 replicates, "
+                              "1 worker): 1 done in ")
+    assert said[0].endswith(" s in all.") and sys.stderr.getvalue() == ""
