@@ -66,9 +66,13 @@ there and the statistic is 0 (a zero residual's deviations are 0, as in the sele
 criterion, rather than rounding over rounding).  Off the fit the residual is ``(b_hat -
 b)^T X``, and ``AR`` does not change when it is scaled, so ``AR(b)`` is at least the
 least ``AR`` over directions, the profiles' limit ``A`` below, and every profile is ``A``
-off the fit: each interval is the point ``b_hat_j`` (the only ``b_j`` with a zero
-residual), or the whole line where ``A`` is below the quantile (the environments leave a
-direction along which the residual's moments stay invariant) (:attr:`RobustSet.exact`).
+off the fit: each interval is ``b_hat_j`` (the only ``b_j`` with a zero residual) to the
+statistic's resolution -- it takes every risk below ``EXACT_FIT`` as 0, so it cannot
+tell coefficients closer than ``sqrt(EXACT_FIT)`` apart (standardised units), and the
+interval is ``b_hat_j +- sqrt(EXACT_FIT)`` there, which holds ``b_hat_j`` after the
+rounding of the units' change -- or the whole line where ``A`` is below the quantile
+(the environments leave a direction along which the residual's moments stay invariant)
+(:attr:`RobustSet.exact`).
 
 The Bartlett factor.  The non-Gaussian part is a fourth moment of the rows, and on skewed
 or heavy-tailed noise its estimate is noisy enough to inflate every statistic: at
@@ -157,6 +161,9 @@ MAX_DOUBLINGS = 60
 MAX_STEPS = 30       # of the root search on one bracket (to 1e-4 of its width)
 MAX_ROUNDS = 4       # brackets whose outer end turned out inside, then +-inf
 ROOT_TOL = 0.01     # an interval end is where AR_j is this close to the quantile
+RESOLUTION = float(np.sqrt(EXACT_FIT))   # the statistic cannot tell coefficients closer apart
+                                        # (standardised units: it takes risks below
+                                        # EXACT_FIT as 0)
 RUN_OFF = 8        # Gauss-Newton steps after which a profile fit still above its cap has
                    # run off (see fit_cue)
 AGREE = 1e-6       # two CUE fits this close (relative) found the same minimum: no more starts
@@ -304,7 +311,7 @@ class RobustSet:
             if stat.limit <= stat.critical:
                 ends = (-np.inf, np.inf)             # far out on both sides is inside
             elif self.exact:          # off the fit every profile is at its limit: a point
-                ends = (b0[j], b0[j])                # (module docstring, "An exact fit")
+                ends = (b0[j] - RESOLUTION, b0[j] + RESOLUTION)   # (docstring, "An exact fit")
             elif (centre := _inside(lambda x: stat(j, x),
                                     [*(b[j] for b in joint), cue_b[j], b0[j], 0.0], se[j],
                                     stat.critical)) is not None:    # (None: no projection)
@@ -640,7 +647,7 @@ def _inverted(std: Moments, b0: FloatArray, R: np.ndarray, K: FloatArray, *,
     # ... at least the resolution of the statistic: it takes every risk below EXACT_FIT
     # as 0, so it cannot tell coefficients apart closer than sqrt(EXACT_FIT) (standardised
     # units).
-    se = np.maximum(se, np.sqrt(EXACT_FIT))
+    se = np.maximum(se, RESOLUTION)
     return RobustSet(alpha=alpha, statistic=statistic, df=df, critical=critical,
                      estimate=pd.Series(cue.b), df_sub=df_sub,
                      critical_sub=subvector.critical, instruments=(), test=test,
