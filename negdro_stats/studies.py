@@ -6,8 +6,11 @@ not in :mod:`negdro_stats.planning.simulate`, which only builds designs.
 
 from __future__ import annotations
 
+import argparse
+import os
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,7 +21,7 @@ from .peers.baselines import BASELINES, ENUMERATING
 from .peers.holdout import fit_method
 from .planning.design import LinearSEM
 
-__all__ = ["compare_methods", "METHODS"]
+__all__ = ["compare_methods", "METHODS", "vignette_options"]
 
 #: The methods :func:`compare_methods` fits by default (``negdro_paper``: Algorithm 3 verbatim).
 METHODS = ("negdro", "negdro_paper", *BASELINES)
@@ -89,3 +92,17 @@ def _negdro_fit(model: NegDRO, route: dict, options: dict):
             return model.fit(n_boot=0, check_identification=False, **route,
                              **options).params.to_numpy()
     return fit
+
+
+def vignette_options(argv: list[str] | None = None) -> tuple[bool, Path]:
+    """A vignette's two options, read once for every vignette: ``--quick`` (or
+    ``NEGDRO_QUICK=1``), the small sizes the test suite and the docs build run, and
+    ``--out DIR`` (or ``NEGDRO_FIGURES``), the folder for its figures, by default
+    ``./negdro_figures`` (which git ignores).  Options it does not know are left alone
+    (a notebook's kernel passes its own)."""
+    parser = argparse.ArgumentParser(allow_abbrev=False)
+    parser.add_argument("--quick", action="store_true", help="the test suite's small sizes")
+    parser.add_argument("--out", default=os.environ.get("NEGDRO_FIGURES", "negdro_figures"),
+                        help="folder for the figures (default: ./negdro_figures)")
+    args = parser.parse_known_args(argv)[0]
+    return args.quick or os.environ.get("NEGDRO_QUICK") == "1", Path(args.out)

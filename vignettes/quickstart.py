@@ -14,23 +14,12 @@
 # %%
 from __future__ import annotations
 
-import argparse
-import os
-from pathlib import Path
-
 import numpy as np
 
 from negdro_stats import NegDRO, fit_baseline, simulate
+from negdro_stats.studies import vignette_options
 
-# --quick (or NEGDRO_QUICK=1): the small sizes that the test suite runs.  --out DIR (or
-# NEGDRO_FIGURES): the folder for the figures, by default ./negdro_figures, which git ignores.
-parser = argparse.ArgumentParser(allow_abbrev=False)
-parser.add_argument("--quick", action="store_true", help="the test suite's small sizes")
-parser.add_argument("--out", default=os.environ.get("NEGDRO_FIGURES", "negdro_figures"),
-                    help="folder for the figures (default: ./negdro_figures)")
-args = parser.parse_known_args()[0]            # (a notebook's kernel passes options of its own)
-QUICK = args.quick or os.environ.get("NEGDRO_QUICK") == "1"
-FIGURES = Path(args.out)
+QUICK, FIGURES = vignette_options()   # --quick: the tests' sizes; --out DIR: figures
 
 sem = simulate.example2(nu=(1.0, 3.0))
 df = sem.sample(500 if QUICK else 5000, rng=1).rename(
