@@ -24,7 +24,7 @@ from .verdicts import (
     risks_differ,
 )
 
-__all__ = ["alarm_notes", "bootstrap_note", "fit_notes", "if_condition_4", "outside",
+__all__ = ["alarm_notes", "bootstrap_note", "excluded", "fit_notes", "if_condition_4", "outside",
            "robust_disagrees", "robust_or_reason", "selection_notes", "shown_bootstrap",
            "unreliable", "wald_note"]
 
@@ -151,18 +151,22 @@ def shown_bootstrap(res: Results, kind: str) -> BootstrapResult | None:
     return res.bootstrap if kind == "bootstrap" else res.fit_bootstrap
 
 
-def outside(res: Results, ci: Any, kind: str, robust: RobustSet | None) -> list[str]:
-    """A note on the coefficients whose interval excludes their own estimate (e.g.
-    X2 = 0 beside [-0.047, -0.001]): the estimate is the selection's, the
-    robust interval the test inversion's, and they disagree there."""
+def excluded(res: Results, ci: Any, kind: str, robust: RobustSet | None) -> list[str]:
+    """The coefficients whose robust interval excludes their own estimate (e.g. X2 = 0
+    beside [-0.047, -0.001]), where the table shows robust intervals."""
     if kind != "robust" or robust is None or robust.empty:
         return []
     b, lo, hi = res.params.to_numpy(), ci["lower"].to_numpy(), ci["upper"].to_numpy()
     with np.errstate(invalid="ignore"):
-        out = np.flatnonzero((lo > b) | (hi < b))
-    if not len(out):
+        return [str(res.params.index[j]) for j in np.flatnonzero((lo > b) | (hi < b))]
+
+
+def outside(res: Results, ci: Any, kind: str, robust: RobustSet | None) -> list[str]:
+    """A note on the coefficients of :func:`excluded`: the estimate is the selection's,
+    the robust interval the test inversion's, and they disagree there."""
+    names = excluded(res, ci, kind, robust)
+    if not names:
         return []
-    names = [str(res.params.index[j]) for j in out]
     return [f"The robust intervals of {listed(names, 5)} exclude the estimate itself: the "
             "estimate is the selection's (a covariate not selected is 0), the interval "
             "the invariance test's, which rejects that value (robust p below alpha).  A "

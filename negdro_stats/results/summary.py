@@ -22,6 +22,7 @@ from .labels import COV_SHORT, METHOD_LABELS, REFIT_LABELS, REFIT_SHORT, VERDICT
 from .notes import (
     alarm_notes,
     bootstrap_note,
+    excluded,
     fit_notes,
     outside,
     robust_disagrees,
@@ -333,11 +334,9 @@ def _env_line(res: Results) -> str:
 def _outside_short(res: Results, ci: Any, kind: str, robust: RobustSet | None
                    ) -> str | None:
     """:func:`~negdro_stats.results.notes.outside` in one line."""
-    if not outside(res, ci, kind, robust):
+    names = excluded(res, ci, kind, robust)
+    if not names:
         return None
-    b, lo, hi = res.params.to_numpy(), ci["lower"].to_numpy(), ci["upper"].to_numpy()
-    with np.errstate(invalid="ignore"):
-        names = [str(res.params.index[j]) for j in np.flatnonzero((lo > b) | (hi < b))]
     return (f"{listed(names, 4)}: the robust interval excludes the estimate (a missed "
             "effect, or misspecification).")
 
