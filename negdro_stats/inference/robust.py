@@ -112,19 +112,20 @@ the next.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, TypeVar
 
 import numpy as np
 import pandas as pd
 from scipy import linalg
 
 from .._resampling import map_jobs, process_jobs
-from .._stats import chi2_ppf, chi2_sf, norm_isf
+from .._stats import chi2_ppf, chi2_sf, holm, norm_isf
 from .._typing import ArrayLike, FloatArray
-from .._validation import check_option, check_scalar
+from .._validation import check_option, check_scalar, listed
 from ..data.fourth import (
     RESIDUAL,
     gaussian_score_cov,
@@ -146,6 +147,8 @@ from ..estimation import (
 )
 from ..exceptions import DataError
 from .intercept import InterceptPlan, level_variance
+
+T = TypeVar("T")
 
 __all__ = ["RobustSet", "robust_set", "too_few_moments"]
 
@@ -242,34 +245,42 @@ class RobustSet:
     exact: bool = False        # (idem, before the exact-fit rule)
     _intercept: InterceptPlan | None = None    # the profiled intercept's interval
 
-    @cached_property
-    def _projections(self) -> tuple[pd.Series, pd.Series, pd.Series]:
-        """``(lower, upper, pvalues)``, computed on first use: the joint test alone
-        (:attr:`empty`, :meth:`contains`) costs a few fits, these ~20 per coefficient,
-        so the coefficients not yet computed are jobs of their own (:func:`map_jobs`:
-        forked processes where they can be; each coefficient's profile is its own, so
-        the values are those of one job)."""
-        p = len(self._starts[0])
-        lower, upper, pvalues = np.full(p, np.nan), np.full(p, np.nan), np.full(p, np.nan)
-        covered = range(0 if self.empty else p)         # empty: so is every projection
-        done = self.__dict__.setdefault("_projected", {})
-        todo = [j for j in covered if j not in done]    # (one job each, in parallel)
-        done.update(zip(todo, map_jobs(lambda k: self._projection(todo[k]), len(todo),
-                                       n_jobs=process_jobs()), strict=True))
-        for j in covered:
-            lower[j], upper[j], pvalues[j] = done[j]
+    def _each(self, known: dict, one: Callable[[int], T], js: list[int] | None = None
+              ) -> list[T]:
+        """``one(j)`` for the coefficients ``js`` the set covers (default all; none where
+        the set is empty), those not yet in ``known`` computed as jobs of their own
+        (:func:`map_jobs`: forked processes where they can be; each coefficient's profile
+        is its own, so the values are those of one job) and kept there."""
+        covered = [] if self.empty else list(range(len(self._slopes)) if js is None else js)
+        todo = [j for j in covered if j not in known]
+        known.update(zip(todo, map_jobs(lambda k: one(todo[k]), len(todo),
+                                        n_jobs=process_jobs()), strict=True))
+        return [known[j] for j in covered]
 
-        def series(values: FloatArray, name: str, intercept: float) -> pd.Series:
-            out = pd.Series(np.nan, index=self.estimate.index, name=name)
+    def _series(self, values: FloatArray, name: str, intercept: float) -> pd.Series:
+        """Values of the covered coefficients (standardised order; none: NaN) by
+        covariate."""
+        out = pd.Series(np.nan, index=self.estimate.index, name=name)
+        if len(values):
             out.iloc[self._slopes] = values
-            if self._intercept is not None:
-                out.iloc[self._intercept.const] = intercept
-            return out
+        if self._intercept is not None:
+            out.iloc[self._intercept.const] = intercept
+        return out
 
-        c_lo, c_hi = self._intercept_bounds
-        return (series(lower / self._to_std, "lower", c_lo),
-                series(upper / self._to_std, "upper", c_hi),
-                series(pvalues, "robust p", np.nan))
+    @cached_property
+    def _intervals(self) -> pd.DataFrame:
+        """Every coefficient's interval, computed on first use: the joint test alone
+        (:attr:`empty`, :meth:`contains`) costs a few fits, the p-values a few per
+        coefficient, the intervals ~15 per coefficient."""
+        return self.conf_int(list(self.estimate.index))
+
+    @cached_property
+    def pvalues(self) -> pd.Series:
+        """Robust p-values of "no direct effect" (class docstring), without the
+        intervals (a few fits per coefficient)."""
+        tested = self.__dict__.setdefault("_tested", {})
+        tested |= {j: ends[2] for j, ends in self.__dict__.get("_projected", {}).items()}
+        return self._series(np.array(self._each(tested, self._pvalue)), "robust p", np.nan)
 
     @cached_property
     def _intercept_bounds(self) -> tuple[float, float]:
@@ -301,48 +312,48 @@ class RobustSet:
 
     def _projection(self, j: int) -> tuple[float, float, float]:
         """``(lower, upper, pvalue)`` of the ``j``-th coefficient the set covers
-        (standardised), computed once: its p-value, then its interval, whichever other
-        coefficients were computed before (each has its own profile)."""
+        (standardised), computed once, each on its own profile
+        (:meth:`_Profile.alone`): the same values whatever was computed before."""
         done = self.__dict__.setdefault("_projected", {})
         if j not in done:
             cue_b, b0, se, *joint = self._starts   # (files before 2026-12-05: no joint CUE)
             stat, ends = self._subvector, (np.nan, np.nan)
-            pvalue = stat.pvalue(j)
             if stat.limit <= stat.critical:
                 ends = (-np.inf, np.inf)             # far out on both sides is inside
             elif self.exact:          # off the fit every profile is at its limit: a point
                 ends = (b0[j] - RESOLUTION, b0[j] + RESOLUTION)   # (docstring, "An exact fit")
-            elif (centre := _inside(lambda x: stat(j, x),
-                                    [*(b[j] for b in joint), cue_b[j], b0[j], 0.0], se[j],
-                                    stat.critical)) is not None:    # (None: no projection)
-                ends = tuple(_endpoint(stat, j, centre, side * se[j]) for side in (-1.0, 1.0))
-            done[j] = (*ends, pvalue)
+            else:
+                with stat.profile.alone(j):
+                    centre = _inside(lambda x: stat(j, x),
+                                     [*(b[j] for b in joint), cue_b[j], b0[j], 0.0], se[j],
+                                     stat.critical)                 # (None: no projection)
+                    if centre is not None:
+                        ends = tuple(_endpoint(stat, j, centre, side * se[j])
+                                     for side in (-1.0, 1.0))
+            done[j] = (*ends, self._pvalue(j))
         return done[j]
+
+    def _pvalue(self, j: int) -> float:
+        """The p-value of ``b_j = 0`` of the ``j``-th coefficient the set covers,
+        computed once on its own profile (:meth:`_Profile.alone`)."""
+        tested = self.__dict__.setdefault("_tested", {})
+        if j not in tested:
+            with self._subvector.profile.alone(j):
+                tested[j] = self._subvector.pvalue(j)
+        return tested[j]
 
     def bounded_of(self, names: list[str]) -> pd.Series:
         """Whether the intervals of the coefficients ``names`` are bounded, computing
-        only theirs (:attr:`bounded` computes every coefficient's, ~15 fits each); False
-        where the set is empty."""
-        covered = {self.estimate.index[k]: j for j, k in enumerate(self._slopes)}
-
-        def ends(name: str) -> tuple[float, float]:
-            return (self._projection(covered[name])[:2] if name in covered
-                    else self._intercept_bounds)
-
-        return pd.Series([not self.empty and bool(np.isfinite(ends(name)).all())
-                          for name in names], index=list(names), name="bounded", dtype=bool)
+        only theirs (:meth:`conf_int`); False where the set is empty."""
+        return np.isfinite(self.conf_int(names).loc[list(names)]).all(axis=1).rename("bounded")
 
     @property
     def lower(self) -> pd.Series:
-        return self._projections[0]
+        return self._intervals["lower"]
 
     @property
     def upper(self) -> pd.Series:
-        return self._projections[1]
-
-    @property
-    def pvalues(self) -> pd.Series:
-        return self._projections[2]
+        return self._intervals["upper"]
 
     def causes(self, alpha: float | None = None) -> pd.Series:
         """The covariates declared direct causes at family-wise error ``alpha`` (default
@@ -354,11 +365,7 @@ class RobustSet:
         p = self.pvalues
         declared = pd.Series(False, index=p.index, name="cause")
         tested = p.dropna()
-        if len(tested):
-            from statsmodels.stats.multitest import multipletests  # (on first use)
-
-            declared[tested.index] = multipletests(tested.to_numpy(), alpha=alpha,
-                                                   method="holm")[0]
+        declared[tested.index] = holm(tested.to_numpy(), alpha)
         return declared
 
     @property
@@ -371,9 +378,28 @@ class RobustSet:
         """Per coefficient: is its interval bounded?"""
         return np.isfinite(self.lower) & np.isfinite(self.upper)
 
-    def conf_int(self) -> pd.DataFrame:
-        """``lower`` and ``upper`` by coefficient (statsmodels' layout)."""
-        return pd.DataFrame({"lower": self.lower, "upper": self.upper})
+    def conf_int(self, names: list[str] | None = None) -> pd.DataFrame:
+        """``lower`` and ``upper`` by coefficient (statsmodels' layout); with ``names``,
+        only those coefficients' are computed (about 15 fits each, as jobs of their own;
+        NaN for the others)."""
+        if names is None:
+            return self._intervals.copy()
+        index = self.estimate.index
+        unknown = [str(name) for name in names if name not in index]
+        if unknown:
+            raise DataError(f"conf_int: names must be covariates of the model "
+                            f"({listed(list(index), 8)}); {listed(unknown, 4)} are not.")
+        covered = {index[k]: j for j, k in enumerate(self._slopes)}
+        js = [] if self.empty else [covered[name] for name in names if name in covered]
+        ends = np.full((len(self._slopes), 2), np.nan)
+        for j, projection in zip(js, self._each(self.__dict__.setdefault("_projected", {}),
+                                                self._projection, js), strict=True):
+            ends[j] = projection[:2]
+        ends /= self._to_std[:, None]
+        const = None if self._intercept is None else index[self._intercept.const]
+        c_lo, c_hi = self._intercept_bounds if const in names else (np.nan, np.nan)
+        return pd.DataFrame({"lower": self._series(ends[:, 0], "lower", c_lo),
+                             "upper": self._series(ends[:, 1], "upper", c_hi)})
 
     def contains(self, b: ArrayLike | pd.Series) -> bool:
         """Whether the joint set contains ``b``: a Series by covariate name (it must name
@@ -420,7 +446,7 @@ class RobustSet:
         return out
 
     def __repr__(self) -> str:
-        state = ("empty" if self.empty else "not empty" if "_projections" not in self.__dict__
+        state = ("empty" if self.empty else "not empty" if "_intervals" not in self.__dict__
                  else "no interval" if self.lower.isna().all()
                  else "bounded" if self.bounded.loc[self.lower.notna()].all()
                  else "unbounded")
@@ -772,6 +798,18 @@ class _Profile:
                 break                           # two starts found the same least value
         seen[beta0] = (*best, starts != "near" or best[0] <= self.critical)
         return min(best[0], self.limit)
+
+    @contextmanager
+    def alone(self, j: int) -> Iterator[None]:
+        """Within it, coefficient ``j``'s profile knows no earlier point, and the points
+        it finds are dropped after it: a p-value and an interval do not depend on which
+        was computed first (in this process or in another job), nor on
+        :meth:`RobustSet.profile` calls."""
+        kept = self.seen.pop(j, {})
+        try:
+            yield
+        finally:
+            self.seen[j] = kept
 
     @property
     def limit(self) -> float:

@@ -81,11 +81,10 @@ def robust_or_reason(res: Results, alpha: float, kind: str, asked: bool,
             f"fits per coefficient, so with {p} they are not computed for the summary: "
             "res.conf_int(kind='robust'), or summary(intervals='robust').")
     causes = rs.causes()
-    unbounded = rs.bounded.index[~rs.bounded & rs.estimate.notna()]
     state = ("The set is empty (no b passes the test)." if rs.empty else
-             ("Every interval is bounded" if not len(unbounded) else "+-inf where the "
-              f"environments leave a coefficient undetermined ({listed(unbounded, 5)})")
-             + f".  Direct causes at family-wise error {rs.alpha:g} (Holm on robust p): "
+             ("An interval of +-inf: the environments leave that coefficient "
+              "undetermined.  " if kind == "robust" else "")
+             + f"Direct causes at family-wise error {rs.alpha:g} (Holm on robust p): "
              + (", ".join(causes.index[causes]) or "none") + "." + unreliable(rs))
     tested = ("every covariate's" if len(rs.instruments) == rs.estimate.notna().sum()
               else f"{len(rs.instruments)} covariates' (those whose second moments vary "

@@ -74,9 +74,12 @@ def build_summary(res: Results, *, alpha: float, show: str | None, ci_method: st
     robust = checked if in_table else None
     if kind == "robust" and robust is None:             # not computable: the analytic ones
         kind = "wald"
-    ci = (robust.conf_int() if kind == "robust" else
-          res.conf_int(alpha, ci_method if kind == "bootstrap" else None, kind=kind))
-    rows, folded = _rows(res, kind, robust, ci, show)
+    if kind == "robust":                  # only the shown rows' (~15 fits each)
+        rows, folded = _rows(res, kind, robust, None, show)
+        ci = robust.conf_int(list(res.params.index[rows]))
+    else:
+        ci = res.conf_int(alpha, ci_method if kind == "bootstrap" else None, kind=kind)
+        rows, folded = _rows(res, kind, robust, ci, show)
     top, width = _header_table(res, kind, detail)
     smry = NegDROSummary()
     smry.tables = [top, _coef_table(res, rows, ci, alpha, kind, robust, width, detail,
@@ -197,13 +200,15 @@ def _header_table(res: Results, kind: str, detail: bool) -> tuple[SimpleTable, i
     return top, sum(widths) + 2 * 3
 
 
-def _rows(res: Results, kind: str, robust: RobustSet | None, ci: Any, show: str | None
-          ) -> tuple[np.ndarray, np.ndarray]:
+def _rows(res: Results, kind: str, robust: RobustSet | None, ci: Any | None,
+          show: str | None) -> tuple[np.ndarray, np.ndarray]:
     """The coefficient rows shown and those folded into one line: every row with
     ``show="all"``; else the selected ones, the intercept, and any unselected one with
-    something to show (a robust p below the intervals' alpha, an interval that excludes
-    0, a bootstrap selection frequency of at least ``SHOWN_FREQ``); the rest fold when
-    ``show="selected"`` or, by default, when there are at least ``FOLD_MIN`` of them."""
+    something to show (a robust p below the intervals' alpha, an interval ``ci`` that
+    excludes 0, a bootstrap selection frequency of at least ``SHOWN_FREQ``); the rest
+    fold when ``show="selected"`` or, by default, when there are at least ``FOLD_MIN``
+    of them.  The robust intervals (``ci`` None) exclude 0 only where robust p is below
+    alpha: the rows are chosen before them, and only theirs are computed."""
     every = np.arange(len(res.params))
     if show == "all":
         return every, every[:0]
@@ -211,9 +216,10 @@ def _rows(res: Results, kind: str, robust: RobustSet | None, ci: Any, show: str 
     keep[every == (-1 if res.intercept is None else res.intercept)] = True
     if robust is not None and not robust.empty:
         keep |= robust.pvalues.fillna(1.0).to_numpy() < robust.alpha
-    with np.errstate(invalid="ignore"):
-        lo, hi = ci["lower"].to_numpy(), ci["upper"].to_numpy()
-        keep |= (lo > 0) | (hi < 0)
+    if ci is not None:
+        with np.errstate(invalid="ignore"):
+            lo, hi = ci["lower"].to_numpy(), ci["upper"].to_numpy()
+            keep |= (lo > 0) | (hi < 0)
     if shown_bootstrap(res, kind) is not None:
         keep |= res.support_freq.fillna(0).to_numpy() >= SHOWN_FREQ
     if show is None and (~keep).sum() < FOLD_MIN:

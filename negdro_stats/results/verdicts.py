@@ -7,6 +7,7 @@ import math
 import statistics
 from typing import Any, NamedTuple
 
+from .._stats import holm
 from .._validation import listed
 from ..inference.robust import ROBUST_TABLE_MAX_P, too_few_moments
 
@@ -491,8 +492,4 @@ def _holm(res: Results, alpha: float) -> tuple[str, ...]:
     p = res.pvalues[res.support.to_numpy()].dropna()
     if res.intercept is not None:
         p = p.drop(res.params.index[res.intercept], errors="ignore")
-    if not len(p):
-        return ()
-    from statsmodels.stats.multitest import multipletests  # (on first use)
-
-    return tuple(p.index[multipletests(p.to_numpy(), alpha=alpha, method="holm")[0]])
+    return tuple(p.index[holm(p.to_numpy(), alpha)])

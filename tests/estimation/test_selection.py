@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import HealthCheck, assume, event, example, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 from scipy import optimize
@@ -484,6 +484,23 @@ def test_the_fast_distribution_functions_are_scipy_stats():
         assert norm_isf(a) == pytest.approx(stats.norm.isf(a), rel=1e-12, abs=1e-15)
     assert np.isnan(chi2_sf(2.0, 0)) and np.isnan(chi2_isf(0.05, 0))
     assert np.isnan(chi2_sf(np.nan, 3))
+
+
+@given(st.lists(st.one_of(st.floats(0.0, 1.0), st.sampled_from([0.0, 0.01, 0.0125, 1.0])),
+                max_size=12), st.sampled_from([0.01, 0.05, 0.1]))
+@example([0.5, 0.0125, 0.9, 0.0125], 0.05)     # at the threshold 0.05 / 4, and a tie
+@example([0.04, 0.02, 0.03], 0.05)   # 0.04 <= 0.05, but the step-down stopped at 0.02
+def test_holm_decides_as_statsmodels(pvalues, alpha):
+    """The package's Holm step-down (one numpy pass: statsmodels' runs a full garbage
+    collection per call) rejects exactly what multipletests(method="holm") rejects,
+    ties and values at the thresholds included."""
+    from statsmodels.stats.multitest import multipletests
+
+    from negdro_stats._stats import holm
+
+    p = np.array(pvalues)
+    expected = multipletests(p, alpha=alpha, method="holm")[0] if len(p) else p > 2
+    assert holm(p, alpha).tolist() == expected.tolist()
 
 
 def _own_tests(sem, ns, rng, S, cols):
