@@ -6,8 +6,10 @@
 from __future__ import annotations
 
 import difflib
+import logging
 import numbers
 import sys
+import time
 import warnings
 from collections.abc import Iterable
 
@@ -44,17 +46,24 @@ def in_notebook() -> bool:
     return shell is not None and hasattr(shell, "kernel")
 
 
-def progress(items, verbose: bool | None, desc: str, total: int | None = None):
+def progress(items, verbose: bool | None, desc: str, total: int | None = None,
+             what: str | None = None):
     """``items`` wrapped in a tqdm bar (``tqdm.auto``: a widget in notebooks): at once
     when asked for (``verbose=True``); by default (None) in a terminal or a notebook,
-    once the work has taken ``PROGRESS_DELAY`` seconds; ``items`` unchanged otherwise
-    (or without tqdm)."""
+    once the work has taken ``PROGRESS_DELAY`` seconds.  By default elsewhere (a
+    script, a CI log: no terminal) one INFO line through :mod:`logging` (logger
+    ``negdro_stats``) once the work has taken ``PROGRESS_DELAY`` seconds: ``what``
+    runs (default ``desc``), how many steps are done and how long it should take in
+    all.  ``items`` unchanged with ``verbose=False`` (or without tqdm where a bar is
+    asked for)."""
     if verbose is not None and not isinstance(verbose, (bool, int, np.bool_, np.integer)):
         raise TypeError(f"verbose must be True, False or None (a progress bar in a terminal "
                         f"or notebook, for work over {PROGRESS_DELAY:g} s); got {verbose!r}.")
     shown = (sys.stderr.isatty() or in_notebook()) if verbose is None else bool(verbose)
-    if not shown or total == 0:
+    if total == 0 or verbose is False:
         return items
+    if not shown:
+        return items if total is None else _logged(items, total, what or desc)
     try:
         from tqdm.auto import tqdm
     except ImportError:
@@ -65,6 +74,20 @@ def progress(items, verbose: bool | None, desc: str, total: int | None = None):
         #                          thread runs the resampling's workers cannot be forked
 
     return Bar(items, total=total, desc=desc, delay=PROGRESS_DELAY if verbose is None else 0)
+
+
+def _logged(items, total: int, what: str):
+    """``items``, with one INFO line once ``PROGRESS_DELAY`` seconds have passed and
+    steps remain (:func:`progress`)."""
+    start, said = time.perf_counter(), False
+    for k, item in enumerate(items, 1):
+        yield item
+        elapsed = time.perf_counter() - start
+        if not said and elapsed >= PROGRESS_DELAY and k < total:
+            logging.getLogger("negdro_stats").info(
+                "%s: %d of %d done in %.0f s; about %.0f s in all.", what, k, total,
+                elapsed, elapsed * total / k)
+            said = True
 
 
 def _range_text(min_val: float | None, max_val: float | None, closed: str) -> str:

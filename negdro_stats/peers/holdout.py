@@ -208,8 +208,8 @@ def leave_one_environment_out(
         ``"negdro"`` and any of :data:`negdro_stats.peers.baselines.BASELINES` (``"erm"`` is
         pooled least squares), fitted with their default options.
     verbose : bool, optional
-        Progress bar over environments (tqdm); default: in a terminal or notebook,
-        after 2 s.
+        Progress bar over environments (tqdm); default as for
+        :meth:`NegDRO.fit <negdro_stats.NegDRO.fit>`.
 
     Returns
     -------
@@ -242,8 +242,8 @@ def leave_one_environment_out(
     risks = pd.DataFrame(np.nan, index=index, columns=pd.Index(methods, name="method"))
     verdicts = pd.Series(FIT_FAILED, index=index, name="verdict", dtype=object)
     nobs, events = pd.Series(0, index=index, name="nobs"), {}
-    folds = progress(data.environment_folds(), verbose, "held-out environments",
-                     total=len(envs))
+    folds = progress(data.environment_folds(), verbose, "held-out environments", len(envs),
+                     f"validate_loeo: {len(envs)} folds, each refitting every method")
     for env, train, X, y in folds:
         nobs[env] = len(y)
         fold = _recorded(events, "negdro", env, partial(fit_negdro, train))

@@ -56,7 +56,6 @@ times their standard deviation -- ``B`` SDPs per replicate.
 
 from __future__ import annotations
 
-import logging
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -72,7 +71,6 @@ from .._resampling import process_jobs, replicate
 from .._stats import norm_ppf
 from .._typing import FloatArray, IntArray
 from .._validation import (
-    PROGRESS_DELAY,
     check_int,
     check_option,
     check_rng,
@@ -103,7 +101,6 @@ CRITERIA = ("error", "support", "margin", "verdict")
 DRAWS = ("moments", "rows")
 AUX_ROWS = 200       # rows per environment: drawn up to here, else behind the cumulant noise
 FINE = 64            # interpolation points between two candidate n (required_n)
-LOG = logging.getLogger(__name__)
 
 
 def _gaussian_rows(population: Moments) -> tuple[FloatArray, list[FloatArray]]:
@@ -570,8 +567,8 @@ def plan_sample_size(
     verbose : bool, optional
         Progress bar over the replicates (tqdm); default: in a terminal or notebook,
         after 2 s, and elsewhere (a script, a CI log) one line through :mod:`logging`
-        (INFO, logger ``negdro_stats.planning.sample_size``) after 2 s saying what runs
-        and how long it should take; ``False``: neither.  The replicates run in the
+        (INFO, logger ``negdro_stats``) after 2 s saying what runs and how long it
+        should take; ``False``: neither.  The replicates run in the
         resampling's workers (forked processes where they can be, ``NEGDRO_N_JOBS`` where
         set: :meth:`NegDRO.fit <negdro_stats.NegDRO.fit>`'s ``n_jobs``), with the same plan
         whatever their number.
@@ -659,7 +656,8 @@ def plan_sample_size(
     what = (f"plan_sample_size: {shape[0] * reps} fits of NegDRO ({shape[0]} n x {reps} "
             f"replicates, {jobs} worker{'s' if jobs > 1 else ''})")
     results, crashed = replicate(one, shape[0] * reps, rng, n_jobs=jobs,
-                                 progress=_progress(shape[0] * reps, verbose, what))
+                                 progress=lambda steps: progress(steps, verbose, "plan",
+                                                                 shape[0] * reps, what))
     if crashed.any():
         raise SolverError(f"{int(crashed.sum())} of {crashed.size} replicates failed "
                           "numerically (drawing the moments or checking the margin).")
@@ -673,28 +671,6 @@ def plan_sample_size(
                       gaussian_approximation=draw == "moments" and not sem.is_gaussian,
                       failed=failed, seconds=time.perf_counter() - start,
                       verdicts=verdicts, design=design)
-
-
-def _progress(total: int, verbose: bool | None, what: str) -> Callable:
-    """The replicates' progress: the package's bar (:func:`~negdro_stats._validation.progress`)
-    where it shows; where it does not and ``verbose`` is None (a script, a CI log), one
-    line through :mod:`logging` (INFO, this module's logger) once the work has taken
-    ``PROGRESS_DELAY`` seconds: what runs and how long it should take in all."""
-    def wrap(steps):
-        shown = progress(steps, verbose, "plan", total=total)
-        return shown if shown is not steps or verbose is not None else _logged(steps)
-
-    def _logged(steps):
-        start, said = time.perf_counter(), False
-        for k, item in enumerate(steps, 1):
-            yield item
-            elapsed = time.perf_counter() - start
-            if not said and elapsed >= PROGRESS_DELAY and k < total:
-                LOG.info("%s: %d done in %.0f s; about %.0f s in all.", what, k, elapsed,
-                         elapsed * total / k)
-                said = True
-
-    return wrap
 
 
 def _fit_verdict(out: SolverOutput, ident: IdentificationResult,

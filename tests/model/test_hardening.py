@@ -17,6 +17,7 @@ from negdro_stats import (
     simulate,
 )
 from negdro_stats.data.container import MultiEnvData
+from negdro_stats.planning import plan_sample_size
 from negdro_stats.results.tables import fmt_num as _num
 
 
@@ -245,6 +246,52 @@ def test_progress_bars_show_in_notebooks_after_two_seconds(monkeypatch):
     bar = _validation.progress(items, None, "x")
     assert bar.delay == _validation.PROGRESS_DELAY == 2.0 and list(bar) == items
     assert _validation.progress(items, True, "x").delay == 0
+
+
+LONG_CALLS = {   # call(data, verbose) on eq. (33) data -> the start of its one log line
+    "plan": (lambda df, verbose: plan_sample_size(
+        simulate.example3("strong"), [100, 200], reps=2, rng=0, verbose=verbose),
+        "plan_sample_size: 4 fits of NegDRO (2 n x 2 replicates, 1 worker): 1 of 4 "),
+    "bootstrap": (lambda df, verbose: NegDRO(df, env="env", outcome="Y").fit(
+        n_boot=3, rng=0, verbose=verbose),
+        "bootstrap: 3 refits of the estimator: 1 of 3 "),
+    "diagnose": (lambda df, verbose: NegDRO(df, env="env", outcome="Y").diagnose(
+        n_boot=2, n_perm=2, rng=0, verbose=verbose),
+        "diagnose: 2 resamples and 2 permutations of the margin: 1 of 4 "),
+    "loeo": (lambda df, verbose: NegDRO(df, env="env", outcome="Y").validate_loeo(
+        verbose=verbose),
+        "validate_loeo: 4 folds, each refitting every method: 1 of 4 "),
+}
+
+
+@pytest.mark.parametrize("call", sorted(LONG_CALLS))
+def test_a_long_call_in_a_script_logs_what_it_runs_and_how_long_it_takes(
+        call, monkeypatch, caplog):
+    """Without a terminal (stderr a file) and ``verbose`` unset, each long call says in
+    one INFO line (logger ``negdro_stats``) what it runs, how far it is and how long it
+    should take, once the work has taken ``PROGRESS_DELAY`` (here 0 s); ``verbose=False``
+    says nothing, and nothing reaches stderr."""
+    import io
+    import logging
+    import sys
+
+    from negdro_stats import _validation
+
+    run, start = LONG_CALLS[call]
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    monkeypatch.setattr(_validation, "PROGRESS_DELAY", 0.0)
+    monkeypatch.setenv("NEGDRO_N_JOBS", "1")
+    df = simulate.eq33(p=5).sample(300, rng=0)
+    said = {}
+    for verbose in (None, False):
+        with warnings.catch_warnings(), caplog.at_level(logging.INFO, logger="negdro_stats"):
+            warnings.simplefilter("ignore")
+            run(df, verbose)
+            said[verbose] = [r.getMessage() for r in caplog.records]
+            caplog.clear()
+    assert len(said[None]) == 1 and said[False] == [], said
+    assert said[None][0].startswith(start) and said[None][0].endswith(" s in all.")
+    assert sys.stderr.getvalue() == ""
 
 
 def test_messages_say_what_is_wrong_in_the_users_words():

@@ -359,26 +359,3 @@ def test_a_plan_reads_the_declarations_its_fits_will_be_given():
                                               verbose=False).summary()
     with pytest.raises(DataError, match="not_descendants names 'X99'"):
         plan_sample_size(sem, [500], reps=2, not_descendants=["X99"])
-
-
-def test_a_plan_in_a_script_logs_what_it_runs_and_how_long_it_takes(monkeypatch, caplog):
-    """Without a terminal (stderr a file) and ``verbose`` unset, one INFO line once the
-    work has taken ``PROGRESS_DELAY`` (here 0 s); ``verbose=False`` says nothing."""
-    import io
-    import logging
-    import sys
-
-    monkeypatch.setattr(sys, "stderr", io.StringIO())
-    monkeypatch.setattr(sample_size, "PROGRESS_DELAY", 0.0)
-    monkeypatch.setenv("NEGDRO_N_JOBS", "1")
-    sem = simulate.example3("strong")
-    with caplog.at_level(logging.INFO, logger="negdro_stats.planning.sample_size"):
-        plan_sample_size(sem, [100, 200], reps=2, rng=0)
-        said = [r.getMessage() for r in caplog.records]
-        caplog.clear()
-        plan_sample_size(sem, [100, 200], reps=2, rng=0, verbose=False)
-        assert caplog.records == []
-    assert len(said) == 1
-    assert said[0].startswith("plan_sample_size: 4 fits of NegDRO (2 n x 2 replicates, "
-                              "1 worker): 1 done in ")
-    assert said[0].endswith(" s in all.") and sys.stderr.getvalue() == ""
