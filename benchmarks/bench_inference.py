@@ -1,7 +1,7 @@
 """Inference benchmark (issue: inference): bootstrap cost, interval coverage, gamma="auto".
 
 Usage:  python benchmarks/bench_inference.py [--quick] [--reps 100] [--seeds 20]
-        [--only cost|defaults|summary_cost|replicates|coverage|auto_gamma|robust|
+        [--only cost|defaults|replicates|coverage|auto_gamma|robust|
                 robust_cost|robust_width|robust_noise]
         [--designs ...]
         [--ns ...] [--test kj|ar]
@@ -10,9 +10,7 @@ Usage:  python benchmarks/bench_inference.py [--quick] [--reps 100] [--seeds 20]
 0. Defaults (``--only defaults``): on eq. (33), p = 10, n = 20,000 per environment, the
    cost in fits of ``fit()``, ``fit()`` + ``summary()``, the deferred bootstrap (B = 200)
    on first use and ``diagnose()``; import time against ``pandas`` + ``scipy.stats``.
-0a. Summary (``--only summary_cost``): ``summary()`` after a fit, in fits, at p = 30 and
-   100 (random SEMs, 2,000 rows x 5), with the default workers and with one
-   (:func:`summary_cost`).
+   (``summary()``'s cost on other designs: ``benchmarks/bench_summary_cost.py``.)
 0b. Replicates (``--only replicates``): the deferred B = 200 bootstrap's cost in fits on
    eq. (33) and a random confounded p = 15 design, and each replicate's distance from the
    replicate whose continuously updated fits are minimised to the end (:func:`replicates`).
@@ -135,42 +133,6 @@ def defaults(p, n, B):
     print(" ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
                    for k, v in row.items()), flush=True)
     return row
-
-
-def summary_cost(ps=(30, 100), n: int = 2000) -> list[dict]:
-    """Issue 42's summary target (``--only summary_cost``): ``summary()`` right after a
-    fit, in fits (``fit(n_boot=0)``, median of 3; the summary's median of 3, each on a
-    fresh fit, after one to import what it needs) on random_sem(p, n_envs=5, rng=1),
-    ``n`` rows x 5, with the default workers and with one (``can_fork`` off: the
-    intervals one after another), same run; and whether both give the same text."""
-    from negdro_stats import _resampling
-
-    rows, fork = [], _resampling.can_fork
-    for p in ps:
-        model = NegDRO(simulate.random_sem(p, n_envs=5, rng=1).sample(n, rng=1),
-                       env="env", outcome="Y")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            model.fit(n_boot=0).summary()
-            one = timed(lambda: model.fit(n_boot=0), reps=3)[1]     # noqa: B023
-            workers = _resampling.process_jobs()
-            row, texts = dict(p=p, n_per_env=n, one_fit_s=one, workers=workers), []
-            for label, can in (("default", fork), ("one_worker", lambda: False)):
-                _resampling.can_fork = can
-                try:
-                    fits = [model.fit(n_boot=0) for _ in range(3)]
-                    seconds = []
-                    for res in fits:
-                        t0 = time.perf_counter()
-                        texts.append(str(res.summary()))
-                        seconds.append(time.perf_counter() - t0)
-                finally:
-                    _resampling.can_fork = fork
-                row[f"summary_{label}_fits"] = float(np.median(seconds)) / one
-        row["same_text"] = len(set(texts)) == 1
-        print(row, flush=True)
-        rows.append(row)
-    return rows
 
 
 def replicates(B: int = 200) -> list[dict]:
@@ -455,7 +417,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=100)
     ap.add_argument("--seeds", type=int, default=20)
-    ap.add_argument("--only", choices=["cost", "defaults", "summary_cost", "replicates",
+    ap.add_argument("--only", choices=["cost", "defaults", "replicates",
                                        "coverage",
                                        "auto_gamma",
                                        "robust", "robust_cost", "robust_width",
@@ -474,7 +436,6 @@ def main():
     parts = {
         "cost": lambda: cost(20, 2000, 20) if a.quick else cost(100, 20_000, 200),
         "defaults": lambda: defaults(10, 2000 if a.quick else 20_000, 200),
-        "summary_cost": lambda: summary_cost((30,) if a.quick else (30, 100)),
         "replicates": lambda: replicates(20 if a.quick else 200),
         "coverage": lambda: coverage(3, 1000, B=50) if a.quick else coverage(a.reps, 5000),
         "auto_gamma": lambda: auto_gamma(2 if a.quick else a.seeds),

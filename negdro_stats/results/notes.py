@@ -77,9 +77,10 @@ def robust_or_reason(res: Results, alpha: float, kind: str, asked: bool,
     if kind != "robust" and (rs.empty or p > ROBUST_TABLE_MAX_P):
         return rs, False, None if rs.empty else (
             f"The robust set is not empty (least AR = {rs.statistic:.4g} <= "
-            f"{rs.critical:.4g}, {rs.reference}); its p-values and intervals cost about 15 "
-            f"fits per coefficient, so with {p} they are not computed for the summary: "
-            "res.conf_int(kind='robust'), or summary(intervals='robust').")
+            f"{rs.critical:.4g}, {rs.reference}); its p-values cost a few fits per "
+            f"coefficient and its intervals about 15, so with {p} they are not computed for "
+            "the summary: res.robust_pvalues, res.conf_int(kind='robust'), or "
+            "summary(intervals='robust').")
     causes = rs.causes()
     state = ("The set is empty (no b passes the test)." if rs.empty else
              ("An interval of +-inf: the environments leave that coefficient "

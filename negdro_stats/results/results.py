@@ -364,9 +364,10 @@ class NegDROResults(BootstrapViews, Saveable):
         covariate's residual moments (:mod:`negdro_stats.inference.robust`): its coverage does not
         depend on how strongly the environments identify ``beta*``; it is unbounded along
         what they leave undetermined and empty when no invariant linear model fits.
-        Computed on first use for each ``alpha`` (its intervals on first use of them):
-        about 15 statistic fits per coefficient (~14 fits of the model at p = 30, 10 at
-        p = 10), a few in all where no interval is bounded.  ``test``: the subvector
+        Computed on first use for each ``alpha`` (its p-values and intervals on first
+        use of them, each coefficient's apart): a few statistic fits per p-value, about
+        15 per interval (every interval: ~14 fits of the model at p = 30, 10 at p = 10),
+        a few in all where no interval is bounded.  ``test``: the subvector
         test of the intervals and p-values, Kleibergen's KJ (``"kj"``, default: about the
         efficient GMM's Wald interval where ``beta*`` is identified) or Anderson-Rubin's
         (``"ar"``, wider there; see :class:`~negdro_stats.inference.robust.RobustSet`)."""
