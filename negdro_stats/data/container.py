@@ -13,6 +13,7 @@ use.  Everything here pickles.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
@@ -26,6 +27,7 @@ from .._validation import check_bool, check_option, few, warn_user
 from ..exceptions import DataError, DataWarning
 from .blocks import DEFAULT_BLOCKS, BlockMoments, blocks_of_rows
 from .csv_file import CHUNK_ROWS
+from .dependence import Dependence
 from .fourth import RESIDUAL, gaussian_score_cov, takes_every
 from .moments import EXACT_FIT, N_POPULATION, Moments, by_environment
 from .readers import (
@@ -133,6 +135,7 @@ class MultiEnvData:
     """
 
     origin: FloatArray | None = None        # (results saved before 2026-12-05 lack it)
+    dependence: Dependence | None = None    # independent rows (with_dependence)
     _margin_blocks: BlockMoments | None = None      # made on first use (margin_resamplers)
 
     def __init__(self, moments: Moments, *, fit_intercept: bool = False,
@@ -151,7 +154,7 @@ class MultiEnvData:
     def __getstate__(self) -> dict:
         """Pickled without the resamplers' sorted copy of the rows (made again on use)."""
         return {k: v for k, v in self.__dict__.items()
-                if k not in ("_sorted_rows", "_margin_blocks")}
+                if k not in ("_sorted_rows", "_margin_blocks", "_block_lengths")}
 
     def __setstate__(self, state: dict) -> None:
         """A file saved before 2026-12-05 may hold the rows' sorted copy in the layout of
@@ -395,6 +398,18 @@ class MultiEnvData:
         """Whether :meth:`score_cov` can be computed (fourth moments, or the rows)."""
         return self.moments.fourth is not None or self._rows is not None
 
+    def with_dependence(self, dependence: Dependence | None) -> MultiEnvData:
+        """The same data with rows that depend as ``dependence`` says (None: independent):
+        :meth:`score_cov`, :meth:`risk_variances` and :meth:`resample` then use the long-run
+        covariances and moving blocks of :mod:`negdro_stats.data.dependence`, from the
+        rows in their order."""
+        if dependence is not None and self._rows is None:
+            raise DataError(f"cov_type={dependence.cov_type!r} needs the rows in their order; "
+                            "this model was built from moments or blocks only.")
+        out = copy.copy(self)
+        out.dependence = dependence
+        return out
+
     @property
     def has_risk_variances(self) -> bool:
         """Whether :meth:`risk_variances` can be computed (the equal-risk test)."""
@@ -530,6 +545,9 @@ class MultiEnvData:
         (one chunked pass); from blocks only, the between-block variance of the block
         risks (ratio-estimator form, ``K / (K - 1)`` corrected)."""
         E, fourth = self.moments.n_envs, self.moments.fourth
+        if self.dependence is not None:      # the long-run variance of r^2 (r's score)
+            R = risk_variances(self.moments, b)[0]
+            return R, self.score_cov(b, [RESIDUAL])[:, 0, 0] / self.moments.n
         if fourth is not None:               # R from every row, Var(r^2) from the sample
             return risk_variances(self.moments, b)
         if self.blocks is not None and self._rows is None:
@@ -564,6 +582,8 @@ class MultiEnvData:
         fourth-cumulant term; a between-block estimate, with K - 1 degrees of freedom for
         up to 30 columns, moved the J tests far more than the term it estimates)."""
         cols = np.arange(self.moments.p) if cols is None else np.asarray(cols)
+        if self.dependence is not None:
+            return self._long_run_cov(b, cols, self.dependence)
         if self.moments.fourth is not None:
             b = np.asarray(b, dtype=np.float64)
             return (gaussian_score_cov(self.moments, b, cols)
@@ -583,6 +603,18 @@ class MultiEnvData:
                     s2[e] += W.T @ W
         mean = s1 / n[:, None]
         return s2 / n[:, None, None] - np.einsum("ei,ej->eij", mean, mean)
+
+    def _long_run_cov(self, b: FloatArray, cols: np.ndarray, dependence: Dependence
+                      ) -> FloatArray:
+        """:meth:`score_cov` for dependent rows: each environment's long-run covariance
+        of its scores, rows in order (:meth:`Dependence.long_run_cov`)."""
+        slope, intercept = split_intercept(b, self.fit_intercept)
+        X, y, codes = self._need_rows("The long-run score covariance").arrays()
+        if self.origin is not None:
+            X, y = X - self.origin[:-1], y - self.origin[-1]
+        W = _scores(X, y - X @ slope - intercept, cols, takes_every(cols, len(slope)))
+        return np.stack([dependence.long_run_cov(W[codes == e])
+                         for e in range(self.moments.n_envs)])
 
     def environment_folds(self):
         """Leave-one-environment-out folds: for each environment ``e`` (in ``moments.envs``
@@ -627,10 +659,28 @@ class MultiEnvData:
         if self.blocks is not None:
             return self._working(self.blocks.resample(rng))
         weighted = []
-        for Z in self._groups:
-            c = np.bincount(rng.integers(0, len(Z), size=len(Z)), minlength=len(Z))
+        for Z, block in zip(self._groups, self._block_lengths, strict=True):
+            c = (np.bincount(rng.integers(0, len(Z), size=len(Z)), minlength=len(Z))
+                 if self.dependence is None else self.dependence.counts(len(Z), rng, block))
             weighted.append(Z * np.sqrt(c.astype(np.float64))[:, None])
         return self._working(self._moments_of(weighted))
+
+    @cached_property
+    def _block_lengths(self) -> list[int]:
+        """The moving blocks' length in each environment: the long-run covariance's
+        lags at the pooled least-squares fit, plus one (1 for independent rows)."""
+        dependence = self.dependence
+        if dependence is None:
+            return [1] * self.moments.n_envs
+        m = self.moments
+        b = np.linalg.lstsq(m.Sigma.sum(axis=0), m.sxy.sum(axis=0), rcond=None)[0]
+        slope, intercept = split_intercept(b, self.fit_intercept)
+        X, y, codes = self._need_rows("The moving-block bootstrap").arrays()
+        if self.origin is not None:
+            X, y = X - self.origin[:-1], y - self.origin[-1]
+        W = _scores(X, y - X @ slope - intercept, np.append(np.arange(m.p), RESIDUAL), False)
+        return [dependence.lags(W[codes == e] - W[codes == e].mean(axis=0)) + 1
+                for e in range(m.n_envs)]
 
     def margin_resamplers(self) -> tuple[Callable[[np.random.Generator], Moments],
                                          Callable[[np.random.Generator], Moments]]:
@@ -646,7 +696,7 @@ class MultiEnvData:
         number of blocks, not of rows (with 10,000 / 200,000 rows, every permuted
         environment has ~57,000 and the null's margins are far wider than the rows')."""
         E, q = self.moments.n_envs, len(self.non_constant) + 1
-        if (self.blocks is not None or self._rows is None
+        if (self.blocks is not None or self._rows is None or self.dependence is not None
                 or self.moments.n.min() < MARGIN_BLOCK_ROWS * MARGIN_BLOCKS
                 or E * MARGIN_BLOCKS * q * q > MAX_BLOCK_ENTRIES):
             return self.resample, self.permute

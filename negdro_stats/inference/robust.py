@@ -590,7 +590,7 @@ def too_few_moments(mom: Moments, const: int | None = None) -> str | None:
 def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
                score_cov: Callable[[FloatArray, np.ndarray], FloatArray] | None = None,
                const: int | None = None, test: Literal["kj", "ar"] = "kj",
-               origin: FloatArray | None = None) -> RobustSet:
+               origin: FloatArray | None = None, independent: bool = True) -> RobustSet:
     """The robust confidence set of ``beta*`` (module docstring) from per-environment
     moments, the reported fit ``b_hat`` (model order) where the non-Gaussian part of the
     score covariances is estimated (``score_cov(b, cols)``, e.g.
@@ -598,7 +598,8 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
     ``const`` the index of an intercept column (profiled; ``origin``: the pooled means
     of the other covariates and the outcome that ``mom`` is taken about, the data's
     frame of the intercept, default 0) and ``test`` the subvector test of the intervals
-    (:class:`RobustSet`)."""
+    (:class:`RobustSet`).  ``independent``: whether the rows are (the Bartlett factor
+    resamples rows one by one, so it is not measured otherwise)."""
     alpha = check_scalar(alpha, "alpha", "robust_set", min_val=0, max_val=0.5,
                          closed="neither")
     test = check_option(test, "test", "robust_set", ("kj", "ar"))
@@ -623,7 +624,8 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
          else rows_cov(b0, cols) - gaussian_score_cov(std, b0, cols))
     risks = isserlis_parts(std, b0, R)[4]
     exact = bool(np.all(risks <= EXACT_FIT * np.maximum(std.syy, 1.0)))
-    bartlett = np.nan if rows_cov is None or exact else _bartlett(std, b0, cols)
+    bartlett = (np.nan if rows_cov is None or exact or not independent
+                else _bartlett(std, b0, cols))
     found = _inverted(std, b0, R, K, alpha=alpha, test=test, bartlett=bartlett,
                       exact=exact)
     scale = s_y / d                              # standardised -> original units

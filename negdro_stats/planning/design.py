@@ -69,6 +69,16 @@ def _standard_draws(dists: Sequence[str], n: int, rng: np.random.Generator) -> F
     return z
 
 
+def _ar1(z: FloatArray, rho: float) -> FloatArray:
+    """The columns of ``z`` (independent, mean 0, variance 1) made stationary AR(1)
+    series ``a_t = rho a_{t-1} + sqrt(1 - rho^2) z_t`` with ``a_0 = z_0``: mean 0,
+    variance 1 and lag-``k`` autocorrelation ``rho^k`` in every column."""
+    from scipy import signal  # (on first use: 0.2 s to import)
+
+    c = np.sqrt(1.0 - rho**2)
+    return signal.lfilter([c], [1.0, -rho], z, axis=0, zi=(1.0 - c) * z[:1])[0]
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Intervention:
     """An additive intervention ``delta^e`` on the covariates of one environment.
@@ -456,17 +466,41 @@ class LinearSEM:
 
     def sample(
         self, n_per_env: int | Sequence[int], rng: np.random.Generator | int | None = None,
-        *, env_column: str = "env", noise: str | None = None,
+        *, env_column: str = "env", noise: str | None = None, serial: float = 0.0,
+        cluster_size: int | None = None, icc: float = 0.0, cluster_column: str = "cluster",
     ) -> pd.DataFrame:
         """Draw rows from every environment; a DataFrame with the outcome first.
         ``noise`` draws every standardised component (noises and interventions) from one
         law of :data:`STANDARD_LAWS` instead of the design's (the same moments up to
         order 2, so the same ``beta*`` and invariance): ``"t5"`` for heavy tails,
-        ``"exponential"`` for skewed noise."""
+        ``"exponential"`` for skewed noise.
+
+        Dependent rows with the same moments up to order 2 (every component mean 0,
+        variance 1, the components uncorrelated, so the same population moments):
+        ``serial`` makes every standardised component an AR(1) series in row order
+        within each environment, with lag-1 autocorrelation ``serial`` (a time series of
+        days in a period); ``cluster_size`` groups consecutive rows of each environment
+        into clusters of that many (the last may be smaller) that share a component with
+        weight ``icc``, the intra-cluster correlation of every component (patients of
+        a clinic), and adds their labels, unique across environments, as the column
+        ``cluster_column``."""
         if env_column in self.names:
             raise DataError(f"env_column={env_column!r} is the name of a variable of the SEM "
                             f"{list(self.names)}; choose another name.")
         rng = check_rng(rng, "rng", "LinearSEM.sample")
+        serial = check_scalar(serial, "serial", "LinearSEM.sample", min_val=-1, max_val=1,
+                              closed="neither")
+        icc = check_scalar(icc, "icc", "LinearSEM.sample", min_val=0, max_val=1,
+                           closed="left")
+        if cluster_size is not None:
+            cluster_size = check_int(cluster_size, "cluster_size", "LinearSEM.sample",
+                                     min_val=1)
+            if cluster_column in (*self.names, env_column):
+                raise DataError(f"cluster_column={cluster_column!r} is taken by a variable "
+                                "or the environments' column; choose another name.")
+        elif icc:
+            raise DataError("icc is the correlation within clusters: give cluster_size too "
+                            "(rows per cluster).")
         ns = [n_per_env] * self.n_envs if np.ndim(n_per_env) == 0 else list(n_per_env)
         if len(ns) != self.n_envs:
             raise DataError(f"n_per_env has {len(ns)} entries; the SEM has {self.n_envs} "
@@ -474,14 +508,23 @@ class LinearSEM:
         ns = [check_int(n, "n_per_env", "LinearSEM.sample", min_val=1) for n in ns]
         if noise is not None:
             noise = check_option(noise, "noise", "LinearSEM.sample", DISTRIBUTIONS)
-        frames = []
+        frames, clusters = [], 0
         for label, n, m, L, dists in zip(self.envs, ns, self._means, self._loadings,
                                          self._dists, strict=True):
             z = (_standard_draws(dists, int(n), rng) if noise is None
                  else STANDARD_LAWS[noise](rng, (int(n), L.shape[1])))
+            if serial:
+                z = _ar1(z, serial)
+            if cluster_size is not None:
+                g = np.arange(int(n)) // cluster_size
+                z = np.sqrt(icc) * rng.standard_normal((g[-1] + 1, z.shape[1]))[g] + \
+                    np.sqrt(1.0 - icc) * z
             eps = m + z @ L.T
             frame = pd.DataFrame(eps @ self._T.T, columns=list(self.names))
             frame[env_column] = label
+            if cluster_size is not None:
+                frame[cluster_column] = clusters + g
+                clusters += g[-1] + 1
             frames.append(frame)
         return pd.concat(frames, ignore_index=True)
 

@@ -324,7 +324,16 @@ class NegDROResults(BootstrapViews, Saveable):
     @property
     def cov_method(self) -> str:
         """What :meth:`cov_params` computed, in words."""
-        return self._refit_cov[1]
+        dependence = self.model.data.dependence
+        return self._refit_cov[1] + ("" if dependence is None else
+                                     f", scores' long-run covariance ({dependence.label})")
+
+    @property
+    def cov_type(self) -> str:
+        """How the rows are taken to depend (``fit(cov_type=)``): ``"nonrobust"``
+        (independent) or ``"HAC"``."""
+        dependence = self.model.data.dependence
+        return "nonrobust" if dependence is None else dependence.cov_type
 
     @property
     def tvalues(self) -> pd.Series:
@@ -376,7 +385,8 @@ class NegDROResults(BootstrapViews, Saveable):
             data = self.model.data
             cache[alpha, test] = robust_set(
                 data.moments, self.solver.b, alpha=alpha, score_cov=self._score_cov(),
-                test=test, const=self.intercept, origin=getattr(data, "origin", None))
+                test=test, const=self.intercept, origin=getattr(data, "origin", None),
+                independent=data.dependence is None)
         return cache[alpha, test]
 
     @property
@@ -491,6 +501,7 @@ class NegDROResults(BootstrapViews, Saveable):
                 **self.identification.to_dict(), "verdict": (said := condition_1b(self)),
                 "holds": None if said == "unclear" else said == "holds"},
             "invariance": None if self.invariance is None else self.invariance.to_dict(),
+            "cov_type": self.cov_type,
             "residual_mean": {"mean": self.residual_mean, "share": self.residual_mean_share,
                               "left_out": self.mean_left_out},
             "n_boot": self.fit_bootstrap.n_boot if ran else 0,

@@ -166,7 +166,9 @@ def _header_table(res: Results, kind: str, detail: bool) -> tuple[SimpleTable, i
     ident, used = res.identification, gamma_not_used(res) is None
     boot = shown_bootstrap(res, kind)
     p_inv, p_risk = _invariance_p(res), getattr(res.invariance, "pvalue", float("nan"))
-    cov = ("Cov. Type:", COV_SHORT.get(res.solver.refit, "n/a"))
+    dependence = res.model.data.dependence
+    cov = ("Cov. Type:", COV_SHORT.get(res.solver.refit, "n/a") if dependence is None
+           else dependence.label)
     left = [
         ("Dep. Variable:", f"{res.endog_name} (first column)" if res.outcome_first_column
          and len(res.endog_name) <= 4 else shorten(res.endog_name, 19)),

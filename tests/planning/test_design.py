@@ -56,6 +56,47 @@ def test_sample_moments_converge_to_population():
     assert_allclose(mom.mean_x, pop.mean_x, atol=0.05)
 
 
+@pytest.mark.parametrize("dependence", [dict(serial=0.8), dict(serial=-0.5),
+                                        dict(cluster_size=25, icc=0.6)])
+def test_dependent_rows_keep_the_population_moments(dependence):
+    """AR(1) rows and clustered rows (issue 66's families) have the design's population
+    moments (each standardised component keeps mean 0 and variance 1); the
+    residual at beta* has lag-1 autocorrelation ``serial`` within each environment, and
+    clustered residuals the intra-cluster correlation ``icc`` (the variance of cluster
+    means is ``icc + (1 - icc) / m`` of theirs)."""
+    sem = simulate.eq33(p=6)
+    df = sem.sample(100_000, rng=3, **dependence)
+    X = df[[f"X{j}" for j in range(1, 7)]]
+    mom = Moments.from_arrays(X, df["Y"], df["env"])
+    pop = sem.moments()
+    assert np.abs(mom.Sigma - pop.Sigma).max() < 1.2      # AR(1) 0.8: n / 9 effective rows
+    assert np.abs(mom.sxy - pop.sxy).max() < 1.2
+    r = df["Y"] - X @ sem.beta_star
+    for _, one in r.groupby(df["env"]):
+        a = one.to_numpy() - one.mean()
+        if "serial" in dependence:
+            assert a[1:] @ a[:-1] / (a @ a) == pytest.approx(dependence["serial"], abs=0.02)
+        else:
+            means = one.groupby(df.loc[one.index, "cluster"]).mean()
+            icc, m = dependence["icc"], dependence["cluster_size"]
+            assert means.var() / one.var() == pytest.approx(icc + (1 - icc) / m, rel=0.1)
+    if "cluster_size" in dependence:
+        sizes = df.groupby("cluster").size()
+        assert sizes.max() == 25 and len(sizes) == 4 * 100_000 // 25
+        assert df.groupby("cluster")["env"].nunique().max() == 1
+
+
+def test_dependent_rows_are_checked():
+    sem = simulate.eq33(p=5)
+    with pytest.raises(ValueError, match="'serial' parameter of LinearSEM.sample"):
+        sem.sample(10, rng=0, serial=1.0)
+    with pytest.raises(DataError, match="give cluster_size too"):
+        sem.sample(10, rng=0, icc=0.3)
+    with pytest.raises(DataError, match="cluster_column='env'"):
+        sem.sample(10, rng=0, cluster_size=5, cluster_column="env")
+    assert sem.sample(10, rng=0, serial=0.0).equals(sem.sample(10, rng=0))
+
+
 def test_from_equations_and_facts():
     sem = LinearSEM.from_equations(
         {"Y": {"X2": 2.0}, "X3": {"X1": 0.5, "Y": -1.0}, "X2": {"X1": 1.0}},

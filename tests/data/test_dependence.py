@@ -1,0 +1,83 @@
+"""Rows that are not independent (issue 66): the long-run covariance, its lags, the
+moving blocks, and ``fit(cov_type="HAC")`` on AR(1) rows."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from negdro_stats import DataError, NegDRO, simulate
+from negdro_stats.data.dependence import Dependence, serial_correlation
+
+
+def _ar1(n, rho, rng, q=1):
+    return simulate.eq33(p=5).sample(n, rng=rng, serial=rho)[["X1", "X2", "X3"][:q]].to_numpy()
+
+
+def test_the_long_run_variance_of_an_ar1_series_is_its_spectrum_at_zero():
+    """For an AR(1) series with coefficient rho, n Var(mean) -> (1 + rho) / (1 - rho);
+    the plug-in lags grow with rho and are about 1 for independent rows, where the
+    estimate is the sample variance."""
+    hac = Dependence("HAC")
+    x = _ar1(50_000, 0.7, 0)
+    x = x[: len(x) // 4]                                   # one environment's rows
+    x = (x - x.mean()) / x.std()
+    assert hac.long_run_cov(x)[0, 0] == pytest.approx(1.7 / 0.3, rel=0.2)
+    assert 60 <= hac.lags(x) <= 110      # Andrews: 1.1447 (7.54 n)^(1/3) = 83 at n = 50,000
+    iid = np.random.default_rng(1).standard_normal((5000, 3))
+    assert hac.lags(iid - iid.mean(axis=0)) <= 3
+    assert np.abs(hac.long_run_cov(iid) - np.cov(iid.T, bias=True)).max() < 0.1
+    fixed = Dependence("HAC", maxlags=0)
+    assert np.allclose(fixed.long_run_cov(iid), np.cov(iid.T, bias=True))
+    assert serial_correlation(x[:, 0]) == pytest.approx(0.7, abs=0.03)
+
+
+def test_moving_blocks_draw_n_rows_in_runs_of_consecutive_ones():
+    c = Dependence("HAC").counts(1000, np.random.default_rng(0), 25)
+    assert c.sum() == 1000 and len(c) == 1000
+    drawn = np.flatnonzero(c)
+    assert np.diff(drawn).max() > 1 and (np.diff(drawn) == 1).mean() > 0.9
+
+
+def _fit(df, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return NegDRO(df, env="env", outcome="Y").fit(**({"n_boot": 0} | kwargs))
+
+
+def test_hac_fits_ar1_rows_that_the_default_rejects():
+    """AR(1) rows (rho = 0.8) of an identified design with hidden confounding: the
+    default's tests take them for independent and reject invariance; with
+    cov_type="HAC" the fit is identified and close to beta*, and says so."""
+    sem = simulate.random_sem(8, n_envs=4, confounding=True, rng=4)
+    df = sem.sample(20_000, rng=1, serial=0.8)
+    default, hac = _fit(df), _fit(df, cov_type="HAC")
+    assert default.verdict == "rejected"
+    assert hac.verdict == "identified" and hac.cov_type == "HAC"
+    assert np.linalg.norm(hac.params.to_numpy() - sem.beta_star) < 0.1
+    assert "Cov. Type:" in (text := str(hac.summary())) and "HAC" in text
+    assert hac.to_dict()["cov_type"] == "HAC" and default.to_dict()["cov_type"] == "nonrobust"
+    assert "long-run covariance (HAC)" in hac.cov_method
+    assert hac.model.data is not default.model.data and default.model.data.dependence is None
+
+
+def test_hac_on_independent_rows_is_close_to_the_default():
+    """Where rows are independent the plug-in takes about one lag: the same support,
+    standard errors within 15%, and a moving-block bootstrap that runs."""
+    df = simulate.eq33(p=6).sample(3000, rng=2)
+    default, hac = _fit(df), _fit(df, cov_type="HAC", n_boot=20, rng=0)
+    assert hac.support.equals(default.support)
+    S = default.support.to_numpy()
+    assert np.allclose(hac.bse[S], default.bse[S], rtol=0.15)
+    assert hac.boot_se[S].notna().all()
+
+
+def test_cov_type_is_checked():
+    df = simulate.eq33(p=5).sample(300, rng=0)
+    model = NegDRO(df, env="env", outcome="Y")
+    with pytest.raises(ValueError, match="cov_type"):
+        model.fit(cov_type="hac")
+    with pytest.raises(DataError, match=r"cov_kwds \['groups'\] do not apply"):
+        model.fit(cov_type="HAC", cov_kwds={"groups": "g"})
+    with pytest.raises(DataError, match="needs the rows in their order"):
+        NegDRO.from_moments(simulate.eq33(p=5).moments()).fit(cov_type="HAC")
