@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from negdro_stats import DataError, NegDRO, simulate
+from negdro_stats import DataError, NegDRO, NegDROResults, simulate
 from negdro_stats.data.dependence import Dependence, serial_correlation
 
 
@@ -61,15 +61,18 @@ def test_hac_fits_ar1_rows_that_the_default_rejects():
     assert hac.model.data is not default.model.data and default.model.data.dependence is None
 
 
-def test_hac_on_independent_rows_is_close_to_the_default():
+def test_hac_on_independent_rows_is_close_to_the_default(tmp_path):
     """Where rows are independent the plug-in takes about one lag: the same support,
-    standard errors within 15%, and a moving-block bootstrap that runs."""
+    standard errors within 15%, and a moving-block bootstrap that runs; a saved result
+    keeps its covariance type."""
     df = simulate.eq33(p=6).sample(3000, rng=2)
     default, hac = _fit(df), _fit(df, cov_type="HAC", n_boot=20, rng=0)
     assert hac.support.equals(default.support)
     S = default.support.to_numpy()
     assert np.allclose(hac.bse[S], default.bse[S], rtol=0.15)
     assert hac.boot_se[S].notna().all()
+    hac.save(tmp_path / "hac.pkl")
+    assert NegDROResults.load(tmp_path / "hac.pkl").cov_type == "HAC"
 
 
 def test_cov_type_is_checked():
