@@ -608,13 +608,19 @@ class MultiEnvData:
                       ) -> FloatArray:
         """:meth:`score_cov` for dependent rows: each environment's long-run covariance
         of its scores, rows in order (:meth:`Dependence.long_run_cov`)."""
+        return np.stack([dependence.long_run_cov(W) for W in self._environment_scores(
+            b, cols, "The long-run score covariance")])
+
+    def _environment_scores(self, b: FloatArray, cols: np.ndarray, what: str
+                            ) -> list[FloatArray]:
+        """Each environment's scores ``x_cols r`` at ``b`` (:meth:`score_cov`'s columns),
+        its rows in their order."""
         slope, intercept = split_intercept(b, self.fit_intercept)
-        X, y, codes = self._need_rows("The long-run score covariance").arrays()
+        X, y, codes = self._need_rows(what).arrays()
         if self.origin is not None:
             X, y = X - self.origin[:-1], y - self.origin[-1]
         W = _scores(X, y - X @ slope - intercept, cols, takes_every(cols, len(slope)))
-        return np.stack([dependence.long_run_cov(W[codes == e])
-                         for e in range(self.moments.n_envs)])
+        return [W[codes == e] for e in range(self.moments.n_envs)]
 
     def environment_folds(self):
         """Leave-one-environment-out folds: for each environment ``e`` (in ``moments.envs``
@@ -674,13 +680,8 @@ class MultiEnvData:
             return [1] * self.moments.n_envs
         m = self.moments
         b = np.linalg.lstsq(m.Sigma.sum(axis=0), m.sxy.sum(axis=0), rcond=None)[0]
-        slope, intercept = split_intercept(b, self.fit_intercept)
-        X, y, codes = self._need_rows("The moving-block bootstrap").arrays()
-        if self.origin is not None:
-            X, y = X - self.origin[:-1], y - self.origin[-1]
-        W = _scores(X, y - X @ slope - intercept, np.append(np.arange(m.p), RESIDUAL), False)
-        return [dependence.lags(W[codes == e] - W[codes == e].mean(axis=0)) + 1
-                for e in range(m.n_envs)]
+        return [dependence.lags(W) + 1 for W in self._environment_scores(
+            b, np.append(np.arange(m.p), RESIDUAL), "The moving-block bootstrap")]
 
     def margin_resamplers(self) -> tuple[Callable[[np.random.Generator], Moments],
                                          Callable[[np.random.Generator], Moments]]:

@@ -60,12 +60,12 @@ class Dependence:
         return "HAC" + ("" if self.maxlags is None else f" ({self.maxlags} lags)")
 
     def lags(self, W: FloatArray) -> int:
-        """The Bartlett kernel's lags for the centred scores ``W`` (rows in order)."""
+        """The Bartlett kernel's lags for the scores ``W`` (rows in order)."""
         n = len(W)
         if self.maxlags is not None:
             return min(self.maxlags, n - 1)
         sd = W.std(axis=0)
-        Z = W[:, sd > 0] / sd[sd > 0]
+        Z = (W[:, sd > 0] - W[:, sd > 0].mean(axis=0)) / sd[sd > 0]
         if Z.shape[1] == 0 or n < 3:
             return 0
         a, b = Z[1:], Z[:-1]
