@@ -33,6 +33,7 @@ def solve(
     cumulant: Cumulant | None = None,
     recentre: FloatArray | None = None,
     route: str | None = None,
+    long_run: bool = False,
 ) -> SolverOutput:
     """Run a NegDRO method on moments; see the module docstring.
 
@@ -61,13 +62,16 @@ def solve(
     uses Algorithm 3's support or fit; otherwise its output has no stages and its
     options are those given (a sixth of a replicate's cost at p = 10, and the bootstrap
     records only the coefficients, the support and whether the reported fit converged).
+    ``long_run``: ``score_cov`` is the rows' long-run covariance (dependent rows,
+    :mod:`negdro_stats.data.dependence`); the selection's equal-risk tests then read its
+    residual column, not the i.i.d. variances of the moments.
 
     The settings are those of :class:`SolverOptions` (default: its defaults); the
     output's ``options`` has the defaults resolved from the data filled in.
     """
     options = SolverOptions() if options is None else options
     if options.fixed:
-        return _with_intercept(mom, options, score_cov, cumulant, recentre, route)
+        return _with_intercept(mom, options, score_cov, cumulant, recentre, route, long_run)
     d, s_y = mom.scales()
     std = mom.rescale(d, s_y)
     p = std.p
@@ -92,7 +96,8 @@ def solve(
             used_refit = report.estimator
         elif options.refit == "auto":
             report, chosen = _select(std, (d, s_y), options, score_cov, cumulant, recentre,
-                                     route, lambda: np.asarray(algorithm()[2], dtype=int))
+                                     route, lambda: np.asarray(algorithm()[2], dtype=int),
+                                     long_run)
             if chosen is not None:
                 S, b_std = chosen
                 used_refit = report.estimator
@@ -132,7 +137,7 @@ def solve(
 def _select(std: Moments, scales: tuple[FloatArray, float], options: SolverOptions,
             score_cov: Callable | None, cumulant: Cumulant | None,
             recentre: FloatArray | None, route: str | None,
-            alg3_support: Callable[[], np.ndarray]
+            alg3_support: Callable[[], np.ndarray], long_run: bool
             ) -> tuple[SelectionReport, tuple[np.ndarray, FloatArray] | None]:
     """:func:`select_by_invariance` on the standardised moments ``std`` (``scales = (d,
     s_y)``, the covariates' and the outcome's scales): the rows' score covariance, the
@@ -145,7 +150,7 @@ def _select(std: Moments, scales: tuple[FloatArray, float], options: SolverOptio
             std, options.test_level, options.gamma, rows_cov,
             None if cumulant is None else cumulant.scaled(1.0 / unit),
             None if recentre is None else recentre / (d * s_y), route,
-            alg3_support=alg3_support)
+            alg3_support=alg3_support, long_run=long_run)
     report = replace(report, cumulant=report.cumulant.scaled(unit),
                      misfit=None if report.misfit is None else report.misfit * (d * s_y))
     if chosen is not None and report.constrained is not None:
@@ -166,7 +171,7 @@ def _blas() -> ThreadpoolController:
 
 
 def _with_intercept(mom: Moments, options: SolverOptions, score_cov, cumulant, recentre,
-                    route) -> SolverOutput:
+                    route, long_run) -> SolverOutput:
     """:func:`solve` with the constant column ``options.fixed`` profiled by the pooled
     level condition: the slopes from the pooled-centred moments of the other covariates,
     the intercept ``ybar - b^T xbar``.  The risks are unchanged (``R_e`` of the centred
@@ -176,7 +181,7 @@ def _with_intercept(mom: Moments, options: SolverOptions, score_cov, cumulant, r
     (const,) = options.fixed
     slopes, centred, full, rows_cov = centred_problem(mom, const, score_cov)
     out = solve(centred, replace(options, fixed=()), score_cov=rows_cov, cumulant=cumulant,
-                recentre=recentre, route=route)
+                recentre=recentre, route=route, long_run=long_run)
     support = np.ones(mom.p, dtype=bool)
     support[slopes] = out.support
     return replace(out, b=full(out.b), support=support,

@@ -61,6 +61,19 @@ def test_hac_fits_ar1_rows_that_the_default_rejects():
     assert hac.model.data is not default.model.data and default.model.data.dependence is None
 
 
+def test_the_selections_equal_risk_test_reads_the_long_run_variance():
+    """A design whose HAC fit the selection took for one without an invariant model
+    while its equal-risk test used i.i.d. variances ("the environments' risks differ at
+    the invariance route's fit, p = 1.5e-9", error 1.46): with the long-run variance of
+    r^2 it is identified and at beta*, and the results' own equal-risk test agrees."""
+    sem = simulate.random_sem(8, n_envs=4, confounding=True, rng=2)
+    df = sem.sample(20_000, rng=102, serial=0.8)
+    hac = _fit(df, cov_type="HAC")
+    assert hac.verdict == "identified" and not hac.solver.selection.no_invariant_fit
+    assert np.linalg.norm(hac.params.to_numpy() - sem.beta_star) < 0.1
+    assert hac.invariance.pvalue > 0.01
+
+
 def test_hac_on_independent_rows_is_close_to_the_default(tmp_path):
     """Where rows are independent the plug-in takes about one lag: the same support,
     standard errors within 15%, and a moving-block bootstrap that runs; a saved result

@@ -15,7 +15,6 @@ from ..._stats import chi2_sf, norm_isf
 from ..._typing import FloatArray
 from ...data import risk_variances
 from ...data.moments import Moments, block
-from ...identification import risk_test_at
 from ...identification.determined import covariance_shift
 from ..gmm import N_POPULATION, GMMFit, InvarianceGMM
 from ..objective import env_risks
@@ -188,21 +187,22 @@ class Readings:
 
 
 def held_out_risks(mom: Moments, S: np.ndarray,
-                   refit: Callable[[np.ndarray], FloatArray] | None = None
+                   refit: Callable[[np.ndarray], FloatArray] | None = None, *,
+                   variances: Callable[[Moments, FloatArray], tuple] = risk_variances
                    ) -> tuple[FloatArray, FloatArray]:
     """Leave one environment out: for every environment ``e``, the risk ``R_e`` of the
     fit on ``S`` to the other environments' moments, and the variance of its estimate
-    (:func:`~negdro_stats.data.risk_variances`: the fourth moments where the moments
-    keep them); two arrays of shape (E,).  The fit is pooled least squares, or
-    ``refit(keep)``, the coefficients on ``S`` fitted to the environments ``keep``.  NaN
-    for an environment whose others do not determine the pooled fit (their Gram matrix
-    on ``S`` is singular, e.g. two environments, one of 2 rows): no reading is decided
-    by it (:attr:`Readings.own_predicts_better` is False then)."""
+    (``variances(mom, b)``, by default :func:`~negdro_stats.data.risk_variances`: the
+    fourth moments where the moments keep them); two arrays of shape (E,).  The fit is
+    pooled least squares, or ``refit(keep)``, the coefficients on ``S`` fitted to the
+    environments ``keep``.  NaN for an environment whose others do not determine the
+    pooled fit (their Gram matrix on ``S`` is singular, e.g. two environments, one of 2
+    rows): no reading is decided by it (:attr:`Readings.own_predicts_better` is False then)."""
     S = np.asarray(S, dtype=int)
     n = np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
     G = n[:, None, None] * block(mom.Sigma, S, S)
     c = n[:, None] * mom.sxy[:, S]
-    risks, variances = np.empty(mom.n_envs), np.empty(mom.n_envs)
+    risks, spread = np.empty(mom.n_envs), np.empty(mom.n_envs)
     for e in range(mom.n_envs):
         b = np.zeros(mom.p)
         if len(S) and refit is not None:
@@ -211,11 +211,11 @@ def held_out_risks(mom: Moments, S: np.ndarray,
             try:
                 b[S] = linalg.solve(G.sum(0) - G[e], c.sum(0) - c[e], assume_a="pos")
             except linalg.LinAlgError:
-                risks[e] = variances[e] = np.nan
+                risks[e] = spread[e] = np.nan
                 continue
-        R, var = risk_variances(mom, b)
-        risks[e], variances[e] = R[e], var[e]
-    return risks, variances
+        R, var = variances(mom, b)
+        risks[e], spread[e] = R[e], var[e]
+    return risks, spread
 
 
 def decisive_level(alpha: float, p: int, n_min: float) -> float:
@@ -465,7 +465,7 @@ def least_risk_fit(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, 
         (twice the smaller p-value); on the empty support the risks alone."""
         b = np.zeros(p)
         b[S] = b_S
-        risk = risk_test_at(pooled, b)
+        risk = w.risk_test(pooled, b)
         if not len(S):
             return risk.statistic, risk.df, risk.pvalue
         J, df, pvalue = gmm_on(S, b_S, own=True).test_at(S, b_S)
@@ -512,7 +512,8 @@ def least_risk_fit(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, 
         return linear, None
     readings = Readings(linear=linear, own=own, alpha=alpha, held_out=tuple(held_out_risks(
         pooled, f.support, None if f.ils is None else
-        lambda keep, f=f: constrained(f.support, f.b, keep).b) for f in (linear, own)))
+        lambda keep, f=f: constrained(f.support, f.b, keep).b, variances=w.risk_variances)
+        for f in (linear, own)))
     return (own, readings) if readings.own_predicts_better else (linear, None)
 
 

@@ -13,7 +13,7 @@ from ..._stats import chi2_sf
 from ..._typing import FloatArray
 from ..._validation import listed
 from ...data.moments import Moments
-from ...identification import RISK_WARN_LEVEL, risk_test_at
+from ...identification import RISK_WARN_LEVEL
 from ...identification.determined import condition_4_on_data, covariance_shift
 from ..gmm import GATE_SE, Cumulant, GMMFit
 from ..options import ALARM_SHARE, OPEN_SHARE, SelectionReport
@@ -67,6 +67,7 @@ def select_by_invariance(
     recentre: FloatArray | None,
     route: str | None = None,
     alg3_support: Callable[[], np.ndarray] | None = None,
+    long_run: bool = False,
 ) -> tuple[SelectionReport, tuple[np.ndarray, FloatArray] | None]:
     """The invariance route of ``refit="auto"`` on standardised moments (module docstring).
 
@@ -90,9 +91,11 @@ def select_by_invariance(
     invariant linear model fits the sample (:func:`_no_invariant_fit`: Algorithm 3's
     fit of objective (9) at ``gamma``, decided here, once).
     ``alg3_support()`` gives that support (run on demand: only the route without every
-    coefficient determined uses it).
+    coefficient determined uses it).  ``long_run``: ``rows_cov`` is the rows' long-run
+    covariance (dependent rows), read by the equal-risk tests too
+    (:meth:`~negdro_stats.estimation.selection.walk.Walked.risk_test`).
     """
-    w = walk(std, alpha, rows_cov, cumulant, recentre)
+    w = walk(std, alpha, rows_cov, cumulant, recentre, long_run=long_run)
     # whether the environment differences determine every coefficient, at the choice
     rank = rank_test(w.wide, w.pilot.b if w.sel.fit is None else w.at(w.sel.fit),
                      alpha=alpha)
@@ -111,23 +114,23 @@ def select_by_invariance(
                               undetermined=undetermined)
     decision, chosen = decided
     report = _report(w, rank, decision, undetermined, standing)
-    if route is None and (why := _no_invariant_fit(std, report, chosen)):
+    if route is None and (why := _no_invariant_fit(w, report, chosen)):
         return _objective_9(report, gamma, why), None
     return report, chosen
 
 
-def _no_invariant_fit(std: Moments, report: SelectionReport,
+def _no_invariant_fit(w: Walked, report: SelectionReport,
                       chosen: tuple[np.ndarray, FloatArray] | None) -> str:
     """Why no invariant linear model fits these data, decisively (level
     ``RISK_WARN_LEVEL``): the J test rejects every support tried, or the equal-risk test
-    rejects at the route's fit (:func:`~negdro_stats.identification.risk_test_at`).
+    rejects at the route's fit (:meth:`Walked.risk_test`).
     Empty where an invariant fit may exist, or where Algorithm 3's fit is reported
     already (``chosen`` None)."""
     if chosen is None:
         return ""
     if report.rejected and report.pvalue < RISK_WARN_LEVEL:
         return f"the J test rejects every support tried, p = {report.pvalue:.2g}"
-    risks = risk_test_at(std, chosen[1])
+    risks = w.risk_test(w.std, chosen[1])
     if risks.pvalue < RISK_WARN_LEVEL:
         return (f"the environments' risks differ at the invariance route's fit, p = "
                 f"{risks.pvalue:.2g}")

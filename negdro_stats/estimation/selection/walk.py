@@ -22,8 +22,10 @@ import numpy as np
 
 from ..._stats import chi2_isf, norm_isf
 from ..._typing import FloatArray
-from ...data.fourth import gaussian_score_cov
+from ...data import risk_variances
+from ...data.fourth import RESIDUAL, gaussian_score_cov
 from ...data.moments import Moments
+from ...identification import RiskInvarianceTest, risk_invariance_test
 from ..gmm import GATE_SE, N_POPULATION, Cumulant, GMMFit, InvarianceGMM
 from ..objective import env_risks
 from .exogeneity import ExogenousSupport, critical_value, exogenous_support, pooled_ols
@@ -315,7 +317,9 @@ class Walked:
     stages: the pilot (``wide``, every covariate and every residual moment, and its fit
     ``pilot``), the ``instruments``, the cumulant term ``cumulant`` as the walk left it
     (re-estimated from the rows when ``refresh``), the last weight model ``gmm`` and the
-    walk chosen, ``sel``.  ``pooled`` is ``std`` with the bootstrap's recentring."""
+    walk chosen, ``sel``.  ``pooled`` is ``std`` with the bootstrap's recentring.
+    ``long_run``: ``rows_cov`` is the rows' long-run covariance (dependent rows), which the
+    equal-risk tests read too (:meth:`risk_variances`)."""
 
     std: Moments
     pooled: Moments
@@ -330,6 +334,7 @@ class Walked:
     refresh: bool
     gmm: InvarianceGMM
     sel: Selection
+    long_run: bool = False
 
     def at(self, fit: GMMFit) -> FloatArray:
         """A fit's coefficients on every covariate."""
@@ -345,6 +350,19 @@ class Walked:
         cols = self.instruments if cols is None else cols
         return _cumulant_at(self.std, self.rows_cov, b, cols)
 
+    def risk_variances(self, mom: Moments, b: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Per environment the risk at ``b`` on ``mom`` and the variance of its estimate:
+        :func:`~negdro_stats.data.risk_variances` (i.i.d. rows), or the long-run variance
+        of ``r^2`` over ``n_e`` from the rows where they are dependent (``long_run``)."""
+        R, var = risk_variances(mom, b)
+        if self.long_run and self.rows_cov is not None:
+            var = self.rows_cov(b, np.array([RESIDUAL]))[:, 0, 0] / mom.n
+        return R, var
+
+    def risk_test(self, mom: Moments, b: FloatArray) -> RiskInvarianceTest:
+        """The equal-risk test at ``b`` on ``mom`` (:meth:`risk_variances`)."""
+        return risk_invariance_test(*self.risk_variances(mom, b), mom.envs)
+
 
 def _cumulant_at(std: Moments, rows_cov: Callable, b: FloatArray, cols: np.ndarray
                  ) -> Cumulant:
@@ -353,13 +371,15 @@ def _cumulant_at(std: Moments, rows_cov: Callable, b: FloatArray, cols: np.ndarr
 
 def walk(std: Moments, alpha: float,
          rows_cov: Callable[[FloatArray, np.ndarray], FloatArray] | None,
-         cumulant: Cumulant | None, recentre: FloatArray | None) -> Walked:
+         cumulant: Cumulant | None, recentre: FloatArray | None, *,
+         long_run: bool = False) -> Walked:
     """The pilot, the instruments and the iterated walk of
     :func:`~negdro_stats.estimation.selection.select_by_invariance` (its docstring): the pilot
     orders the covariates by ``|t|``, the walk (each J test a two-step GMM of its own
     model) chooses a support, and it is rerun with one weight for every support at the
     choice, again while the J test rejects every support (``SCORE_ITERATIONS``); the walks'
-    choices are then compared under the last weight (:func:`_best_of`)."""
+    choices are then compared under the last weight (:func:`_best_of`).  ``long_run``:
+    :attr:`Walked.long_run`."""
     pooled = std if recentre is None else replace(std, sxy=std.sxy - recentre, cov=None)
     p, E = std.p, std.n_envs
     every = np.arange(p)
@@ -396,7 +416,7 @@ def walk(std: Moments, alpha: float,
     sel = _best_of(gmm, walks, alpha=alpha, n_min=n_min)
     return Walked(std=std, pooled=pooled, recentre=recentre, alpha=alpha, n_min=n_min,
                   wide=wide, pilot=pilot, instruments=instruments, cumulant=K,
-                  rows_cov=rows_cov, refresh=refresh, gmm=gmm, sel=sel)
+                  rows_cov=rows_cov, refresh=refresh, gmm=gmm, sel=sel, long_run=long_run)
 
 
 def refine(w: Walked) -> tuple[GMMFit | None, ExogenousSupport | None, tuple]:
