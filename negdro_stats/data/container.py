@@ -152,9 +152,10 @@ class MultiEnvData:
         self.blocks = blocks
 
     def __getstate__(self) -> dict:
-        """Pickled without the resamplers' sorted copy of the rows (made again on use)."""
+        """Pickled and copied without the resamplers' sorted copy of the rows and what
+        depends on :attr:`dependence` (made again on use)."""
         return {k: v for k, v in self.__dict__.items()
-                if k not in ("_sorted_rows", "_margin_blocks", "_block_lengths")}
+                if k not in ("_sorted_rows", "_margin_blocks", "_lags")}
 
     def __setstate__(self, state: dict) -> None:
         """A file saved before 2026-12-05 may hold the rows' sorted copy in the layout of
@@ -607,20 +608,28 @@ class MultiEnvData:
     def _long_run_cov(self, b: FloatArray, cols: np.ndarray, dependence: Dependence
                       ) -> FloatArray:
         """:meth:`score_cov` for dependent rows: each environment's long-run covariance
-        of its scores, rows in order (:meth:`Dependence.long_run_cov`)."""
-        return np.stack([dependence.long_run_cov(W) for W in self._environment_scores(
-            b, cols, "The long-run score covariance")])
+        of its scores, rows in order (:meth:`Dependence.long_run_cov`, with the lags
+        :attr:`_lags`)."""
+        return np.stack([dependence.long_run_cov(W, L) for W, L in zip(
+            self._environment_scores(b, cols, "The long-run score covariance"), self._lags,
+            strict=True)])
 
     def _environment_scores(self, b: FloatArray, cols: np.ndarray, what: str
                             ) -> list[FloatArray]:
         """Each environment's scores ``x_cols r`` at ``b`` (:meth:`score_cov`'s columns),
-        its rows in their order."""
+        its rows in their order (from :attr:`_sorted_rows`, whose rows are less the
+        pooled means ``_origin``: ``x = z + (_origin - origin)``, ``origin`` 0 without an
+        intercept)."""
+        self._need_rows(what)
         slope, intercept = split_intercept(b, self.fit_intercept)
-        X, y, codes = self._need_rows(what).arrays()
-        if self.origin is not None:
-            X, y = X - self.origin[:-1], y - self.origin[-1]
-        W = _scores(X, y - X @ slope - intercept, cols, takes_every(cols, len(slope)))
-        return [W[codes == e] for e in range(self.moments.n_envs)]
+        Z, bounds = self._sorted_rows
+        k = len(slope)
+        shift = self._origin - (0.0 if self.origin is None else self.origin)
+        r = Z @ np.concatenate([-slope, [1.0, 0.0]]) + (shift[-1] - shift[:-1] @ slope
+                                                          - intercept)
+        W = _scores(Z[:, :k] + shift[:-1] if shift.any() else Z[:, :k], r, cols,
+                    takes_every(cols, k))
+        return [W[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
     def environment_folds(self):
         """Leave-one-environment-out folds: for each environment ``e`` (in ``moments.envs``
@@ -665,23 +674,25 @@ class MultiEnvData:
         if self.blocks is not None:
             return self._working(self.blocks.resample(rng))
         weighted = []
-        for Z, block in zip(self._groups, self._block_lengths, strict=True):
+        for Z, lags in zip(self._groups, self._lags, strict=True):
             c = (np.bincount(rng.integers(0, len(Z), size=len(Z)), minlength=len(Z))
-                 if self.dependence is None else self.dependence.counts(len(Z), rng, block))
+                 if self.dependence is None else self.dependence.counts(len(Z), rng, lags + 1))
             weighted.append(Z * np.sqrt(c.astype(np.float64))[:, None])
         return self._working(self._moments_of(weighted))
 
     @cached_property
-    def _block_lengths(self) -> list[int]:
-        """The moving blocks' length in each environment: the long-run covariance's
-        lags at the pooled least-squares fit, plus one (1 for independent rows)."""
+    def _lags(self) -> list[int]:
+        """Each environment's lags of the long-run covariance and of the moving blocks,
+        chosen once for the data (:meth:`Dependence.lags` of the scores of every covariate
+        and ``r`` at the pooled least-squares fit), as a bandwidth is; 0 for independent
+        rows."""
         dependence = self.dependence
         if dependence is None:
-            return [1] * self.moments.n_envs
+            return [0] * self.moments.n_envs
         m = self.moments
         b = np.linalg.lstsq(m.Sigma.sum(axis=0), m.sxy.sum(axis=0), rcond=None)[0]
-        return [dependence.lags(W) + 1 for W in self._environment_scores(
-            b, np.append(np.arange(m.p), RESIDUAL), "The moving-block bootstrap")]
+        return [dependence.lags(W) for W in self._environment_scores(
+            b, np.append(np.arange(m.p), RESIDUAL), "The long-run covariance's lags")]
 
     def margin_resamplers(self) -> tuple[Callable[[np.random.Generator], Moments],
                                          Callable[[np.random.Generator], Moments]]:

@@ -16,13 +16,16 @@ n_e)^{1/3}`` with ``alpha(1) = sum_a 4 rho_a^2 s_a^4 / ((1 - rho_a)^6 (1 + rho_a
 sum_a s_a^4 / (1 - rho_a)^4`` over the standardised score components ``a`` (their lag-1
 autocorrelation ``rho_a`` and innovation variance ``s_a^2``): about 1 for independent
 rows, 40 at n_e = 2,000 where every component has autocorrelation 0.8 (a fixed rule such as
-``4 (n / 100)^{2/9}``, 7 there, recovers about half of that long-run variance).
+``4 (n / 100)^{2/9}``, 7 there, recovers about half of that long-run variance).  The data
+choose L once per environment, from the scores of every covariate and ``r`` at the pooled
+least-squares fit, and keep it for every ``b``, as a bandwidth is kept
+(:attr:`~negdro_stats.MultiEnvData._lags`).
 
 The package's score covariances are the Gaussian form at each ``b`` plus a term held
 fixed while ``b`` moves (:class:`~negdro_stats.estimation.gmm.Cumulant`); with dependent
 rows that term is the long-run covariance at the pilot fit less the Gaussian form, so the
 selection's tests, the GMM weights, the robust sets and the sandwich all use ``S_e``.
-The bootstrap draws moving blocks of ``L`` consecutive rows within each environment
+The bootstrap draws moving blocks of ``L + 1`` consecutive rows within each environment
 (Kunsch 1989), so each replicate keeps the dependence within blocks.
 """
 
@@ -75,16 +78,25 @@ class Dependence:
             s4 / (1 - rho) ** 4).sum()
         return int(min(np.ceil(ANDREWS * (alpha * n) ** (1.0 / 3.0)), n - 1))
 
-    def long_run_cov(self, W: FloatArray) -> FloatArray:
+    def long_run_cov(self, W: FloatArray, lags: int | None = None) -> FloatArray:
         """``n Var(mean of W)`` for the scores ``W`` (n, q) of one environment, rows in
-        order: the Bartlett-kernel estimator (module docstring)."""
+        order: the Bartlett-kernel estimator (module docstring) with ``lags`` L (None:
+        :meth:`lags` of ``W``).  Its weight ``1 - |t - s| / (L + 1)`` on ``w_t w_s^T`` is
+        the share of the ``n + L`` windows of ``L + 1`` consecutive rows (the rows
+        padded by L zeros at each end) that hold both, so the estimate is ``A^T A / (n (L +
+        1))`` for ``A`` the windows' sums: one product of the size of ``W^T W``, whatever
+        L."""
         W = W - W.mean(axis=0)
-        n, L = len(W), self.lags(W)
-        S = W.T @ W / n
-        for lag in range(1, L + 1):
-            G = W[lag:].T @ W[:-lag] / n
-            S += (1.0 - lag / (L + 1.0)) * (G + G.T)
-        return S
+        n = len(W)
+        L = min(self.lags(W) if lags is None else lags, n - 1)
+        if L <= 0:
+            return W.T @ W / n
+        c = np.zeros((n + 1, W.shape[1]))
+        np.cumsum(W, axis=0, out=c[1:])            # c[t] = w_0 + ... + w_{t-1}
+        head = c[1:L + 1]                          # the windows cut by the start,
+        within = c[L + 1:] - c[:n - L]             # those within the rows,
+        tail = c[n] - c[n - L:n]                   # and those cut by the end
+        return (head.T @ head + within.T @ within + tail.T @ tail) / (n * (L + 1.0))
 
     def counts(self, n: int, rng: np.random.Generator, block: int) -> np.ndarray:
         """How often each of ``n`` rows (in order) is drawn by a moving-block bootstrap

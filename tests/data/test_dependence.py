@@ -32,6 +32,20 @@ def test_the_long_run_variance_of_an_ar1_series_is_its_spectrum_at_zero():
     assert serial_correlation(x[:, 0]) == pytest.approx(0.7, abs=0.03)
 
 
+@pytest.mark.parametrize(("n", "maxlags", "q"), [(50, 3, 2), (400, 40, 4), (8, 7, 1),
+                                                  (30, 0, 3)])
+def test_the_long_run_covariance_is_newey_wests_sum_of_autocovariances(n, maxlags, q):
+    """``Gamma_0 + sum_l (1 - l / (L + 1)) (Gamma_l + Gamma_l^T)`` written out, against
+    the moving sums that compute it; lags up to ``n - 1``."""
+    W = np.random.default_rng(n).standard_normal((n, q)).cumsum(axis=0)
+    Wc = W - W.mean(axis=0)
+    S = Wc.T @ Wc / n
+    for lag in range(1, maxlags + 1):
+        G = Wc[lag:].T @ Wc[:-lag] / n
+        S += (1 - lag / (maxlags + 1)) * (G + G.T)
+    assert np.allclose(Dependence("HAC", maxlags).long_run_cov(W), S, rtol=1e-12, atol=1e-12)
+
+
 def test_moving_blocks_draw_n_rows_in_runs_of_consecutive_ones():
     c = Dependence("HAC").counts(1000, np.random.default_rng(0), 25)
     assert c.sum() == 1000 and len(c) == 1000
@@ -72,6 +86,26 @@ def test_the_selections_equal_risk_test_reads_the_long_run_variance():
     assert hac.verdict == "identified" and not hac.solver.selection.no_invariant_fit
     assert np.linalg.norm(hac.params.to_numpy() - sem.beta_star) < 0.1
     assert hac.invariance.pvalue > 0.01
+
+
+def test_a_hac_fit_does_not_read_what_an_earlier_default_fit_cached():
+    """A model's default fit with a bootstrap in this process (its data cache lags of 0),
+    then its HAC fit: the same standard errors, sandwich and bootstrap, as the HAC fit of
+    a fresh model, and the moving blocks' standard errors agree with the long-run
+    sandwich (blocks of one row give about half at rho = 0.8)."""
+    df = simulate.eq33(p=5).sample(2000, rng=3, serial=0.8)
+    model = NegDRO(df, env="env", outcome="Y")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(n_boot=40, rng=0, n_jobs=1)
+        hac = model.fit(n_boot=40, rng=0, n_jobs=1, cov_type="HAC")
+        fresh = NegDRO(df, env="env", outcome="Y").fit(n_boot=40, rng=0, n_jobs=1,
+                                                       cov_type="HAC")
+    S = hac.bse.notna().to_numpy()
+    assert S.sum() >= 2
+    assert np.array_equal(hac.bse[S], fresh.bse[S])
+    assert np.array_equal(hac.boot_se, fresh.boot_se)
+    assert np.allclose(hac.boot_se[S], hac.bse[S], rtol=0.4)
 
 
 def test_hac_on_independent_rows_is_close_to_the_default(tmp_path):
