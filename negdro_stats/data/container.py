@@ -27,7 +27,7 @@ from .._validation import check_bool, check_option, few, warn_user
 from ..exceptions import DataError, DataWarning
 from .blocks import DEFAULT_BLOCKS, BlockMoments, blocks_of_rows
 from .csv_file import CHUNK_ROWS
-from .dependence import Dependence
+from .dependence import FEW_CLUSTERS, Clusters, Dependence
 from .fourth import RESIDUAL, gaussian_score_cov, takes_every
 from .moments import EXACT_FIT, N_POPULATION, Moments, by_environment
 from .readers import (
@@ -155,7 +155,7 @@ class MultiEnvData:
         """Pickled and copied without the resamplers' sorted copy of the rows and what
         depends on :attr:`dependence` (made again on use)."""
         return {k: v for k, v in self.__dict__.items()
-                if k not in ("_sorted_rows", "_margin_blocks", "_lags")}
+                if k not in ("_sorted_rows", "_margin_blocks", "_within")}
 
     def __setstate__(self, state: dict) -> None:
         """A file saved before 2026-12-05 may hold the rows' sorted copy in the layout of
@@ -407,9 +407,38 @@ class MultiEnvData:
         if dependence is not None and self._rows is None:
             raise DataError(f"cov_type={dependence.cov_type!r} needs the rows in their order; "
                             "this model was built from moments or blocks only.")
+        if dependence is not None and dependence.groups is not None:
+            self._check_clusters(dependence.groups)
         out = copy.copy(self)
         out.dependence = dependence
         return out
+
+    def row_labels(self, values: Any, name: str) -> np.ndarray:
+        """One label per used row (after the NaN policy): ``values`` the name of a column of
+        the data's frame that is neither the outcome nor a covariate, or one label per
+        row of the data (a pandas Series aligned by index)."""
+        return self._need_rows(f"{name} (cov_type='cluster')").labels(values, name)
+
+    def _check_clusters(self, groups: np.ndarray) -> None:
+        """Clusters (codes per used row) lie within environments, at least two in each;
+        a warning where an environment has fewer than ``FEW_CLUSTERS``."""
+        codes = self._need_rows("cov_type='cluster'").codes
+        pairs = np.unique(np.column_stack([groups, codes]), axis=0)
+        if len(pairs) > len(np.unique(groups)):
+            crossing = int((np.bincount(pairs[:, 0]) > 1).sum())
+            raise DataError(f"{crossing} clusters of groups hold rows of more than one "
+                            "environment; clusters must lie within environments (the tests "
+                            "take the environments as independent samples).")
+        per_env = np.bincount(pairs[:, 1], minlength=self.moments.n_envs)
+        envs = np.asarray(self.moments.envs, dtype=object)
+        if (per_env < 2).any():
+            raise DataError(f"Environment(s) {few(list(envs[per_env < 2]))} hold a single "
+                            "cluster; the cluster-robust covariance needs at least two in "
+                            "each environment.")
+        if (few_ := per_env < FEW_CLUSTERS).any():
+            warn_user(f"Environment(s) {few(list(envs[few_]))} hold fewer than {FEW_CLUSTERS} "
+                      f"clusters ({per_env.min()} at least): cluster-robust tests and "
+                      "intervals are unreliable with so few.", DataWarning)
 
     @property
     def has_risk_variances(self) -> bool:
@@ -608,10 +637,10 @@ class MultiEnvData:
     def _long_run_cov(self, b: FloatArray, cols: np.ndarray, dependence: Dependence
                       ) -> FloatArray:
         """:meth:`score_cov` for dependent rows: each environment's long-run covariance
-        of its scores, rows in order (:meth:`Dependence.long_run_cov`, with the lags
-        :attr:`_lags`)."""
-        return np.stack([dependence.long_run_cov(W, L) for W, L in zip(
-            self._environment_scores(b, cols, "The long-run score covariance"), self._lags,
+        of its scores, rows in order (:meth:`Dependence.long_run_cov`, with
+        :attr:`_within`)."""
+        return np.stack([dependence.long_run_cov(W, within) for W, within in zip(
+            self._environment_scores(b, cols, "The long-run score covariance"), self._within,
             strict=True)])
 
     def _environment_scores(self, b: FloatArray, cols: np.ndarray, what: str
@@ -673,22 +702,30 @@ class MultiEnvData:
         replacement.  In model order (constant included)."""
         if self.blocks is not None:
             return self._working(self.blocks.resample(rng))
-        weighted = []
-        for Z, lags in zip(self._groups, self._lags, strict=True):
+        weighted, n = [], []
+        for Z, within in zip(self._groups, self._within, strict=True):
             c = (np.bincount(rng.integers(0, len(Z), size=len(Z)), minlength=len(Z))
-                 if self.dependence is None else self.dependence.counts(len(Z), rng, lags + 1))
+                 if self.dependence is None else self.dependence.counts(len(Z), rng, within))
             weighted.append(Z * np.sqrt(c.astype(np.float64))[:, None])
-        return self._working(self._moments_of(weighted))
+            n.append(c.sum())
+        return self._working(self._moments_of(weighted, np.array(n, dtype=np.float64)))
 
     @cached_property
-    def _lags(self) -> list[int]:
-        """Each environment's lags of the long-run covariance and of the moving blocks,
-        chosen once for the data (:meth:`Dependence.lags` of the scores of every covariate
-        and ``r`` at the pooled least-squares fit), as a bandwidth is; 0 for independent
-        rows."""
+    def _within(self) -> list[int | Clusters]:
+        """How each environment's rows (sorted, :attr:`_sorted_rows`) hang together, for
+        the long-run covariance and the bootstrap: its :class:`Clusters`, or its lags,
+        chosen once for the data (:meth:`Dependence.lags` of the scores of every
+        covariate and ``r`` at the pooled least-squares fit), as a bandwidth is; 0 for
+        independent rows."""
         dependence = self.dependence
         if dependence is None:
             return [0] * self.moments.n_envs
+        if dependence.groups is not None:
+            codes = self._need_rows("cov_type='cluster'").codes
+            groups = dependence.groups[np.argsort(codes, kind="stable")]
+            bounds = self._sorted_rows[1]
+            return [Clusters.of(groups[a:b]) for a, b in zip(bounds[:-1], bounds[1:],
+                                                             strict=True)]
         m = self.moments
         b = np.linalg.lstsq(m.Sigma.sum(axis=0), m.sxy.sum(axis=0), rcond=None)[0]
         return [dependence.lags(W) for W in self._environment_scores(
@@ -742,14 +779,16 @@ class MultiEnvData:
         w, p = t.pooled_weights(), len(self.non_constant)
         return np.append(w @ t.mean_x[:, :p], w @ t.mean_y)
 
-    def _moments_of(self, parts: list[FloatArray]) -> Moments:
+    def _moments_of(self, parts: list[FloatArray], n: FloatArray | None = None) -> Moments:
         """Moments from per-environment rows ``W = sqrt(c) [Z - origin, 1]`` (``c`` the
-        rows' multiplicities): ``W^T W / n_e`` holds the second moments about the origin
-        and, in its last column, the means."""
+        rows' multiplicities, ``n`` their sums: by default the data's ``n_e``): ``W^T W /
+        n_e`` holds the second moments about the origin and, in its last column, the
+        means."""
         t = self.moments
-        gram = np.stack([W.T @ W for W in parts]) / t.n[:, None, None]       # (syrk)
+        n = t.n.copy() if n is None else n
+        gram = np.stack([W.T @ W for W in parts]) / n[:, None, None]         # (syrk)
         mean = gram[:, :-1, -1]
-        return Moments.from_cov(t.n.copy(), mean + self._origin, gram[:, :-1, :-1]
+        return Moments.from_cov(n, mean + self._origin, gram[:, :-1, :-1]
                                 - np.einsum("eq,er->eqr", mean, mean), envs=t.envs,
                                 names=t.names[:len(self.non_constant)], outcome=t.outcome)
 

@@ -27,40 +27,81 @@ rows that term is the long-run covariance at the pilot fit less the Gaussian for
 selection's tests, the GMM weights, the robust sets and the sandwich all use ``S_e``.
 The bootstrap draws moving blocks of ``L + 1`` consecutive rows within each environment
 (Kunsch 1989), so each replicate keeps the dependence within blocks.
+
+Where the rows come in clusters (patients of a clinic, cells of a well: ``"cluster"``,
+statsmodels' name, with one group label per row), the long-run covariance is the
+cluster-robust one, ``S_e = G_e / (G_e - 1) sum_g s_g s_g^T / n_e`` over the ``G_e``
+clusters of the environment, ``s_g`` the sum of the centred scores of cluster g, and the
+bootstrap draws whole clusters with replacement (a replicate's environment has as many
+clusters as the sample's, and as many rows as they hold).  Clusters must lie within
+environments: the package's tests take the environments as independent samples.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 
 from .._typing import FloatArray
 from .._validation import check_int, check_option
 from ..exceptions import DataError
 
-__all__ = ["COV_TYPES", "Dependence", "dependence_from_user", "serial_correlation"]
+__all__ = ["COV_TYPES", "Dependence", "Clusters", "dependence_from_user",
+           "serial_correlation"]
 
-COV_TYPES = ("nonrobust", "HAC")
+COV_TYPES = ("nonrobust", "HAC", "cluster")
+FEW_CLUSTERS = 10          # fewer in an environment: a warning (the covariance is noisy)
 ANDREWS = 1.1447           # Andrews (1991), the Bartlett kernel's constant
 RHO_MAX = 0.97             # the plug-in's AR(1) coefficients are kept within +-RHO_MAX
 
 
 @dataclass(frozen=True)
+class Clusters:
+    """The clusters of one environment's rows (in their order): ``index`` each row's
+    cluster ``0..G-1``, and the rows grouped by cluster (``order``, ``starts``)."""
+
+    index: np.ndarray
+    order: np.ndarray
+    starts: np.ndarray
+
+    @classmethod
+    def of(cls, labels: np.ndarray) -> Clusters:
+        index = np.unique(labels, return_inverse=True)[1].ravel()
+        order = np.argsort(index, kind="stable")
+        return cls(index, order, np.flatnonzero(np.diff(index[order], prepend=-1)))
+
+    @property
+    def G(self) -> int:
+        return len(self.starts)
+
+
+@dataclass(frozen=True, eq=False)
 class Dependence:
     """How the rows of each environment depend on each other: ``"HAC"``, a time series
-    in row order, with ``maxlags`` lags (None: Andrews' plug-in per environment,
-    module docstring)."""
+    in row order, with ``maxlags`` lags (None: Andrews' plug-in per environment), or
+    ``"cluster"``, with ``groups`` each used row's cluster code (module docstring)."""
 
-    cov_type: Literal["HAC"]
+    cov_type: Literal["HAC", "cluster"]
     maxlags: int | None = None
+    groups: np.ndarray | None = None
 
     @property
     def label(self) -> str:
         """As the summary's header names it."""
+        if self.cov_type == "cluster":
+            return "cluster"
         return "HAC" + ("" if self.maxlags is None else f" ({self.maxlags} lags)")
+
+    @property
+    def covariance(self) -> str:
+        """The scores' covariance that every test and interval uses, in words."""
+        if self.cov_type == "cluster":
+            return "scores' cluster-robust covariance (clusters within environments)"
+        return f"scores' long-run covariance ({self.label})"
 
     def lags(self, W: FloatArray) -> int:
         """The Bartlett kernel's lags for the scores ``W`` (rows in order)."""
@@ -78,48 +119,70 @@ class Dependence:
             s4 / (1 - rho) ** 4).sum()
         return int(min(np.ceil(ANDREWS * (alpha * n) ** (1.0 / 3.0)), n - 1))
 
-    def long_run_cov(self, W: FloatArray, lags: int | None = None) -> FloatArray:
+    def long_run_cov(self, W: FloatArray, within: int | Clusters | None = None
+                     ) -> FloatArray:
         """``n Var(mean of W)`` for the scores ``W`` (n, q) of one environment, rows in
-        order: the Bartlett-kernel estimator (module docstring) with ``lags`` L (None:
-        :meth:`lags` of ``W``).  Its weight ``1 - |t - s| / (L + 1)`` on ``w_t w_s^T`` is
-        the share of the ``n + L`` windows of ``L + 1`` consecutive rows (the rows
-        padded by L zeros at each end) that hold both, so the estimate is ``A^T A / (n (L +
-        1))`` for ``A`` the windows' sums: one product of the size of ``W^T W``, whatever
-        L."""
+        order, ``within`` the environment's :class:`Clusters` or, for a time series, its
+        lags L (None: :meth:`lags` of ``W``).  A time series' is the Bartlett-kernel
+        estimator (module docstring); its weight ``1 - |t - s| / (L + 1)`` on ``w_t
+        w_s^T`` is the share of the ``n + L`` windows of ``L + 1`` consecutive rows (the
+        rows padded by L zeros at each end) that hold both, so the estimate is ``A^T A /
+        (n (L + 1))`` for ``A`` the windows' sums: one product of the size of ``W^T W``,
+        whatever L."""
         W = W - W.mean(axis=0)
         n = len(W)
-        L = min(self.lags(W) if lags is None else lags, n - 1)
+        if isinstance(within, Clusters):
+            sums = np.add.reduceat(W[within.order], within.starts, axis=0)
+            return sums.T @ sums / n * (within.G / max(within.G - 1, 1))
+        L = min(self.lags(W) if within is None else within, n - 1)
         if L <= 0:
             return W.T @ W / n
         c = np.zeros((n + 1, W.shape[1]))
         np.cumsum(W, axis=0, out=c[1:])            # c[t] = w_0 + ... + w_{t-1}
         head = c[1:L + 1]                          # the windows cut by the start,
-        within = c[L + 1:] - c[:n - L]             # those within the rows,
+        inner = c[L + 1:] - c[:n - L]              # those within the rows,
         tail = c[n] - c[n - L:n]                   # and those cut by the end
-        return (head.T @ head + within.T @ within + tail.T @ tail) / (n * (L + 1.0))
+        return (head.T @ head + inner.T @ inner + tail.T @ tail) / (n * (L + 1.0))
 
-    def counts(self, n: int, rng: np.random.Generator, block: int) -> np.ndarray:
-        """How often each of ``n`` rows (in order) is drawn by a moving-block bootstrap
-        of blocks of ``block`` consecutive rows: ``ceil(n / block)`` block starts drawn
-        uniformly, the rows concatenated and cut at ``n``."""
-        block = max(1, min(block, n))
+    def counts(self, n: int, rng: np.random.Generator, within: int | Clusters
+               ) -> np.ndarray:
+        """How often each of ``n`` rows (in order) is drawn by the bootstrap: its
+        :class:`Clusters` ``within`` drawn whole, with replacement, or, for a time series
+        with ``within`` lags, a moving-block bootstrap of blocks of ``within + 1``
+        consecutive rows (``ceil(n / block)`` block starts drawn uniformly, the rows
+        concatenated and cut at ``n``)."""
+        if isinstance(within, Clusters):
+            return np.bincount(rng.integers(0, within.G, size=within.G),
+                               minlength=within.G)[within.index]
+        block = max(1, min(within + 1, n))
         starts = rng.integers(0, n - block + 1, size=-(-n // block))
         drawn = (starts[:, None] + np.arange(block)).ravel()[:n]
         return np.bincount(drawn, minlength=n)
 
 
-def dependence_from_user(cov_type: str, cov_kwds: Mapping[str, Any] | None, owner: str
-                         ) -> Dependence | None:
+def dependence_from_user(cov_type: str, cov_kwds: Mapping[str, Any] | None, owner: str,
+                         labels: Callable[[Any, str], np.ndarray]) -> Dependence | None:
     """The user's ``cov_type`` and ``cov_kwds`` (statsmodels' names), checked: None for
-    independent rows (``"nonrobust"``, the default)."""
+    independent rows (``"nonrobust"``, the default).  ``labels(groups, name)`` gives one
+    label per used row of the data for a column name or the user's labels
+    (:meth:`~negdro_stats.MultiEnvData.row_labels`)."""
     cov_type = check_option(cov_type, "cov_type", owner, COV_TYPES)
     kwds = dict(cov_kwds or {})
-    allowed = {"nonrobust": set(), "HAC": {"maxlags"}}[cov_type]
+    allowed = {"nonrobust": set(), "HAC": {"maxlags"}, "cluster": {"groups"}}[cov_type]
     if unknown := sorted(set(kwds) - allowed):
         raise DataError(f"{owner}: cov_kwds {unknown} do not apply to cov_type={cov_type!r} "
                         f"(it takes {sorted(allowed) or 'none'}).")
     if cov_type == "nonrobust":
         return None
+    if cov_type == "cluster":
+        if "groups" not in kwds:
+            raise DataError(f"{owner}: cov_type='cluster' needs cov_kwds={{'groups': ...}}, "
+                            "the name of the column of cluster labels or one label per row.")
+        codes = pd.factorize(labels(kwds["groups"], "groups"))[0]
+        if (codes < 0).any():
+            raise DataError(f"{owner}: groups has {int((codes < 0).sum())} missing labels; "
+                            "give every row a cluster.")
+        return Dependence("cluster", groups=codes)
     maxlags = kwds.get("maxlags")
     if maxlags is not None:
         maxlags = check_int(maxlags, "maxlags", owner, min_val=0)

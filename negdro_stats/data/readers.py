@@ -323,10 +323,25 @@ class Read:
 
 # ----------------------------------------------------------------------- rows in memory
 class FrameRows:
-    """Rows of ``[outcome, covariates]`` of a DataFrame as float64 ``(X, y)``."""
+    """Rows of ``[outcome, covariates]`` of a DataFrame as float64 ``(X, y)``; ``source``
+    the frame they come from (for labels in its other columns)."""
 
-    def __init__(self, sub: pd.DataFrame) -> None:
-        self.sub = sub
+    def __init__(self, sub: pd.DataFrame, source: pd.DataFrame) -> None:
+        self.sub, self.source = sub, source
+
+    def labels(self, values: Any, name: str) -> np.ndarray:
+        """One label per row: ``values`` the name of a column of ``source`` other than the
+        outcome and the covariates, or one label per row (a Series aligned by index)."""
+        if not isinstance(values, str):
+            return _env_labels(values, self.sub.index, name)
+        if values in self.sub.columns:
+            raise DataError(f"{name}={values!r} is the outcome or a covariate of this model; "
+                            "labels need a column of their own (build the model with "
+                            "covariates=[...] without it).")
+        if values not in self.source.columns:
+            raise DataError(f"{name}={values!r} is not a column of the data; columns: "
+                            f"{few(list(self.source.columns), 8)}.")
+        return self.source[values].to_numpy()
 
     def __call__(self, rows: slice | np.ndarray) -> tuple[FloatArray, FloatArray]:
         values = self.sub.iloc[rows].to_numpy(dtype=np.float64)   # one chunk, copied once
@@ -347,6 +362,13 @@ class ArrayRows:
 
     def __init__(self, y: np.ndarray, X: np.ndarray) -> None:
         self.y, self.X = y, X
+
+    def labels(self, values: Any, name: str) -> np.ndarray:
+        """One label per row, by position (arrays have no other columns)."""
+        if isinstance(values, str):
+            raise DataError(f"{name}={values!r} names a column, but this model was built "
+                            "from arrays; pass one label per row.")
+        return _env_labels(values, pd.RangeIndex(len(self.y)), name)
 
     def __call__(self, rows: slice | np.ndarray) -> tuple[FloatArray, FloatArray]:
         return (np.asarray(self.X[rows], dtype=np.float64),
@@ -383,6 +405,11 @@ class Rows:
         X, y = self.block(slice(None) if self.kept is None else self.kept)
         return X, y, self.codes
 
+    def labels(self, values: Any, name: str) -> np.ndarray:
+        """One label per used row (:meth:`FrameRows.labels`, the NaN policy's rows)."""
+        labels = self.block.labels(values, name)
+        return labels if self.kept is None else labels[self.kept]
+
 
 @dataclass
 class Table:
@@ -413,9 +440,12 @@ def as_pandas(data: Any) -> Any:
 
 
 def read_frame(frame: pd.DataFrame, env: str | ArrayLike, outcome: str | None = None,
-               covariates: Sequence[str] | None = None) -> Table:
+               covariates: Sequence[str] | None = None, source: pd.DataFrame | None = None
+               ) -> Table:
     """A DataFrame with the outcome, the covariates and (optionally) the env column;
-    ``env`` is a column name, a pandas Series (aligned by index) or labels by position."""
+    ``env`` is a column name, a pandas Series (aligned by index) or labels by position.
+    ``source``: the user's frame that ``frame`` was built from (default ``frame``), whose
+    other columns can hold labels (:meth:`FrameRows.labels`)."""
     if not isinstance(frame, pd.DataFrame):
         raise DataError(f"data must be a pandas DataFrame; got {type(frame).__name__}.")
     if isinstance(frame.columns, pd.MultiIndex):
@@ -431,7 +461,8 @@ def read_frame(frame: pd.DataFrame, env: str | ArrayLike, outcome: str | None = 
     env_values = frame[env].to_numpy() if by_name else _env_labels(env, frame.index)
     sub = frame.loc[:, [outcome, *covariates]]
     check_real(sub.dtypes.to_dict())
-    return Table(FrameRows(sub), env_values, covariates, outcome)
+    return Table(FrameRows(sub, frame if source is None else source), env_values, covariates,
+                 outcome)
 
 
 def read_arrays(y: ArrayLike, X: ArrayLike, env: ArrayLike, names: Sequence[str] | None = None,
@@ -486,29 +517,30 @@ def read_formula(formula: str, frame: Any, env: str | ArrayLike) -> Table:
     has_const = "Intercept" in X.columns
     X = X.drop(columns=["Intercept"]) if has_const else X
     built = pd.concat([pd.DataFrame(y), pd.DataFrame(X)], axis=1)
-    return replace(read_frame(built, env_values, outcome=str(y.columns[0])),
+    return replace(read_frame(built, env_values, outcome=str(y.columns[0]), source=frame),
                    intercept=has_const)
 
 
-def _env_labels(env: Any, index: pd.Index) -> np.ndarray:
-    """Environment labels for rows with ``index``: a Series is aligned by index (as pandas
-    does), anything else is taken by position."""
+def _env_labels(env: Any, index: pd.Index, name: str = "env") -> np.ndarray:
+    """Labels (``name``: environments by default) for rows with ``index``: a Series is
+    aligned by index (as pandas does), anything else is taken by position."""
     if isinstance(env, pd.Series):
         if not env.index.equals(index):
             if env.index.has_duplicates or not index.isin(env.index).all():
-                raise DataError("env is a pandas Series whose index does not cover data's "
-                                "index (or repeats labels); pass env.reindex(data.index), "
-                                "or env.to_numpy() to match rows by position.")
+                raise DataError(f"{name} is a pandas Series whose index does not cover "
+                                f"data's index (or repeats labels); pass "
+                                f"{name}.reindex(data.index), or {name}.to_numpy() to match "
+                                "rows by position.")
             env = env.reindex(index)
         return env.to_numpy()
     values = np.asarray(env)
     if values.ndim == 0:
-        raise DataError(f"env={env!r} is neither a column name nor one label per row: pass "
-                        "the name (a str) of the column of environment labels, or an array "
-                        f"of {len(index)} labels.")
+        raise DataError(f"{name}={env!r} is neither a column name nor one label per row: "
+                        f"pass the name (a str) of the column of labels, or an array of "
+                        f"{len(index)} labels.")
     if values.ndim != 1 or len(values) != len(index):
-        raise DataError(f"env has {values.size} labels in shape {values.shape} but data has "
-                        f"{len(index)} rows; pass one label per row (or the name of the "
+        raise DataError(f"{name} has {values.size} labels in shape {values.shape} but data "
+                        f"has {len(index)} rows; pass one label per row (or the name of the "
                         "column that holds them).")
     return values
 

@@ -326,12 +326,12 @@ class NegDROResults(BootstrapViews, Saveable):
         """What :meth:`cov_params` computed, in words."""
         dependence = self.model.data.dependence
         return self._refit_cov[1] + ("" if dependence is None else
-                                     f", scores' long-run covariance ({dependence.label})")
+                                     f", {dependence.covariance}")
 
     @property
     def cov_type(self) -> str:
         """How the rows are taken to depend (``fit(cov_type=)``): ``"nonrobust"``
-        (independent) or ``"HAC"``."""
+        (independent), ``"HAC"`` or ``"cluster"``."""
         dependence = self.model.data.dependence
         return "nonrobust" if dependence is None else dependence.cov_type
 

@@ -6,8 +6,15 @@ import warnings
 import numpy as np
 import pytest
 
-from negdro_stats import DataError, NegDRO, NegDROResults, simulate
-from negdro_stats.data.dependence import Dependence, serial_correlation
+from negdro_stats import (
+    DataError,
+    DataWarning,
+    IdentificationWarning,
+    NegDRO,
+    NegDROResults,
+    simulate,
+)
+from negdro_stats.data.dependence import Clusters, Dependence, serial_correlation
 
 
 def _ar1(n, rho, rng, q=1):
@@ -47,7 +54,7 @@ def test_the_long_run_covariance_is_newey_wests_sum_of_autocovariances(n, maxlag
 
 
 def test_moving_blocks_draw_n_rows_in_runs_of_consecutive_ones():
-    c = Dependence("HAC").counts(1000, np.random.default_rng(0), 25)
+    c = Dependence("HAC").counts(1000, np.random.default_rng(0), 24)    # blocks of 25
     assert c.sum() == 1000 and len(c) == 1000
     drawn = np.flatnonzero(c)
     assert np.diff(drawn).max() > 1 and (np.diff(drawn) == 1).mean() > 0.9
@@ -131,3 +138,88 @@ def test_cov_type_is_checked():
         model.fit(cov_type="HAC", cov_kwds={"groups": "g"})
     with pytest.raises(DataError, match="needs the rows in their order"):
         NegDRO.from_moments(simulate.eq33(p=5).moments()).fit(cov_type="HAC")
+
+
+def test_the_cluster_robust_covariance_sums_each_clusters_scores():
+    """``G / (G - 1) sum_g s_g s_g^T / n`` with ``s_g`` the sum of the centred scores of
+    cluster g, written out, whatever the clusters' order in the rows; the bootstrap
+    draws whole clusters, as many as there are."""
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 7, size=60)
+    W = rng.standard_normal((60, 3))
+    Wc = W - W.mean(axis=0)
+    sums = np.stack([Wc[labels == g].sum(axis=0) for g in np.unique(labels)])
+    G = len(sums)
+    clusters = Clusters.of(labels)
+    assert clusters.G == G
+    assert np.allclose(Dependence("cluster").long_run_cov(W, clusters),
+                       G / (G - 1) * sums.T @ sums / 60, rtol=1e-12)
+    c = Dependence("cluster").counts(60, np.random.default_rng(1), clusters)
+    for g in np.unique(labels):                      # a cluster's rows drawn together
+        assert len(set(c[labels == g])) == 1
+    times = np.array([c[labels == g][0] for g in np.unique(labels)])
+    assert times.sum() == G and c.sum() == (times * np.bincount(labels)).sum()
+
+
+def _clustered(n=20_000, design=0, icc=0.5, size=20):
+    sem = simulate.random_sem(8, n_envs=4, confounding=True, rng=design)
+    return sem, sem.sample(n, rng=100 + design, cluster_size=size, icc=icc)
+
+
+def _model(sem, df):
+    return NegDRO(df, env="env", outcome="Y", covariates=list(sem.names[1:]))
+
+
+def test_cluster_fits_clustered_rows_that_the_default_rejects():
+    """Clusters of 20 rows with intra-cluster correlation 0.5 (1,000 per environment):
+    the default rejects invariance; cov_type="cluster" is identified, at beta*, says so
+    in the summary, and its cluster bootstrap's intervals have the sandwich's width (the
+    estimate's standard deviation over 40 fresh samples is 0.004-0.011, the sandwich's
+    0.008-0.012)."""
+    sem, df = _clustered()
+    model = _model(sem, df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        default = model.fit(n_boot=0)
+        res = model.fit(cov_type="cluster", cov_kwds={"groups": "cluster"}, n_boot=60,
+                        rng=0)
+    assert default.verdict == "rejected"
+    assert res.verdict == "identified" and res.cov_type == "cluster"
+    assert np.linalg.norm(res.params.to_numpy() - sem.beta_star) < 0.05
+    assert "cluster" in str(res.summary()) and "cluster-robust" in res.cov_method
+    S = res.bse.notna().to_numpy()
+    boot = res.conf_int(kind="bootstrap").to_numpy()[S]
+    wald = res.conf_int().to_numpy()[S]
+    assert np.allclose(np.diff(boot, axis=1), np.diff(wald, axis=1), rtol=0.4)
+    by_array = model.fit(cov_type="cluster", cov_kwds={"groups": df["cluster"].to_numpy()},
+                         n_boot=0)
+    assert np.array_equal(by_array.bse, res.bse, equal_nan=True)
+
+
+def test_cluster_labels_are_checked():
+    sem, df = _clustered(n=400)
+    model = _model(sem, df)
+
+    def fit(groups):
+        return model.fit(cov_type="cluster", cov_kwds={"groups": groups}, n_boot=0)
+
+    with pytest.raises(DataError, match="needs cov_kwds"):
+        model.fit(cov_type="cluster")
+    with pytest.raises(DataError, match="'X1' is the outcome or a covariate"):
+        fit("X1")
+    with pytest.raises(DataError, match="'nope' is not a column"):
+        fit("nope")
+    with pytest.raises(DataError, match="more than one environment"):
+        fit(np.arange(len(df)) % 7)
+    with pytest.raises(DataError, match="single cluster"):
+        fit(df["env"].to_numpy())
+    with pytest.raises(DataError, match="missing labels"):
+        fit(np.where(np.arange(len(df)) == 3, np.nan, df["cluster"]))
+    with pytest.raises(DataError, match="groups has 3 labels"):
+        fit([1, 2, 3])
+    with pytest.warns(DataWarning, match="fewer than 10 clusters"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentificationWarning)
+        fit(df["cluster"] // 5)
+    arrays = NegDRO.from_arrays(df["Y"], df[list(sem.names[1:])], df["env"])
+    with pytest.raises(DataError, match="built from arrays"):
+        arrays.fit(cov_type="cluster", cov_kwds={"groups": "cluster"})
