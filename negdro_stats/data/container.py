@@ -27,7 +27,7 @@ from .._validation import check_bool, check_option, few, warn_user
 from ..exceptions import DataError, DataWarning
 from .blocks import DEFAULT_BLOCKS, BlockMoments, blocks_of_rows
 from .csv_file import CHUNK_ROWS
-from .dependence import FEW_CLUSTERS, Clusters, Dependence
+from .dependence import FEW_CLUSTERS, Clusters, Dependence, serial_correlation
 from .fourth import RESIDUAL, gaussian_score_cov, takes_every
 from .moments import EXACT_FIT, N_POPULATION, Moments, by_environment
 from .readers import (
@@ -659,6 +659,14 @@ class MultiEnvData:
         W = _scores(Z[:, :k] + shift[:-1] if shift.any() else Z[:, :k], r, cols,
                     takes_every(cols, k))
         return [W[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+    def serial_correlation(self, b: FloatArray) -> FloatArray:
+        """Per environment the lag-1 autocorrelation of the residuals ``r = y - b^T x``
+        (``b`` in model order), rows in their order (:func:`~negdro_stats.data.dependence.
+        serial_correlation`; NaN for fewer than 3 rows)."""
+        k = len(self.non_constant)             # the constant's score x r is r itself
+        return np.array([serial_correlation(W[:, 0]) for W in self._environment_scores(
+            b, np.array([k]), "The residuals' serial correlation")])
 
     def environment_folds(self):
         """Leave-one-environment-out folds: for each environment ``e`` (in ``moments.envs``

@@ -328,6 +328,16 @@ class NegDROResults(BootstrapViews, Saveable):
         return self._refit_cov[1] + ("" if dependence is None else
                                      f", {dependence.covariance}")
 
+    @cached_property
+    def serial_correlation(self) -> FloatArray | None:
+        """Per environment the lag-1 autocorrelation of the residuals at the estimate,
+        rows in their order (None without the rows): the check for dependent rows
+        (:func:`~negdro_stats.results.verdicts.rows_look_dependent`)."""
+        data = getattr(self.model, "data", None)
+        if data is None or not data.has_rows:
+            return None
+        return data.serial_correlation(self.solver.b)
+
     @property
     def cov_type(self) -> str:
         """How the rows are taken to depend (``fit(cov_type=)``): ``"nonrobust"``

@@ -52,6 +52,7 @@ from .verdicts import (
     gamma_not_used,
     problems,
     rests_on_line,
+    rows_look_dependent,
 )
 
 __all__ = ["FOLD_MIN", "NegDROSummary", "build_summary", "path_summary"]
@@ -150,8 +151,10 @@ def _verdict(res: Results, said: list[str], robust: RobustSet | None, detail: bo
                  f"environment{tested}, whose differences determine every coefficient")
     lines = []
     if robust is not None and robust.empty:
-        lines.append(f"WARNING: NO INVARIANT LINEAR MODEL is consistent with these data: the "
-                     f"invariance test rejects every b (least AR = {robust.statistic:.4g} > "
+        independent = " if the rows are independent" if rows_look_dependent(res) else ""
+        lines.append(f"WARNING: NO INVARIANT LINEAR MODEL is consistent with these "
+                     f"data{independent}: the invariance test rejects every b (least AR = "
+                     f"{robust.statistic:.4g} > "
                      f"{robust.critical:.4g}, the {robust.reference} quantile at level "
                      f"{robust.alpha:g}); no interval is reported." + unreliable(robust))
     if said:

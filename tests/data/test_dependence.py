@@ -15,6 +15,8 @@ from negdro_stats import (
     simulate,
 )
 from negdro_stats.data.dependence import Clusters, Dependence, serial_correlation
+from negdro_stats.datasets import load_sachs
+from negdro_stats.results.verdicts import rows_look_dependent
 
 
 def _ar1(n, rho, rng, q=1):
@@ -60,10 +62,11 @@ def test_moving_blocks_draw_n_rows_in_runs_of_consecutive_ones():
     assert np.diff(drawn).max() > 1 and (np.diff(drawn) == 1).mean() > 0.9
 
 
-def _fit(df, **kwargs):
+def _fit(df, outcome="Y", fit_intercept=False, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return NegDRO(df, env="env", outcome="Y").fit(**({"n_boot": 0} | kwargs))
+        return NegDRO(df, env="env", outcome=outcome, fit_intercept=fit_intercept).fit(
+            **({"n_boot": 0} | kwargs))
 
 
 def test_hac_fits_ar1_rows_that_the_default_rejects():
@@ -223,3 +226,27 @@ def test_cluster_labels_are_checked():
     arrays = NegDRO.from_arrays(df["Y"], df[list(sem.names[1:])], df["env"])
     with pytest.raises(DataError, match="built from arrays"):
         arrays.fit(cov_type="cluster", cov_kwds={"groups": "cluster"})
+
+
+def test_a_rejection_on_dependent_rows_names_the_dependence():
+    """The default fit of AR(1) rows rejects invariance: its warning and the summary say
+    the rows look dependent and how to refit, not "an intervened outcome?"; the HAC fit
+    has no such problem.  Where invariance fails on independent rows (Sachs' cells, in no
+    time order: residual autocorrelations within 0.08) the rejection is not blamed on
+    dependence."""
+    sem = simulate.random_sem(8, n_envs=4, confounding=True, rng=0)
+    df = sem.sample(2000, rng=100, serial=0.8)
+    model = NegDRO(df, env="env", outcome="Y")
+    with pytest.warns(IdentificationWarning) as caught:
+        default = model.fit(n_boot=0)
+    said = " ".join(str(w.message) for w in caught)
+    assert default.verdict == "rejected"
+    assert "Rows look dependent (lag-1 autocorrelation 0.8" in said and "cov_type='HAC'" in said
+    assert "intervened outcome" not in said
+    assert "rows look dependent" in str(default.summary())
+    assert default.serial_correlation.min() > 0.7
+    assert not rows_look_dependent(_fit(df, cov_type="HAC"))
+    cells = load_sachs(conditions=[1, 2, 3, 4, 5, 7, 8, 9], log=True).drop(columns="condition")
+    sachs = _fit(cells, outcome="Erk", fit_intercept=True)
+    assert sachs.verdict == "rejected" and not rows_look_dependent(sachs)
+    assert np.abs(sachs.serial_correlation).max() < 0.1
