@@ -97,8 +97,8 @@ def select_by_invariance(
     """
     w = walk(std, alpha, rows_cov, cumulant, recentre, long_run=long_run)
     # whether the environment differences determine every coefficient, at the choice
-    rank = rank_test(w.wide, w.pilot.b if w.sel.fit is None else w.at(w.sel.fit),
-                     alpha=alpha)
+    at = w.pilot.b if w.sel.fit is None else w.at(w.sel.fit)
+    rank = rank_test(w.rank_gmm(at), at, alpha=alpha, calibrate=not w.long_run)
     fit, ols, standing = refine(w)
     doubts, undetermined = _doubts(w, rank, fit)
     decided, verdict = None, ""

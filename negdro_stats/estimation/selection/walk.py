@@ -350,6 +350,17 @@ class Walked:
         cols = self.instruments if cols is None else cols
         return _cumulant_at(self.std, self.rows_cov, b, cols)
 
+    def rank_gmm(self, b: FloatArray) -> InvarianceGMM:
+        """The invariance conditions on every covariate for the rank test at ``b``: the
+        pilot's (:attr:`wide`, the Gaussian form of the score covariance), or, with
+        dependent rows, with their long-run covariance at ``b`` (without it the test
+        takes the noise of dependent rows for determined directions)."""
+        if not (self.long_run and self.rows_cov is not None):
+            return self.wide
+        every = np.arange(self.std.p)
+        return InvarianceGMM(self.std, instruments=every, cumulant=self.cumulant_at(b, every),
+                             b_ref=b, recentre=self.recentre)
+
     def risk_variances(self, mom: Moments, b: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Per environment the risk at ``b`` on ``mom`` and the variance of its estimate:
         :func:`~negdro_stats.data.risk_variances` (i.i.d. rows), or the long-run variance
