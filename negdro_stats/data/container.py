@@ -27,7 +27,13 @@ from .._validation import check_bool, check_option, few, warn_user
 from ..exceptions import DataError, DataWarning
 from .blocks import DEFAULT_BLOCKS, BlockMoments, blocks_of_rows
 from .csv_file import CHUNK_ROWS
-from .dependence import FEW_CLUSTERS, Clusters, Dependence, serial_correlation
+from .dependence import (
+    FEW_CLUSTERS,
+    Clusters,
+    Dependence,
+    long_run_share,
+    serial_correlation,
+)
 from .fourth import RESIDUAL, gaussian_score_cov, takes_every
 from .moments import EXACT_FIT, N_POPULATION, Moments, by_environment
 from .readers import (
@@ -155,7 +161,7 @@ class MultiEnvData:
         """Pickled and copied without the resamplers' sorted copy of the rows and what
         depends on :attr:`dependence` (made again on use)."""
         return {k: v for k, v in self.__dict__.items()
-                if k not in ("_sorted_rows", "_margin_blocks", "_within")}
+                if k not in ("_sorted_rows", "_margin_blocks", "_within", "long_run_share")}
 
     def __setstate__(self, state: dict) -> None:
         """A file saved before 2026-12-05 may hold the rows' sorted copy in the layout of
@@ -734,10 +740,29 @@ class MultiEnvData:
             bounds = self._sorted_rows[1]
             return [Clusters.of(groups[a:b]) for a, b in zip(bounds[:-1], bounds[1:],
                                                              strict=True)]
+        return [dependence.lags(W) for W in self._pooled_scores(
+            "The long-run covariance's lags")]
+
+    @cached_property
+    def long_run_share(self) -> FloatArray | None:
+        """Per environment the long-run share of the covariance of the scores of every
+        covariate and ``r`` (:func:`~negdro_stats.data.dependence.long_run_share`), the
+        factor of the score covariances' Gaussian form, at the pooled least-squares fit
+        (where the lags are chosen); None for independent rows."""
+        dependence = self.dependence
+        if dependence is None:
+            return None
+        return np.array([long_run_share(np.cov(W, rowvar=False, bias=True),
+                                        dependence.long_run_cov(W, within))
+                         for W, within in zip(self._pooled_scores("The long-run share"),
+                                              self._within, strict=True)])
+
+    def _pooled_scores(self, what: str) -> list[FloatArray]:
+        """:meth:`_environment_scores` of every covariate and ``r`` at the pooled
+        least-squares fit."""
         m = self.moments
         b = np.linalg.lstsq(m.Sigma.sum(axis=0), m.sxy.sum(axis=0), rcond=None)[0]
-        return [dependence.lags(W) for W in self._environment_scores(
-            b, np.append(np.arange(m.p), RESIDUAL), "The long-run covariance's lags")]
+        return self._environment_scores(b, np.append(np.arange(m.p), RESIDUAL), what)
 
     def margin_resamplers(self) -> tuple[Callable[[np.random.Generator], Moments],
                                          Callable[[np.random.Generator], Moments]]:

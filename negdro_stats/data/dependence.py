@@ -19,12 +19,23 @@ rows, 40 at n_e = 2,000 where every component has autocorrelation 0.8 (a fixed r
 ``4 (n / 100)^{2/9}``, 7 there, recovers about half of that long-run variance).  The data
 choose L once per environment, from the scores of every covariate and ``r`` at the pooled
 least-squares fit, and keep it for every ``b``, as a bandwidth is kept
-(:attr:`~negdro_stats.MultiEnvData._lags`).
+(:attr:`~negdro_stats.MultiEnvData._within`).
 
 The package's score covariances are the Gaussian form at each ``b`` plus a term held
-fixed while ``b`` moves (:class:`~negdro_stats.estimation.gmm.Cumulant`); with dependent
-rows that term is the long-run covariance at the pilot fit less the Gaussian form, so the
-selection's tests, the GMM weights, the robust sets and the sandwich all use ``S_e``.
+fixed while ``b`` moves (:class:`~negdro_stats.estimation.gmm.Cumulant`).  With dependent
+rows the Gaussian form is multiplied by the environment's *long-run share*, ``c_e =
+tr(Gamma_0^{-1} S_e) / q`` of the scores at the pooled least-squares fit
+(:func:`long_run_share`: 1 for independent rows; where every component is AR(1) with
+coefficient rho, between ``(1 + rho^2) / (1 - rho^2)``, a score that is the product of
+two centred components, and ``(1 + rho) / (1 - rho)``, a component times another's
+mean), and the fixed term is ``S_e`` at the fit less ``c_e`` times the Gaussian form.
+So the selection's tests, the GMM weights, the robust sets and the sandwich all use
+``S_e`` at the fit, and away from it the part of the covariance that moves with ``b``
+grows as the long-run covariance does.  (Held at the i.i.d. form, it grows ``c_e`` times
+too slowly: the joint robust set's statistic at ``beta*`` averaged 1.63 of its degrees of
+freedom on AR(1) rows with coefficient 0.8, 2,000 rows per environment, and held
+``beta*`` in 47% of 30 samples; 1.15 and 87% with the share.)
+
 The bootstrap draws moving blocks of ``L + 1`` consecutive rows within each environment
 (Kunsch 1989), so each replicate keeps the dependence within blocks.
 
@@ -51,7 +62,7 @@ from .._validation import check_int, check_option
 from ..exceptions import DataError
 
 __all__ = ["COV_TYPES", "Dependence", "Clusters", "dependence_from_user",
-           "serial_correlation"]
+           "serial_correlation", "long_run_share"]
 
 COV_TYPES = ("nonrobust", "HAC", "cluster")
 FEW_CLUSTERS = 10          # fewer in an environment: a warning (the covariance is noisy)
@@ -195,3 +206,13 @@ def serial_correlation(r: FloatArray) -> float:
     a = r - r.mean()
     ss = a @ a
     return float(a[1:] @ a[:-1] / ss) if len(a) >= 3 and ss > 0 else np.nan
+
+
+def long_run_share(iid: FloatArray, long_run: FloatArray) -> float:
+    """``tr(iid^{-1} long_run) / q`` of one environment's scores' covariance as if the
+    rows were independent (``iid``, (q, q)) and their long-run covariance: the mean
+    factor by which the dependence inflates the variance of the scores' means (module
+    docstring); the pseudo-inverse where ``iid`` is singular, 1 where it is 0."""
+    inv = np.linalg.pinv(iid, hermitian=True)
+    rank = np.linalg.matrix_rank(iid, hermitian=True)
+    return float(np.trace(inv @ long_run)) / rank if rank else 1.0

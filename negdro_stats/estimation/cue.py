@@ -10,8 +10,9 @@ and the robust sets' ``(E_e[Z r], E_e[r^2])`` (:mod:`negdro_stats.inference.robu
 
 the weight evaluated at ``b`` itself while minimising (Hansen, Heaton and Yaron 1996).
 ``V_e(b)`` is the Gaussian form of the score covariance (Isserlis, from the moments,
-:func:`~negdro_stats.data.fourth.gaussian_score_cov`) plus a fixed non-Gaussian part
-``K`` kept positive definite (:func:`with_cumulant`).  :class:`ContinuouslyUpdated` is
+:func:`~negdro_stats.data.fourth.gaussian_score_cov`), times the environment's long-run
+share ``c_e`` where the rows are dependent (:mod:`negdro_stats.data.dependence`), plus a
+fixed part ``K`` kept positive definite (:func:`with_cumulant`).  :class:`ContinuouslyUpdated` is
 the criterion (its value, gradient and information); a subclass says what its conditions
 are.  :func:`gauss_newton` is its one minimiser.
 """
@@ -58,13 +59,20 @@ class Weighed(NamedTuple):
 class ContinuouslyUpdated:
     """The continuously updated criterion of conditions equal across environments
     (module docstring).  A subclass sets ``mom`` (the moments), ``cols`` (the columns of
-    the score covariance), ``K`` (its non-Gaussian part, (E, q, q)) and ``n`` (rows per
-    environment, finite) and gives :meth:`conditions`."""
+    the score covariance), ``K`` (its non-Gaussian part, (E, q, q)), ``n`` (rows per
+    environment, finite) and, for dependent rows, ``share`` (the long-run share of each
+    environment, (E,)), and gives :meth:`conditions`."""
 
     mom: Moments
     cols: np.ndarray
     K: FloatArray
     n: FloatArray
+    share: FloatArray | None = None
+
+    def gaussian(self, b: FloatArray, parts: tuple | None = None) -> FloatArray:
+        """The Gaussian form of ``V_e(b)`` (times the long-run share)."""
+        gauss = gaussian_score_cov(self.mom, b, self.cols, parts)
+        return gauss if self.share is None else gauss * self.share[:, None, None]
 
     def conditions(self, b_S: FloatArray, S: np.ndarray
                    ) -> tuple[FloatArray, tuple, FloatArray, FloatArray]:
@@ -80,7 +88,7 @@ class ContinuouslyUpdated:
         would be rounding over rounding (a statistic of 14.5 or 0 at the estimate, by
         chance)."""
         b, parts, m, D = self.conditions(b_S, S)
-        gauss = gaussian_score_cov(self.mom, b, self.cols, parts)
+        gauss = self.gaussian(b, parts)
         scaling = cumulant_scaling(gauss, self.K)
         W = score_weights(gauss + scaling[0][:, None, None] * self.K, self.n)
         Wbar_inv = inv_psd(W.sum(axis=0))
@@ -107,8 +115,10 @@ class ContinuouslyUpdated:
         D, W, dev = state.D, state.W, state.dev
         a = np.einsum("eij,ej->ei", W, dev)
         J = float(np.einsum("ei,ei->", dev, a))
-        grad = 2.0 * np.einsum("eqk,eq->k", D, a) - (score_form(
-            self.mom, state.parts, self.cols, a, S, self.K, state.scaling).T @ (1.0 / self.n))
+        form = score_form(self.mom, state.parts, self.cols, a, S, self.K, state.scaling)
+        if self.share is not None:
+            form = form * self.share[:, None]
+        grad = 2.0 * np.einsum("eqk,eq->k", D, a) - form.T @ (1.0 / self.n)
         if not information:
             return J, grad, None
         WD = W @ D
@@ -262,7 +272,8 @@ def score_form(mom, parts: tuple, cols: np.ndarray, a: FloatArray, S: np.ndarray
     """``a_e^T (dV_e / db_k) a_e`` for ``k`` in ``S``, shape (E, |S|), of the score
     covariance ``V = gauss + t K`` (``scaling = (t, x)`` of :func:`cumulant_scaling` at
     ``b``, ``parts`` the Isserlis parts there): the only part of ``dV`` the continuously
-    updated criteria's gradients need."""
+    updated criteria's gradients need.  (With a long-run share ``c``, ``V = c gauss + t
+    K``, ``x`` normalised on ``c gauss``: ``c`` times this.)"""
     t, x = scaling
     form = score_cov_form(mom, parts, cols, a, S)
     if x.any():

@@ -159,7 +159,7 @@ class InvarianceGMM(ContinuouslyUpdated):
         sxy = mom.sxy if recentre is None else mom.sxy - recentre
         self.u = sxy[:, R]                                        # (E, q)
         self.p = mom.p
-        self.K = cumulant.on(R)
+        self.K, self.share = cumulant.on(R), cumulant.share
         self.own_weight = own_weight
         self.df_base = (mom.n_envs - 1) * len(R)
         self._W_ref = self._weights(b_ref)
@@ -213,7 +213,7 @@ class InvarianceGMM(ContinuouslyUpdated):
         rounding between two sources of the same rows then moves a J statistic from 1e3
         to 1.7e4.)  ``t = 1`` where ``G + K / (1 - FLOOR)`` is positive definite (one
         Cholesky, the common case)."""
-        return with_cumulant(gaussian_score_cov(self.mom, b, self.R), self.K)
+        return with_cumulant(self.gaussian(b), self.K)
 
     def _weights(self, b: FloatArray) -> FloatArray:
         """``W_e = n_e Var_e(Z r)^{-1}`` at ``b`` (a tiny ridge keeps it finite)."""
@@ -428,16 +428,21 @@ def first_stage_wald(mom, R: np.ndarray, S: np.ndarray, n: FloatArray) -> FloatA
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Cumulant:
-    """The non-Gaussian part of the score covariances on some covariates: ``Var_e(Z r)``
-    from the rows minus :func:`gaussian_score_cov`, for ``Z`` the covariates ``cols``;
-    ``block`` has shape (E, q, q).  Held fixed while ``b`` moves (it changes slowly)."""
+    """The part of the score covariances that is held fixed while ``b`` moves (it
+    changes slowly), on some covariates: ``Var_e(Z r)`` from the rows minus
+    :func:`gaussian_score_cov` times ``share``, for ``Z`` the covariates ``cols``;
+    ``block`` has shape (E, q, q).  ``share`` (E,): each environment's long-run share
+    where the rows are dependent (:mod:`negdro_stats.data.dependence`), by which the
+    Gaussian form is multiplied at every ``b``; None for independent rows (the block is
+    then the non-Gaussian part)."""
 
     cols: np.ndarray
     block: FloatArray
+    share: FloatArray | None = None
 
     @classmethod
-    def zero(cls, n_envs: int) -> Cumulant:
-        return cls(np.zeros(0, dtype=int), np.zeros((n_envs, 0, 0)))
+    def zero(cls, n_envs: int, share: FloatArray | None = None) -> Cumulant:
+        return cls(np.zeros(0, dtype=int), np.zeros((n_envs, 0, 0)), share)
 
     def on(self, cols: np.ndarray) -> FloatArray:
         """The block for ``cols`` (zero for covariates it was not estimated on)."""
@@ -451,8 +456,10 @@ class Cumulant:
 
     def environments(self, keep: np.ndarray) -> Cumulant:
         """The blocks of the environments ``keep`` (integer indices)."""
-        return Cumulant(self.cols, self.block[keep])
+        return Cumulant(self.cols, self.block[keep],
+                        None if self.share is None else self.share[keep])
 
     def scaled(self, unit: FloatArray) -> Cumulant:
         """Multiplied entrywise by ``unit[cols, cols]`` (a change of scale)."""
-        return Cumulant(self.cols, self.block * unit[np.ix_(self.cols, self.cols)])
+        return Cumulant(self.cols, self.block * unit[np.ix_(self.cols, self.cols)],
+                        self.share)

@@ -33,7 +33,7 @@ def solve(
     cumulant: Cumulant | None = None,
     recentre: FloatArray | None = None,
     route: str | None = None,
-    long_run: bool = False,
+    long_run: FloatArray | None = None,
 ) -> SolverOutput:
     """Run a NegDRO method on moments; see the module docstring.
 
@@ -62,9 +62,11 @@ def solve(
     uses Algorithm 3's support or fit; otherwise its output has no stages and its
     options are those given (a sixth of a replicate's cost at p = 10, and the bootstrap
     records only the coefficients, the support and whether the reported fit converged).
-    ``long_run``: ``score_cov`` is the rows' long-run covariance (dependent rows,
-    :mod:`negdro_stats.data.dependence`); the selection's equal-risk tests then read its
-    residual column, not the i.i.d. variances of the moments.
+    ``long_run``: where the rows are dependent, each environment's long-run share
+    (:mod:`negdro_stats.data.dependence`; ``score_cov`` is then the rows' long-run
+    covariance): the score covariances' Gaussian form is multiplied by it, and the
+    selection's equal-risk tests read the residual column of ``score_cov``, not the
+    i.i.d. variances of the moments; None for independent rows.
 
     The settings are those of :class:`SolverOptions` (default: its defaults); the
     output's ``options`` has the defaults resolved from the data filled in.
@@ -137,7 +139,7 @@ def solve(
 def _select(std: Moments, scales: tuple[FloatArray, float], options: SolverOptions,
             score_cov: Callable | None, cumulant: Cumulant | None,
             recentre: FloatArray | None, route: str | None,
-            alg3_support: Callable[[], np.ndarray], long_run: bool
+            alg3_support: Callable[[], np.ndarray], long_run: FloatArray | None
             ) -> tuple[SelectionReport, tuple[np.ndarray, FloatArray] | None]:
     """:func:`select_by_invariance` on the standardised moments ``std`` (``scales = (d,
     s_y)``, the covariates' and the outcome's scales): the rows' score covariance, the

@@ -304,7 +304,7 @@ class RobustSet:
         inner = _inverted(moved.rescale(d, s), plan.coefficients(self._starts[1]) * d / s,
                           R, A.T @ joint.K @ A / np.multiply.outer(unit, unit),
                           alpha=plan.alpha / 2.0, test=self.test, bartlett=self.bartlett,
-                          exact=self.exact)
+                          exact=self.exact, share=joint.share)
         if inner.empty:
             return np.nan, np.nan
         lo, hi, _ = inner._projection(plan.k)
@@ -484,18 +484,19 @@ class _RiskAR(ContinuouslyUpdated):
     E_e[r^2])``, ``r = Y - b^T X``, ``AR(b) = min_m sum_e n_e (m_e - m)^T V_e(b)^{-1}
     (m_e - m)`` with ``V_e(b) = Var_e((Z r, r^2))``: the Gaussian form at ``b`` (Isserlis,
     with ``r`` as one more instrument, :data:`~negdro_stats.data.fourth.RESIDUAL`) plus
-    the fixed non-Gaussian part ``K`` (E, q + 1, q + 1).  ``fit_cue(S, start)`` minimises
-    it over the coefficients ``S`` (the others 0)."""
+    the fixed non-Gaussian part ``K`` (E, q + 1, q + 1); for dependent rows the Gaussian
+    form times the long-run ``share`` (E,) (:mod:`negdro_stats.estimation.cue`).
+    ``fit_cue(S, start)`` minimises it over the coefficients ``S`` (the others 0)."""
 
-    def __init__(self, mom: Moments, R: np.ndarray, K: FloatArray, risk: bool = True
-                 ) -> None:
-        self.mom, self.R = mom, R
+    def __init__(self, mom: Moments, R: np.ndarray, K: FloatArray, risk: bool = True,
+                 share: FloatArray | None = None) -> None:
+        self.mom, self.R, self.share = mom, R, share
         self.cols = np.append(R, RESIDUAL) if risk else R
         self.K = K if risk else K[:, :-1, :-1]
         self.n = np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
         self.df = (mom.n_envs - 1) * len(self.cols)
         self._moments_only = InvarianceGMM(mom, instruments=R, cumulant=Cumulant.zero(
-            mom.n_envs), b_ref=np.zeros(mom.p))
+            mom.n_envs, share), b_ref=np.zeros(mom.p))
 
     def conditions(self, b_S: FloatArray, S: np.ndarray
                    ) -> tuple[FloatArray, tuple, FloatArray, FloatArray]:
@@ -529,8 +530,10 @@ class _RiskAR(ContinuouslyUpdated):
         b = np.asarray(b, dtype=np.float64)
         parts, D, W, Wbar_inv, dev, _ = self.weighed(b, np.arange(self.mom.p))
         a = np.einsum("eij,ej->ei", W, dev)
-        Dt = D - 0.5 * score_cov_derivative(self.mom, parts, self.cols, a) / self.n[
-            :, None, None]
+        dVa = score_cov_derivative(self.mom, parts, self.cols, a)
+        if self.share is not None:
+            dVa = dVa * self.share[:, None, None]
+        Dt = D - 0.5 * dVa / self.n[:, None, None]
         s = 2.0 * np.einsum("eqk,eq->k", Dt, a)
         WD = W @ Dt
         SWD = WD.sum(axis=0)
@@ -590,7 +593,8 @@ def too_few_moments(mom: Moments, const: int | None = None) -> str | None:
 def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
                score_cov: Callable[[FloatArray, np.ndarray], FloatArray] | None = None,
                const: int | None = None, test: Literal["kj", "ar"] = "kj",
-               origin: FloatArray | None = None, independent: bool = True) -> RobustSet:
+               origin: FloatArray | None = None,
+               long_run_share: FloatArray | None = None) -> RobustSet:
     """The robust confidence set of ``beta*`` (module docstring) from per-environment
     moments, the reported fit ``b_hat`` (model order) where the non-Gaussian part of the
     score covariances is estimated (``score_cov(b, cols)``, e.g.
@@ -598,8 +602,10 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
     ``const`` the index of an intercept column (profiled; ``origin``: the pooled means
     of the other covariates and the outcome that ``mom`` is taken about, the data's
     frame of the intercept, default 0) and ``test`` the subvector test of the intervals
-    (:class:`RobustSet`).  ``independent``: whether the rows are (the Bartlett factor
-    resamples rows one by one, so it is not measured otherwise)."""
+    (:class:`RobustSet`).  ``long_run_share``: each environment's where the rows are
+    dependent (:meth:`~negdro_stats.MultiEnvData.long_run_share`; ``score_cov`` is then
+    their long-run covariance), None where they are independent (the Bartlett factor
+    resamples rows one by one, so it is measured only then)."""
     alpha = check_scalar(alpha, "alpha", "robust_set", min_val=0, max_val=0.5,
                          closed="neither")
     test = check_option(test, "test", "robust_set", ("kj", "ar"))
@@ -620,14 +626,16 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
     R = np.arange(p) if q >= p else np.sort(most_heterogeneous(std)[:q])
     b0 = b_work * d / s_y
     cols = np.append(R, RESIDUAL)                 # the residual moments and the risk
-    K = (np.zeros((E, len(cols), len(cols))) if rows_cov is None
-         else rows_cov(b0, cols) - gaussian_score_cov(std, b0, cols))
+    share = long_run_share
+    gauss = gaussian_score_cov(std, b0, cols) * (1.0 if share is None
+                                                 else share[:, None, None])
+    K = np.zeros_like(gauss) if rows_cov is None else rows_cov(b0, cols) - gauss
     risks = isserlis_parts(std, b0, R)[4]
     exact = bool(np.all(risks <= EXACT_FIT * np.maximum(std.syy, 1.0)))
-    bartlett = (np.nan if rows_cov is None or exact or not independent
+    bartlett = (np.nan if rows_cov is None or exact or share is not None
                 else _bartlett(std, b0, cols))
     found = _inverted(std, b0, R, K, alpha=alpha, test=test, bartlett=bartlett,
-                      exact=exact)
+                      exact=exact, share=share)
     scale = s_y / d                              # standardised -> original units
     estimate = pd.Series(np.nan, index=names)
     estimate.iloc[slopes] = found.estimate.to_numpy() * scale
@@ -646,22 +654,23 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
 
 def _inverted(std: Moments, b0: FloatArray, R: np.ndarray, K: FloatArray, *,
               alpha: float, test: Literal["kj", "ar"], bartlett: float,
-              exact: bool) -> RobustSet:
+              exact: bool, share: FloatArray | None) -> RobustSet:
     """The set of the standardised moments ``std`` (module docstring), at the reported
-    fit ``b0``, on the instruments ``R`` with the cumulant ``K`` (standardised): in
+    fit ``b0``, on the instruments ``R`` with the cumulant ``K`` (standardised) and the
+    long-run ``share`` (None: independent rows): in
     standardised units, every coefficient covered, no intercept."""
     p = std.p
     every = np.arange(p)
     factor = _scale(bartlett)                     # of every quantile (RobustSet.scale)
-    moments_only = InvarianceGMM(std, instruments=R, cumulant=Cumulant(R, K[:, :-1, :-1]),
-                                 b_ref=b0)
+    moments_only = InvarianceGMM(std, instruments=R,
+                                 cumulant=Cumulant(R, K[:, :-1, :-1], share), b_ref=b0)
     cue = min(moments_only.fit_cue(every), moments_only.fit_cue(every, start=b0),
               key=lambda f: f.J)                  # the centre of the search and its scale
-    joint = _RiskAR(std, R, K)
+    joint = _RiskAR(std, R, K, share=share)
     df = joint.df
     critical = factor * chi2_ppf(1 - alpha, df)
     df_sub = df - (p - 1)
-    profile = _Profile(std, R, K, factor * chi2_ppf(1 - alpha, df_sub), (cue.b, b0))
+    profile = _Profile(std, R, K, share, factor * chi2_ppf(1 - alpha, df_sub), (cue.b, b0))
     best = min((joint.fit_cue(every, start=x) for x in (cue.b, b0)), key=lambda f: f.J)
     statistic = min(best.J, profile.limit)       # the least may lie at infinity
     subvector = _Subvector(profile, joint, alpha, df_sub, test, least=statistic,
@@ -743,9 +752,11 @@ class _Profile:
     there (the cue criterion's rule for a zero residual; rescaled to unit scale, that
     outcome would be rounding over rounding)."""
 
-    def __init__(self, std: Moments, R: np.ndarray, K: FloatArray, critical: float,
+    def __init__(self, std: Moments, R: np.ndarray, K: FloatArray,
+                 share: FloatArray | None, critical: float,
                  anchors: tuple[FloatArray, ...]) -> None:
-        self.std, self.R, self.K, self.critical, self.anchors = std, R, K, critical, anchors
+        self.std, self.R, self.K, self.share = std, R, K, share
+        self.critical, self.anchors = critical, anchors
         # j -> beta_0 -> (AR_j, the others' coefficients, verified)
         self.seen: dict[int, dict[float, tuple[float, FloatArray, bool]]] = {}
         self._limit: float | None = None
@@ -764,7 +775,8 @@ class _Profile:
         scale = np.append(d_j[self.R], s_j) * s_j      # of Z r and r^2 (r like Y)
         K = (np.zeros_like(self.K) if beta0 is None
              else self.K / np.multiply.outer(scale, scale))
-        return (_RiskAR(shifted.rescale(d_j, s_j), self.R, K, risk=beta0 is not None),
+        return (_RiskAR(shifted.rescale(d_j, s_j), self.R, K, risk=beta0 is not None,
+                        share=self.share),
                 d_j[np.arange(p) != j], s_j)
 
     def __call__(self, j: int, beta0: float,

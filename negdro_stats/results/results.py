@@ -396,7 +396,7 @@ class NegDROResults(BootstrapViews, Saveable):
             cache[alpha, test] = robust_set(
                 data.moments, self.solver.b, alpha=alpha, score_cov=self._score_cov(),
                 test=test, const=self.intercept, origin=getattr(data, "origin", None),
-                independent=data.dependence is None)
+                long_run_share=data.long_run_share)
         return cache[alpha, test]
 
     @property

@@ -37,6 +37,9 @@ class DataView(Protocol):
 
     def cov_to_user(self, cov: FloatArray) -> FloatArray: ...
 
+    @property
+    def long_run_share(self) -> FloatArray | None: ...
+
 
 class FitSource(Protocol):
     """The fit behind a result: its data, Condition 1b on its moments (computed on first

@@ -14,7 +14,12 @@ from negdro_stats import (
     NegDROResults,
     simulate,
 )
-from negdro_stats.data.dependence import Clusters, Dependence, serial_correlation
+from negdro_stats.data.dependence import (
+    Clusters,
+    Dependence,
+    long_run_share,
+    serial_correlation,
+)
 from negdro_stats.datasets import load_sachs
 from negdro_stats.results.verdicts import rows_look_dependent
 
@@ -268,3 +273,42 @@ def test_the_rank_test_reads_the_long_run_covariance(rows):
         res = NegDRO(df, env="env", outcome="Y", covariates=list(sem.names[1:])).fit(
             n_boot=0, **cov)
     assert res.verdict != "identified" and res.selection.undetermined
+
+
+def test_the_long_run_share_is_the_mean_inflation_of_the_scores_variance():
+    """``tr(iid^{-1} S) / q``: c where the long-run covariance is c times the i.i.d. one,
+    the rank's share where that is singular; for AR(1) rows with rho = 0.7 between
+    (1 + rho^2) / (1 - rho^2) = 2.1 (a product of two centred components) and (1 + rho) /
+    (1 - rho) = 5.7 (a component times another's mean), and near 1 for independent rows;
+    None for the default."""
+    A = np.random.default_rng(0).standard_normal((4, 3))
+    iid = A.T @ A
+    assert long_run_share(iid, 2.5 * iid) == pytest.approx(2.5)
+    flat = np.diag([1.0, 2.0, 0.0])
+    assert long_run_share(flat, np.diag([3.0, 6.0, 0.0])) == pytest.approx(3.0)
+    df = simulate.random_sem(6, n_envs=3, rng=1).sample(20_000, rng=2, serial=0.7)
+    shares = NegDRO(df, env="env", outcome="Y").data.with_dependence(
+        Dependence("HAC")).long_run_share
+    assert np.all((1.9 < shares) & (shares < 5.7))
+    iid_rows = simulate.random_sem(6, n_envs=3, rng=1).sample(20_000, rng=2)
+    model = NegDRO(iid_rows, env="env", outcome="Y")
+    assert np.all(np.abs(model.data.with_dependence(Dependence("HAC")).long_run_share
+                         - 1.0) < 0.1)
+    assert model.data.long_run_share is None
+
+
+def test_the_robust_set_holds_beta_star_on_ar1_rows():
+    """The joint robust statistic at beta* on AR(1) rows (rho 0.8, 2,000 rows per
+    environment, HAC): its Gaussian part moves with b as the long-run covariance does
+    (times the long-run share).  Held at the i.i.d. form it averaged 1.63 of its degrees
+    of freedom over 30 samples and held beta* in 47% of them; 1.15 with the share.  Here
+    12 samples (the mean's s.e. ~0.09)."""
+    sem = simulate.random_sem(8, n_envs=4, confounding=True, rng=2)
+    names = list(sem.names[1:])
+    ratios = []
+    for k in range(12):
+        res = _fit(sem.sample(2000, rng=80_000 + k, serial=0.8)[["env", "Y", *names]],
+                   cov_type="HAC")
+        rs = res.robust_set()
+        ratios.append(rs._gmm.test_at(sem.beta_star * rs._to_std) / rs.df)
+    assert np.mean(ratios) < 1.35

@@ -67,7 +67,7 @@ def select_by_invariance(
     recentre: FloatArray | None,
     route: str | None = None,
     alg3_support: Callable[[], np.ndarray] | None = None,
-    long_run: bool = False,
+    long_run: FloatArray | None = None,
 ) -> tuple[SelectionReport, tuple[np.ndarray, FloatArray] | None]:
     """The invariance route of ``refit="auto"`` on standardised moments (module docstring).
 
@@ -91,14 +91,15 @@ def select_by_invariance(
     invariant linear model fits the sample (:func:`_no_invariant_fit`: Algorithm 3's
     fit of objective (9) at ``gamma``, decided here, once).
     ``alg3_support()`` gives that support (run on demand: only the route without every
-    coefficient determined uses it).  ``long_run``: ``rows_cov`` is the rows' long-run
-    covariance (dependent rows), read by the equal-risk tests too
+    coefficient determined uses it).  ``long_run``: the long-run shares where
+    ``rows_cov`` is the rows' long-run covariance (dependent rows; :attr:`Walked.long_run`),
+    read by the equal-risk tests too
     (:meth:`~negdro_stats.estimation.selection.walk.Walked.risk_test`).
     """
     w = walk(std, alpha, rows_cov, cumulant, recentre, long_run=long_run)
     # whether the environment differences determine every coefficient, at the choice
     at = w.pilot.b if w.sel.fit is None else w.at(w.sel.fit)
-    rank = rank_test(w.rank_gmm(at), at, alpha=alpha, calibrate=not w.long_run)
+    rank = rank_test(w.rank_gmm(at), at, alpha=alpha, calibrate=w.long_run is None)
     fit, ols, standing = refine(w)
     doubts, undetermined = _doubts(w, rank, fit)
     decided, verdict = None, ""

@@ -318,8 +318,10 @@ class Walked:
     ``pilot``), the ``instruments``, the cumulant term ``cumulant`` as the walk left it
     (re-estimated from the rows when ``refresh``), the last weight model ``gmm`` and the
     walk chosen, ``sel``.  ``pooled`` is ``std`` with the bootstrap's recentring.
-    ``long_run``: ``rows_cov`` is the rows' long-run covariance (dependent rows), which the
-    equal-risk tests read too (:meth:`risk_variances`)."""
+    ``long_run``: where ``rows_cov`` is the rows' long-run covariance (dependent rows), each
+    environment's long-run share, the factor of the Gaussian form in every score
+    covariance (:class:`~negdro_stats.estimation.gmm.Cumulant`); the equal-risk tests read
+    ``rows_cov`` then (:meth:`risk_variances`).  None for independent rows."""
 
     std: Moments
     pooled: Moments
@@ -334,7 +336,7 @@ class Walked:
     refresh: bool
     gmm: InvarianceGMM
     sel: Selection
-    long_run: bool = False
+    long_run: FloatArray | None = None
 
     def at(self, fit: GMMFit) -> FloatArray:
         """A fit's coefficients on every covariate."""
@@ -348,14 +350,14 @@ class Walked:
     def cumulant_at(self, b: FloatArray, cols: np.ndarray | None = None) -> Cumulant:
         """Rows minus Isserlis, on the instruments (or ``cols``)."""
         cols = self.instruments if cols is None else cols
-        return _cumulant_at(self.std, self.rows_cov, b, cols)
+        return _cumulant_at(self.std, self.rows_cov, b, cols, self.long_run)
 
     def rank_gmm(self, b: FloatArray) -> InvarianceGMM:
         """The invariance conditions on every covariate for the rank test at ``b``: the
         pilot's (:attr:`wide`, the Gaussian form of the score covariance), or, with
         dependent rows, with their long-run covariance at ``b`` (without it the test
         takes the noise of dependent rows for determined directions)."""
-        if not (self.long_run and self.rows_cov is not None):
+        if self.long_run is None or self.rows_cov is None:
             return self.wide
         every = np.arange(self.std.p)
         return InvarianceGMM(self.std, instruments=every, cumulant=self.cumulant_at(b, every),
@@ -366,7 +368,7 @@ class Walked:
         :func:`~negdro_stats.data.risk_variances` (i.i.d. rows), or the long-run variance
         of ``r^2`` over ``n_e`` from the rows where they are dependent (``long_run``)."""
         R, var = risk_variances(mom, b)
-        if self.long_run and self.rows_cov is not None:
+        if self.long_run is not None and self.rows_cov is not None:
             var = self.rows_cov(b, np.array([RESIDUAL]))[:, 0, 0] / mom.n
         return R, var
 
@@ -375,15 +377,18 @@ class Walked:
         return risk_invariance_test(*self.risk_variances(mom, b), mom.envs)
 
 
-def _cumulant_at(std: Moments, rows_cov: Callable, b: FloatArray, cols: np.ndarray
-                 ) -> Cumulant:
-    return Cumulant(cols, rows_cov(b, cols) - gaussian_score_cov(std, b, cols))
+def _cumulant_at(std: Moments, rows_cov: Callable, b: FloatArray, cols: np.ndarray,
+                 share: FloatArray | None) -> Cumulant:
+    gauss = gaussian_score_cov(std, b, cols)
+    if share is not None:
+        gauss = gauss * share[:, None, None]
+    return Cumulant(cols, rows_cov(b, cols) - gauss, share)
 
 
 def walk(std: Moments, alpha: float,
          rows_cov: Callable[[FloatArray, np.ndarray], FloatArray] | None,
          cumulant: Cumulant | None, recentre: FloatArray | None, *,
-         long_run: bool = False) -> Walked:
+         long_run: FloatArray | None = None) -> Walked:
     """The pilot, the instruments and the iterated walk of
     :func:`~negdro_stats.estimation.selection.select_by_invariance` (its docstring): the pilot
     orders the covariates by ``|t|``, the walk (each J test a two-step GMM of its own
@@ -395,7 +400,7 @@ def walk(std: Moments, alpha: float,
     p, E = std.p, std.n_envs
     every = np.arange(p)
     n_min = float(std.n.min())
-    K = Cumulant.zero(E) if cumulant is None else cumulant
+    K = Cumulant.zero(E, long_run) if cumulant is None else cumulant
     # the pilot: every covariate, every residual moment (Lemma 1)
     wide = InvarianceGMM(std, instruments=every, cumulant=K, b_ref=np.zeros(p),
                          recentre=recentre)
@@ -411,7 +416,7 @@ def walk(std: Moments, alpha: float,
 
     refresh = rows_cov is not None and cumulant is None
     if refresh:                                # one pass over the rows at the pilot
-        K = _cumulant_at(std, rows_cov, pilot.b, instruments)
+        K = _cumulant_at(std, rows_cov, pilot.b, instruments, long_run)
     gmm = gmm_at(K, pilot.b, True)
     sel = select_support(gmm, order, alpha=alpha, n_min=n_min, grow_to=grow_to)
     walks = [sel]
@@ -420,7 +425,7 @@ def walk(std: Moments, alpha: float,
             break
         b0 = embed(sel.fit.b, sel.fit.support, p)
         if refresh and k == 0:                 # second (last) pass over the rows
-            K = _cumulant_at(std, rows_cov, b0, instruments)
+            K = _cumulant_at(std, rows_cov, b0, instruments, long_run)
         gmm = gmm_at(K, b0, False)
         sel = select_support(gmm, order, alpha=alpha, n_min=n_min, grow_to=grow_to)
         walks.append(sel)
