@@ -440,6 +440,11 @@ class Cumulant:
     block: FloatArray
     share: FloatArray | None = None
 
+    def __setstate__(self, state: list) -> None:
+        """A result saved before 2026-12-07 holds no ``share`` (independent rows)."""
+        for name, value in zip(("cols", "block", "share"), [*state, None], strict=False):
+            object.__setattr__(self, name, value)
+
     @classmethod
     def zero(cls, n_envs: int, share: FloatArray | None = None) -> Cumulant:
         return cls(np.zeros(0, dtype=int), np.zeros((n_envs, 0, 0)), share)
