@@ -102,7 +102,8 @@ def isserlis_parts(mom, b: FloatArray, cols: np.ndarray):
 
 
 def gaussian_score_cov(mom, b: FloatArray, cols: np.ndarray | None = None,
-                       parts: tuple | None = None) -> FloatArray:
+                       parts: tuple | None = None, share: FloatArray | None = None
+                       ) -> FloatArray:
     """``Var_e(X r)`` at ``b`` from first and second moments, exact for Gaussian rows.
 
     With ``r = Y - b^T X``, per environment mean ``mu`` of X, ``mu_r`` of r and
@@ -116,7 +117,9 @@ def gaussian_score_cov(mom, b: FloatArray, cols: np.ndarray | None = None,
     ``cols`` only (default all), shape (E, q, q).  For non-Gaussian rows the difference
     is a fourth-cumulant term (:meth:`FourthMoments.cumulant`).  ``mom`` has the fields of
     :class:`~negdro_stats.Moments`; ``parts``: :func:`isserlis_parts` at ``b``
-    and ``cols`` where the caller has them.
+    and ``cols`` where the caller has them.  ``share`` (E,): for dependent rows, each
+    environment's long-run share, by which the form is multiplied
+    (:mod:`negdro_stats.data.dependence`).
     """
     cols = np.arange(mom.Sigma.shape[1]) if cols is None else np.asarray(cols)
     mu, mu_r, _, g, risk, c, Sig = isserlis_parts(mom, b, cols) if parts is None else parts
@@ -124,7 +127,7 @@ def gaussian_score_cov(mom, b: FloatArray, cols: np.ndarray | None = None,
     low = np.stack([twice * mu, twice * c, 2.0 * c, -g], axis=2)            # (E, q, 4)
     V = low @ np.stack([c, mu, c, g], axis=1)
     V += Sig * risk[:, None, None]
-    return V
+    return V if share is None else V * share[:, None, None]
 
 
 def score_cov_form(mom, parts: tuple, cols: np.ndarray, a: FloatArray,

@@ -69,11 +69,6 @@ class ContinuouslyUpdated:
     n: FloatArray
     share: FloatArray | None = None
 
-    def gaussian(self, b: FloatArray, parts: tuple | None = None) -> FloatArray:
-        """The Gaussian form of ``V_e(b)`` (times the long-run share)."""
-        gauss = gaussian_score_cov(self.mom, b, self.cols, parts)
-        return gauss if self.share is None else gauss * self.share[:, None, None]
-
     def conditions(self, b_S: FloatArray, S: np.ndarray
                    ) -> tuple[FloatArray, tuple, FloatArray, FloatArray]:
         """``(b, parts, m, D)``: the full coefficient vector, the Isserlis parts at it
@@ -88,7 +83,7 @@ class ContinuouslyUpdated:
         would be rounding over rounding (a statistic of 14.5 or 0 at the estimate, by
         chance)."""
         b, parts, m, D = self.conditions(b_S, S)
-        gauss = self.gaussian(b, parts)
+        gauss = gaussian_score_cov(self.mom, b, self.cols, parts, self.share)
         scaling = cumulant_scaling(gauss, self.K)
         W = score_weights(gauss + scaling[0][:, None, None] * self.K, self.n)
         Wbar_inv = inv_psd(W.sum(axis=0))

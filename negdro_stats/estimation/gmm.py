@@ -213,7 +213,8 @@ class InvarianceGMM(ContinuouslyUpdated):
         rounding between two sources of the same rows then moves a J statistic from 1e3
         to 1.7e4.)  ``t = 1`` where ``G + K / (1 - FLOOR)`` is positive definite (one
         Cholesky, the common case)."""
-        return with_cumulant(self.gaussian(b), self.K)
+        return with_cumulant(gaussian_score_cov(self.mom, b, self.R, share=self.share),
+                             self.K)
 
     def _weights(self, b: FloatArray) -> FloatArray:
         """``W_e = n_e Var_e(Z r)^{-1}`` at ``b`` (a tiny ridge keeps it finite)."""

@@ -627,8 +627,7 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
     b0 = b_work * d / s_y
     cols = np.append(R, RESIDUAL)                 # the residual moments and the risk
     share = long_run_share
-    gauss = gaussian_score_cov(std, b0, cols) * (1.0 if share is None
-                                                 else share[:, None, None])
+    gauss = gaussian_score_cov(std, b0, cols, share=share)
     K = np.zeros_like(gauss) if rows_cov is None else rows_cov(b0, cols) - gauss
     risks = isserlis_parts(std, b0, R)[4]
     exact = bool(np.all(risks <= EXACT_FIT * np.maximum(std.syy, 1.0)))

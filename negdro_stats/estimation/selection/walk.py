@@ -379,10 +379,8 @@ class Walked:
 
 def _cumulant_at(std: Moments, rows_cov: Callable, b: FloatArray, cols: np.ndarray,
                  share: FloatArray | None) -> Cumulant:
-    gauss = gaussian_score_cov(std, b, cols)
-    if share is not None:
-        gauss = gauss * share[:, None, None]
-    return Cumulant(cols, rows_cov(b, cols) - gauss, share)
+    return Cumulant(cols, rows_cov(b, cols) - gaussian_score_cov(std, b, cols, share=share),
+                    share)
 
 
 def walk(std: Moments, alpha: float,
