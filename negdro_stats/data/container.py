@@ -31,6 +31,7 @@ from .dependence import (
     FEW_CLUSTERS,
     Clusters,
     Dependence,
+    LongRun,
     long_run_share,
     serial_correlation,
 )
@@ -161,7 +162,7 @@ class MultiEnvData:
         """Pickled and copied without the resamplers' sorted copy of the rows and what
         depends on :attr:`dependence` (made again on use)."""
         return {k: v for k, v in self.__dict__.items()
-                if k not in ("_sorted_rows", "_margin_blocks", "_within", "long_run_share")}
+                if k not in ("_sorted_rows", "_margin_blocks", "_within", "long_run")}
 
     def __setstate__(self, state: dict) -> None:
         """A file saved before 2026-12-05 may hold the rows' sorted copy in the layout of
@@ -744,18 +745,22 @@ class MultiEnvData:
             "The long-run covariance's lags")]
 
     @cached_property
-    def long_run_share(self) -> FloatArray | None:
-        """Per environment the long-run share of the covariance of the scores of every
-        covariate and ``r`` (:func:`~negdro_stats.data.dependence.long_run_share`), the
-        factor of the score covariances' Gaussian form, at the pooled least-squares fit
-        (where the lags are chosen); None for independent rows."""
+    def long_run(self) -> LongRun | None:
+        """How the rows' dependence enters every test (:class:`~negdro_stats.data.
+        dependence.LongRun`): per environment the long-run share of the covariance of
+        the scores of every covariate and ``r`` at the pooled least-squares fit (where
+        the lags are chosen), the factor of the score covariances' Gaussian form, and
+        the degrees of freedom of the long-run covariance; None for independent rows."""
         dependence = self.dependence
         if dependence is None:
             return None
-        return np.array([long_run_share(np.cov(W, rowvar=False, bias=True),
-                                        dependence.long_run_cov(W, within))
-                         for W, within in zip(self._pooled_scores("The long-run share"),
-                                              self._within, strict=True)])
+        scores = self._pooled_scores("The long-run share")
+        return LongRun(
+            np.array([long_run_share(np.cov(W, rowvar=False, bias=True),
+                                     dependence.long_run_cov(W, within))
+                      for W, within in zip(scores, self._within, strict=True)]),
+            np.array([dependence.dof(len(W), within)
+                      for W, within in zip(scores, self._within, strict=True)]))
 
     def _pooled_scores(self, what: str) -> list[FloatArray]:
         """:meth:`_environment_scores` of every covariate and ``r`` at the pooled

@@ -42,6 +42,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from .._typing import FloatArray
+from .dependence import LongRun
 
 __all__ = ["FourthMoments", "FourthAccumulator", "gaussian_score_cov", "isserlis_parts",
            "block", "takes_every", "score_cov_derivative", "score_cov_form",
@@ -102,7 +103,7 @@ def isserlis_parts(mom, b: FloatArray, cols: np.ndarray):
 
 
 def gaussian_score_cov(mom, b: FloatArray, cols: np.ndarray | None = None,
-                       parts: tuple | None = None, share: FloatArray | None = None
+                       parts: tuple | None = None, long_run: LongRun | None = None
                        ) -> FloatArray:
     """``Var_e(X r)`` at ``b`` from first and second moments, exact for Gaussian rows.
 
@@ -117,8 +118,8 @@ def gaussian_score_cov(mom, b: FloatArray, cols: np.ndarray | None = None,
     ``cols`` only (default all), shape (E, q, q).  For non-Gaussian rows the difference
     is a fourth-cumulant term (:meth:`FourthMoments.cumulant`).  ``mom`` has the fields of
     :class:`~negdro_stats.Moments`; ``parts``: :func:`isserlis_parts` at ``b``
-    and ``cols`` where the caller has them.  ``share`` (E,): for dependent rows, each
-    environment's long-run share, by which the form is multiplied
+    and ``cols`` where the caller has them.  ``long_run``: for dependent rows, whose
+    :attr:`~negdro_stats.data.dependence.LongRun.share` multiplies the form
     (:mod:`negdro_stats.data.dependence`).
     """
     cols = np.arange(mom.Sigma.shape[1]) if cols is None else np.asarray(cols)
@@ -127,7 +128,7 @@ def gaussian_score_cov(mom, b: FloatArray, cols: np.ndarray | None = None,
     low = np.stack([twice * mu, twice * c, 2.0 * c, -g], axis=2)            # (E, q, 4)
     V = low @ np.stack([c, mu, c, g], axis=1)
     V += Sig * risk[:, None, None]
-    return V if share is None else V * share[:, None, None]
+    return V if long_run is None else V * long_run.share[:, None, None]
 
 
 def score_cov_form(mom, parts: tuple, cols: np.ndarray, a: FloatArray,

@@ -18,6 +18,7 @@ Imports the foundations, :mod:`negdro_stats.data` and
 from .cue import (
     SECANT_AFTER,
     ContinuouslyUpdated,
+    counted_rows,
     cumulant_scaling,
     gauss_newton,
     inv_psd,
@@ -41,6 +42,6 @@ __all__ = [
     "env_risks", "gradient", "negative_weight",
     "InvarianceGMM", "ContinuouslyUpdated", "Cumulant", "N_POPULATION", "inv_psd",
     "score_weights", "with_cumulant",
-    "gauss_newton", "cumulant_scaling", "score_form", "SECANT_AFTER",
+    "gauss_newton", "cumulant_scaling", "score_form", "counted_rows", "SECANT_AFTER",
     "centred_problem", "standardised_cov", "instrument_budget", "most_heterogeneous",
 ]

@@ -12,7 +12,8 @@ the weight evaluated at ``b`` itself while minimising (Hansen, Heaton and Yaron 
 ``V_e(b)`` is the Gaussian form of the score covariance (Isserlis, from the moments,
 :func:`~negdro_stats.data.fourth.gaussian_score_cov`), times the environment's long-run
 share ``c_e`` where the rows are dependent (:mod:`negdro_stats.data.dependence`), plus a
-fixed part ``K`` kept positive definite (:func:`with_cumulant`).  :class:`ContinuouslyUpdated` is
+fixed part ``K`` kept positive definite (:func:`with_cumulant`); ``n_e`` is then the rows as
+a test on the ``q`` conditions counts them (:func:`counted_rows`).  :class:`ContinuouslyUpdated` is
 the criterion (its value, gradient and information); a subclass says what its conditions
 are.  :func:`gauss_newton` is its one minimiser.
 """
@@ -28,11 +29,13 @@ from scipy import linalg, optimize
 from scipy.linalg import lapack
 
 from .._typing import FloatArray
+from ..data.dependence import LongRun
 from ..data.fourth import gaussian_score_cov, score_cov_form
-from ..data.moments import EXACT_FIT, Moments
+from ..data.moments import EXACT_FIT, N_POPULATION, Moments
 
 __all__ = ["ContinuouslyUpdated", "gauss_newton", "Minimum", "inv_psd", "score_weights",
-           "with_cumulant", "cumulant_scaling", "score_form", "SECANT_AFTER"]
+           "with_cumulant", "cumulant_scaling", "score_form", "counted_rows",
+           "SECANT_AFTER"]
 
 SECANT_AFTER = 3        # Gauss-Newton steps of a continuously updated fit (the selection's and
 #                         the robust sets') before BFGS updates (gauss_newton; B = 200 on a
@@ -60,14 +63,15 @@ class ContinuouslyUpdated:
     """The continuously updated criterion of conditions equal across environments
     (module docstring).  A subclass sets ``mom`` (the moments), ``cols`` (the columns of
     the score covariance), ``K`` (its non-Gaussian part, (E, q, q)), ``n`` (rows per
-    environment, finite) and, for dependent rows, ``share`` (the long-run share of each
-    environment, (E,)), and gives :meth:`conditions`."""
+    environment as the criterion counts them, finite: :func:`counted_rows`) and, for
+    dependent rows, ``long_run`` (:class:`~negdro_stats.data.dependence.LongRun`), and
+    gives :meth:`conditions`."""
 
     mom: Moments
     cols: np.ndarray
     K: FloatArray
     n: FloatArray
-    share: FloatArray | None = None
+    long_run: LongRun | None = None
 
     def conditions(self, b_S: FloatArray, S: np.ndarray
                    ) -> tuple[FloatArray, tuple, FloatArray, FloatArray]:
@@ -83,7 +87,7 @@ class ContinuouslyUpdated:
         would be rounding over rounding (a statistic of 14.5 or 0 at the estimate, by
         chance)."""
         b, parts, m, D = self.conditions(b_S, S)
-        gauss = gaussian_score_cov(self.mom, b, self.cols, parts, self.share)
+        gauss = gaussian_score_cov(self.mom, b, self.cols, parts, self.long_run)
         scaling = cumulant_scaling(gauss, self.K)
         W = score_weights(gauss + scaling[0][:, None, None] * self.K, self.n)
         Wbar_inv = inv_psd(W.sum(axis=0))
@@ -111,8 +115,8 @@ class ContinuouslyUpdated:
         a = np.einsum("eij,ej->ei", W, dev)
         J = float(np.einsum("ei,ei->", dev, a))
         form = score_form(self.mom, state.parts, self.cols, a, S, self.K, state.scaling)
-        if self.share is not None:
-            form = form * self.share[:, None]
+        if self.long_run is not None:
+            form = form * self.long_run.share[:, None]
         grad = 2.0 * np.einsum("eqk,eq->k", D, a) - form.T @ (1.0 / self.n)
         if not information:
             return J, grad, None
@@ -275,6 +279,14 @@ def score_form(mom, parts: tuple, cols: np.ndarray, a: FloatArray, S: np.ndarray
         aKa = np.einsum("ei,eij,ej->e", a, K, a)
         form = form + (t * aKa)[:, None] * score_cov_form(mom, parts, cols, x, S)
     return form
+
+def counted_rows(mom: Moments, k: int, long_run: LongRun | None) -> FloatArray:
+    """The rows of each environment as a criterion on ``k`` conditions per environment
+    counts them: ``n_e`` (``N_POPULATION`` for population moments), for dependent rows
+    fewer (:meth:`~negdro_stats.data.dependence.LongRun.rows`)."""
+    n = np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
+    return n if long_run is None else long_run.rows(n, k)
+
 
 def _is_pd(A: FloatArray) -> bool:
     """Whether a (stack of) symmetric matrices is positive definite (Cholesky)."""

@@ -46,9 +46,17 @@ from scipy import linalg, special
 
 from .._stats import chi2_isf, chi2_sf
 from .._typing import FloatArray
+from ..data.dependence import LongRun
 from ..data.fourth import gaussian_score_cov, isserlis_parts
 from ..data.moments import N_POPULATION, block
-from .cue import ContinuouslyUpdated, Minimum, inv_psd, score_weights, with_cumulant
+from .cue import (
+    ContinuouslyUpdated,
+    Minimum,
+    counted_rows,
+    inv_psd,
+    score_weights,
+    with_cumulant,
+)
 
 __all__ = ["InvarianceGMM", "GMMFit", "Cumulant", "N_POPULATION", "GATE_SE",
            "first_stage_wald"]
@@ -154,12 +162,12 @@ class InvarianceGMM(ContinuouslyUpdated):
         R = np.asarray(instruments)
         self.R, self.cols, self.mom, self.cumulant, self.b_ref = R, R, mom, cumulant, b_ref
         self.recentre = recentre
-        self.n = np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
+        self.n = counted_rows(mom, len(R), cumulant.long_run)
         self.M = block(mom.Sigma, R, slice(None))                             # (E, q, p)
         sxy = mom.sxy if recentre is None else mom.sxy - recentre
         self.u = sxy[:, R]                                        # (E, q)
         self.p = mom.p
-        self.K, self.share = cumulant.on(R), cumulant.share
+        self.K, self.long_run = cumulant.on(R), cumulant.long_run
         self.own_weight = own_weight
         self.df_base = (mom.n_envs - 1) * len(R)
         self._W_ref = self._weights(b_ref)
@@ -213,8 +221,8 @@ class InvarianceGMM(ContinuouslyUpdated):
         rounding between two sources of the same rows then moves a J statistic from 1e3
         to 1.7e4.)  ``t = 1`` where ``G + K / (1 - FLOOR)`` is positive definite (one
         Cholesky, the common case)."""
-        return with_cumulant(gaussian_score_cov(self.mom, b, self.R, share=self.share),
-                             self.K)
+        return with_cumulant(gaussian_score_cov(self.mom, b, self.R,
+                                                long_run=self.long_run), self.K)
 
     def _weights(self, b: FloatArray) -> FloatArray:
         """``W_e = n_e Var_e(Z r)^{-1}`` at ``b`` (a tiny ridge keeps it finite)."""
@@ -315,7 +323,7 @@ class InvarianceGMM(ContinuouslyUpdated):
         S, E = np.asarray(S, dtype=int), self.mom.n_envs
         pos = {int(j): i for i, j in enumerate(self.R)}
         iS, ik = [pos[int(j)] for j in S], np.array([pos[int(k)] for k in cols])
-        b, pi = self._full(S, b_S), self.n / self.n.sum()
+        b, pi = self._full(S, b_S), self.mom.pooled_weights()
         A = np.zeros((len(ik), E, E, len(self.R)))                    # D_ke = A[k,e,f] . g_f
         A[np.arange(len(ik))[:, None], np.arange(E), np.arange(E), ik[:, None]] = 1.0
         if len(S):
@@ -431,24 +439,31 @@ def first_stage_wald(mom, R: np.ndarray, S: np.ndarray, n: FloatArray) -> FloatA
 class Cumulant:
     """The part of the score covariances that is held fixed while ``b`` moves (it
     changes slowly), on some covariates: ``Var_e(Z r)`` from the rows minus
-    :func:`gaussian_score_cov` times ``share``, for ``Z`` the covariates ``cols``;
-    ``block`` has shape (E, q, q).  ``share`` (E,): each environment's long-run share
-    where the rows are dependent (:mod:`negdro_stats.data.dependence`), by which the
-    Gaussian form is multiplied at every ``b``; None for independent rows (the block is
-    then the non-Gaussian part)."""
+    :func:`gaussian_score_cov` (times the long-run share), for ``Z`` the covariates
+    ``cols``; ``block`` has shape (E, q, q).  ``long_run``: where the rows are dependent
+    (:class:`~negdro_stats.data.dependence.LongRun`), whose share multiplies the
+    Gaussian form at every ``b`` and whose degrees of freedom count the rows of every
+    test (:func:`counted_rows`); None for independent rows (the block is then the
+    non-Gaussian part)."""
 
     cols: np.ndarray
     block: FloatArray
-    share: FloatArray | None = None
+    long_run: LongRun | None = None
 
     def __setstate__(self, state: list) -> None:
-        """A result saved before 2026-12-07 holds no ``share`` (independent rows)."""
-        for name, value in zip(("cols", "block", "share"), [*state, None], strict=False):
+        """A result saved before 2026-12-07 holds no ``long_run`` (independent rows), one
+        saved on that day the long-run share alone (its tests counted every row)."""
+        cols, block, *rest = state
+        long_run = rest[0] if rest else None
+        if isinstance(long_run, np.ndarray):
+            long_run = LongRun(long_run, np.full(len(long_run), np.inf))
+        for name, value in zip(("cols", "block", "long_run"), (cols, block, long_run),
+                               strict=True):
             object.__setattr__(self, name, value)
 
     @classmethod
-    def zero(cls, n_envs: int, share: FloatArray | None = None) -> Cumulant:
-        return cls(np.zeros(0, dtype=int), np.zeros((n_envs, 0, 0)), share)
+    def zero(cls, n_envs: int, long_run: LongRun | None = None) -> Cumulant:
+        return cls(np.zeros(0, dtype=int), np.zeros((n_envs, 0, 0)), long_run)
 
     def on(self, cols: np.ndarray) -> FloatArray:
         """The block for ``cols`` (zero for covariates it was not estimated on)."""
@@ -463,9 +478,9 @@ class Cumulant:
     def environments(self, keep: np.ndarray) -> Cumulant:
         """The blocks of the environments ``keep`` (integer indices)."""
         return Cumulant(self.cols, self.block[keep],
-                        None if self.share is None else self.share[keep])
+                        None if self.long_run is None else self.long_run.environments(keep))
 
     def scaled(self, unit: FloatArray) -> Cumulant:
         """Multiplied entrywise by ``unit[cols, cols]`` (a change of scale)."""
         return Cumulant(self.cols, self.block * unit[np.ix_(self.cols, self.cols)],
-                        self.share)
+                        self.long_run)

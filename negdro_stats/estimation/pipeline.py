@@ -11,6 +11,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from .._typing import FloatArray
+from ..data.dependence import LongRun
 from ..data.moments import Moments, block
 from ..exceptions import SolverError
 from .algorithms import invariant_refit, run_method
@@ -33,7 +34,7 @@ def solve(
     cumulant: Cumulant | None = None,
     recentre: FloatArray | None = None,
     route: str | None = None,
-    long_run: FloatArray | None = None,
+    long_run: LongRun | None = None,
 ) -> SolverOutput:
     """Run a NegDRO method on moments; see the module docstring.
 
@@ -62,11 +63,12 @@ def solve(
     uses Algorithm 3's support or fit; otherwise its output has no stages and its
     options are those given (a sixth of a replicate's cost at p = 10, and the bootstrap
     records only the coefficients, the support and whether the reported fit converged).
-    ``long_run``: where the rows are dependent, each environment's long-run share
-    (:mod:`negdro_stats.data.dependence`; ``score_cov`` is then the rows' long-run
-    covariance): the score covariances' Gaussian form is multiplied by it, and the
-    selection's equal-risk tests read the residual column of ``score_cov``, not the
-    i.i.d. variances of the moments; None for independent rows.
+    ``long_run``: where the rows are dependent (:class:`~negdro_stats.data.dependence.
+    LongRun`; ``score_cov`` is then the rows' long-run covariance): the score
+    covariances' Gaussian form is multiplied by its share, every test counts the rows
+    by its degrees of freedom, and the selection's equal-risk tests read the residual
+    column of ``score_cov``, not the i.i.d. variances of the moments; None for
+    independent rows (a replicate's comes with ``cumulant``).
 
     The settings are those of :class:`SolverOptions` (default: its defaults); the
     output's ``options`` has the defaults resolved from the data filled in.
@@ -139,7 +141,7 @@ def solve(
 def _select(std: Moments, scales: tuple[FloatArray, float], options: SolverOptions,
             score_cov: Callable | None, cumulant: Cumulant | None,
             recentre: FloatArray | None, route: str | None,
-            alg3_support: Callable[[], np.ndarray], long_run: FloatArray | None
+            alg3_support: Callable[[], np.ndarray], long_run: LongRun | None
             ) -> tuple[SelectionReport, tuple[np.ndarray, FloatArray] | None]:
     """:func:`select_by_invariance` on the standardised moments ``std`` (``scales = (d,
     s_y)``, the covariates' and the outcome's scales): the rows' score covariance, the

@@ -126,6 +126,7 @@ from .._resampling import map_jobs, process_jobs
 from .._stats import chi2_ppf, chi2_sf, holm, norm_isf
 from .._typing import ArrayLike, FloatArray
 from .._validation import check_option, check_scalar, listed
+from ..data.dependence import LongRun
 from ..data.fourth import (
     RESIDUAL,
     gaussian_score_cov,
@@ -134,11 +135,11 @@ from ..data.fourth import (
 )
 from ..data.moments import EXACT_FIT, Moments, block
 from ..estimation import (
-    N_POPULATION,
     ContinuouslyUpdated,
     Cumulant,
     InvarianceGMM,
     centred_problem,
+    counted_rows,
     instrument_budget,
     inv_psd,
     most_heterogeneous,
@@ -304,7 +305,7 @@ class RobustSet:
         inner = _inverted(moved.rescale(d, s), plan.coefficients(self._starts[1]) * d / s,
                           R, A.T @ joint.K @ A / np.multiply.outer(unit, unit),
                           alpha=plan.alpha / 2.0, test=self.test, bartlett=self.bartlett,
-                          exact=self.exact, share=joint.share)
+                          exact=self.exact, long_run=joint.long_run)
         if inner.empty:
             return np.nan, np.nan
         lo, hi, _ = inner._projection(plan.k)
@@ -485,18 +486,19 @@ class _RiskAR(ContinuouslyUpdated):
     (m_e - m)`` with ``V_e(b) = Var_e((Z r, r^2))``: the Gaussian form at ``b`` (Isserlis,
     with ``r`` as one more instrument, :data:`~negdro_stats.data.fourth.RESIDUAL`) plus
     the fixed non-Gaussian part ``K`` (E, q + 1, q + 1); for dependent rows the Gaussian
-    form times the long-run ``share`` (E,) (:mod:`negdro_stats.estimation.cue`).
+    form times the long-run share and the rows counted by ``long_run``
+    (:mod:`negdro_stats.estimation.cue`).
     ``fit_cue(S, start)`` minimises it over the coefficients ``S`` (the others 0)."""
 
     def __init__(self, mom: Moments, R: np.ndarray, K: FloatArray, risk: bool = True,
-                 share: FloatArray | None = None) -> None:
-        self.mom, self.R, self.share = mom, R, share
+                 long_run: LongRun | None = None) -> None:
+        self.mom, self.R, self.long_run = mom, R, long_run
         self.cols = np.append(R, RESIDUAL) if risk else R
         self.K = K if risk else K[:, :-1, :-1]
-        self.n = np.where(np.isfinite(mom.n), mom.n, N_POPULATION)
+        self.n = counted_rows(mom, len(self.cols), long_run)
         self.df = (mom.n_envs - 1) * len(self.cols)
         self._moments_only = InvarianceGMM(mom, instruments=R, cumulant=Cumulant.zero(
-            mom.n_envs, share), b_ref=np.zeros(mom.p))
+            mom.n_envs, long_run), b_ref=np.zeros(mom.p))
 
     def conditions(self, b_S: FloatArray, S: np.ndarray
                    ) -> tuple[FloatArray, tuple, FloatArray, FloatArray]:
@@ -531,8 +533,8 @@ class _RiskAR(ContinuouslyUpdated):
         parts, D, W, Wbar_inv, dev, _ = self.weighed(b, np.arange(self.mom.p))
         a = np.einsum("eij,ej->ei", W, dev)
         dVa = score_cov_derivative(self.mom, parts, self.cols, a)
-        if self.share is not None:
-            dVa = dVa * self.share[:, None, None]
+        if self.long_run is not None:
+            dVa = dVa * self.long_run.share[:, None, None]
         Dt = D - 0.5 * dVa / self.n[:, None, None]
         s = 2.0 * np.einsum("eqk,eq->k", Dt, a)
         WD = W @ Dt
@@ -594,7 +596,7 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
                score_cov: Callable[[FloatArray, np.ndarray], FloatArray] | None = None,
                const: int | None = None, test: Literal["kj", "ar"] = "kj",
                origin: FloatArray | None = None,
-               long_run_share: FloatArray | None = None) -> RobustSet:
+               long_run: LongRun | None = None) -> RobustSet:
     """The robust confidence set of ``beta*`` (module docstring) from per-environment
     moments, the reported fit ``b_hat`` (model order) where the non-Gaussian part of the
     score covariances is estimated (``score_cov(b, cols)``, e.g.
@@ -602,8 +604,8 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
     ``const`` the index of an intercept column (profiled; ``origin``: the pooled means
     of the other covariates and the outcome that ``mom`` is taken about, the data's
     frame of the intercept, default 0) and ``test`` the subvector test of the intervals
-    (:class:`RobustSet`).  ``long_run_share``: each environment's where the rows are
-    dependent (:meth:`~negdro_stats.MultiEnvData.long_run_share`; ``score_cov`` is then
+    (:class:`RobustSet`).  ``long_run``: where the rows are dependent
+    (:attr:`~negdro_stats.MultiEnvData.long_run`; ``score_cov`` is then
     their long-run covariance), None where they are independent (the Bartlett factor
     resamples rows one by one, so it is measured only then)."""
     alpha = check_scalar(alpha, "alpha", "robust_set", min_val=0, max_val=0.5,
@@ -626,15 +628,14 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
     R = np.arange(p) if q >= p else np.sort(most_heterogeneous(std)[:q])
     b0 = b_work * d / s_y
     cols = np.append(R, RESIDUAL)                 # the residual moments and the risk
-    share = long_run_share
-    gauss = gaussian_score_cov(std, b0, cols, share=share)
+    gauss = gaussian_score_cov(std, b0, cols, long_run=long_run)
     K = np.zeros_like(gauss) if rows_cov is None else rows_cov(b0, cols) - gauss
     risks = isserlis_parts(std, b0, R)[4]
     exact = bool(np.all(risks <= EXACT_FIT * np.maximum(std.syy, 1.0)))
-    bartlett = (np.nan if rows_cov is None or exact or share is not None
+    bartlett = (np.nan if rows_cov is None or exact or long_run is not None
                 else _bartlett(std, b0, cols))
     found = _inverted(std, b0, R, K, alpha=alpha, test=test, bartlett=bartlett,
-                      exact=exact, share=share)
+                      exact=exact, long_run=long_run)
     scale = s_y / d                              # standardised -> original units
     estimate = pd.Series(np.nan, index=names)
     estimate.iloc[slopes] = found.estimate.to_numpy() * scale
@@ -653,23 +654,23 @@ def robust_set(mom: Moments, b_hat: FloatArray, *, alpha: float = 0.05,
 
 def _inverted(std: Moments, b0: FloatArray, R: np.ndarray, K: FloatArray, *,
               alpha: float, test: Literal["kj", "ar"], bartlett: float,
-              exact: bool, share: FloatArray | None) -> RobustSet:
+              exact: bool, long_run: LongRun | None) -> RobustSet:
     """The set of the standardised moments ``std`` (module docstring), at the reported
     fit ``b0``, on the instruments ``R`` with the cumulant ``K`` (standardised) and the
-    long-run ``share`` (None: independent rows): in
+    ``long_run`` (None: independent rows): in
     standardised units, every coefficient covered, no intercept."""
     p = std.p
     every = np.arange(p)
     factor = _scale(bartlett)                     # of every quantile (RobustSet.scale)
     moments_only = InvarianceGMM(std, instruments=R,
-                                 cumulant=Cumulant(R, K[:, :-1, :-1], share), b_ref=b0)
+                                 cumulant=Cumulant(R, K[:, :-1, :-1], long_run), b_ref=b0)
     cue = min(moments_only.fit_cue(every), moments_only.fit_cue(every, start=b0),
               key=lambda f: f.J)                  # the centre of the search and its scale
-    joint = _RiskAR(std, R, K, share=share)
+    joint = _RiskAR(std, R, K, long_run=long_run)
     df = joint.df
     critical = factor * chi2_ppf(1 - alpha, df)
     df_sub = df - (p - 1)
-    profile = _Profile(std, R, K, share, factor * chi2_ppf(1 - alpha, df_sub), (cue.b, b0))
+    profile = _Profile(std, R, K, long_run, factor * chi2_ppf(1 - alpha, df_sub), (cue.b, b0))
     best = min((joint.fit_cue(every, start=x) for x in (cue.b, b0)), key=lambda f: f.J)
     statistic = min(best.J, profile.limit)       # the least may lie at infinity
     subvector = _Subvector(profile, joint, alpha, df_sub, test, least=statistic,
@@ -752,9 +753,9 @@ class _Profile:
     outcome would be rounding over rounding)."""
 
     def __init__(self, std: Moments, R: np.ndarray, K: FloatArray,
-                 share: FloatArray | None, critical: float,
+                 long_run: LongRun | None, critical: float,
                  anchors: tuple[FloatArray, ...]) -> None:
-        self.std, self.R, self.K, self.share = std, R, K, share
+        self.std, self.R, self.K, self.long_run = std, R, K, long_run
         self.critical, self.anchors = critical, anchors
         # j -> beta_0 -> (AR_j, the others' coefficients, verified)
         self.seen: dict[int, dict[float, tuple[float, FloatArray, bool]]] = {}
@@ -775,7 +776,7 @@ class _Profile:
         K = (np.zeros_like(self.K) if beta0 is None
              else self.K / np.multiply.outer(scale, scale))
         return (_RiskAR(shifted.rescale(d_j, s_j), self.R, K, risk=beta0 is not None,
-                        share=self.share),
+                        long_run=self.long_run),
                 d_j[np.arange(p) != j], s_j)
 
     def __call__(self, j: int, beta0: float,

@@ -396,7 +396,7 @@ class NegDROResults(BootstrapViews, Saveable):
             cache[alpha, test] = robust_set(
                 data.moments, self.solver.b, alpha=alpha, score_cov=self._score_cov(),
                 test=test, const=self.intercept, origin=getattr(data, "origin", None),
-                long_run_share=data.long_run_share)
+                long_run=data.long_run)
         return cache[alpha, test]
 
     @property

@@ -15,8 +15,10 @@ from negdro_stats import (
     simulate,
 )
 from negdro_stats.data.dependence import (
+    WISHART_MAX,
     Clusters,
     Dependence,
+    LongRun,
     long_run_share,
     serial_correlation,
 )
@@ -288,21 +290,22 @@ def test_the_long_run_share_is_the_mean_inflation_of_the_scores_variance():
     assert long_run_share(flat, np.diag([3.0, 6.0, 0.0])) == pytest.approx(3.0)
     df = simulate.random_sem(6, n_envs=3, rng=1).sample(20_000, rng=2, serial=0.7)
     shares = NegDRO(df, env="env", outcome="Y").data.with_dependence(
-        Dependence("HAC")).long_run_share
+        Dependence("HAC")).long_run.share
     assert np.all((1.9 < shares) & (shares < 5.7))
     iid_rows = simulate.random_sem(6, n_envs=3, rng=1).sample(20_000, rng=2)
     model = NegDRO(iid_rows, env="env", outcome="Y")
-    assert np.all(np.abs(model.data.with_dependence(Dependence("HAC")).long_run_share
+    assert np.all(np.abs(model.data.with_dependence(Dependence("HAC")).long_run.share
                          - 1.0) < 0.1)
-    assert model.data.long_run_share is None
+    assert model.data.long_run is None
 
 
 def test_the_robust_set_holds_beta_star_on_ar1_rows():
     """The joint robust statistic at beta* on AR(1) rows (rho 0.8, 2,000 rows per
     environment, HAC): its Gaussian part moves with b as the long-run covariance does
     (times the long-run share).  Held at the i.i.d. form it averaged 1.63 of its degrees
-    of freedom over 30 samples and held beta* in 47% of them; 1.15 with the share.  Here
-    12 samples (the mean's s.e. ~0.09)."""
+    of freedom over 30 samples and held beta* in 47% of them; 1.15 with the share, 1.045
+    with the rows counted by the long-run covariance's degrees of freedom.  Here 12
+    samples (the mean's s.e. ~0.09)."""
     sem = simulate.random_sem(8, n_envs=4, confounding=True, rng=2)
     names = list(sem.names[1:])
     ratios = []
@@ -312,3 +315,36 @@ def test_the_robust_set_holds_beta_star_on_ar1_rows():
         rs = res.robust_set()
         ratios.append(rs._gmm.test_at(sem.beta_star * rs._to_std) / rs.df)
     assert np.mean(ratios) < 1.35
+
+
+def test_a_test_counts_dependent_rows_by_the_long_run_covariances_degrees_of_freedom():
+    """The inverse of a Wishart estimate with nu degrees of freedom of a k x k covariance
+    is nu / (nu - k - 1) too large on average, so a test on k conditions per environment
+    counts n (nu - k - 1) / nu rows (at least n / WISHART_MAX; every row for i.i.d.
+    rows).  nu is G - 1 for clusters and n / sum_l w_l^2 for the Bartlett weights: n
+    without lags, about 1.5 n / (L + 1) with many."""
+    long_run = LongRun(np.ones(3), np.array([100.0, 10.0, np.inf]))
+    assert long_run.wishart(9) == pytest.approx([100 / 90, WISHART_MAX, 1.0])
+    assert long_run.rows(np.full(3, 500.0), 9) == pytest.approx([450, 500 / WISHART_MAX, 500])
+    assert long_run.environments(np.array([2])).dof.tolist() == [np.inf]
+    hac = Dependence("HAC")
+    assert hac.dof(1000, 0) == 1000
+    assert hac.dof(100_000, 99) == pytest.approx(1.5 * 100_000 / 100, rel=0.01)
+    assert Dependence("cluster").dof(200, Clusters.of(np.repeat(np.arange(40), 5))) == 39
+
+
+def test_the_robust_statistic_at_beta_star_has_its_mean_with_few_clusters():
+    """30 clusters of 10 nearly independent rows per environment (icc 0.05), 5
+    conditions per environment: the joint robust statistic at beta* averages its
+    degrees of freedom (counting every row it averaged 1.23 of them over 100 samples,
+    the Wishart factor 29 / 23 = 1.26).  60 samples, the mean's s.e. ~0.065."""
+    sem = simulate.random_sem(4, n_envs=3, n_parents=2, n_children=2, rng=1)
+    ratios = []
+    for k in range(60):
+        df = sem.sample(300, rng=1000 + k, cluster_size=10, icc=0.05)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rs = _model(sem, df).fit(cov_type="cluster", cov_kwds={"groups": "cluster"},
+                                     n_boot=0, check_identification=False).robust_set()
+        ratios.append(rs._gmm.test_at(sem.beta_star * rs._to_std) / rs.df)
+    assert abs(np.mean(ratios) - 1.0) < 0.15

@@ -12,6 +12,7 @@ import numpy as np
 from ..._stats import chi2_sf
 from ..._typing import FloatArray
 from ..._validation import listed
+from ...data.dependence import LongRun
 from ...data.moments import Moments
 from ...identification import RISK_WARN_LEVEL
 from ...identification.determined import condition_4_on_data, covariance_shift
@@ -67,7 +68,7 @@ def select_by_invariance(
     recentre: FloatArray | None,
     route: str | None = None,
     alg3_support: Callable[[], np.ndarray] | None = None,
-    long_run: FloatArray | None = None,
+    long_run: LongRun | None = None,
 ) -> tuple[SelectionReport, tuple[np.ndarray, FloatArray] | None]:
     """The invariance route of ``refit="auto"`` on standardised moments (module docstring).
 
@@ -91,8 +92,8 @@ def select_by_invariance(
     invariant linear model fits the sample (:func:`_no_invariant_fit`: Algorithm 3's
     fit of objective (9) at ``gamma``, decided here, once).
     ``alg3_support()`` gives that support (run on demand: only the route without every
-    coefficient determined uses it).  ``long_run``: the long-run shares where
-    ``rows_cov`` is the rows' long-run covariance (dependent rows; :attr:`Walked.long_run`),
+    coefficient determined uses it).  ``long_run``: where ``rows_cov`` is the rows' long-run
+    covariance (dependent rows; :attr:`Walked.long_run`),
     read by the equal-risk tests too
     (:meth:`~negdro_stats.estimation.selection.walk.Walked.risk_test`).
     """

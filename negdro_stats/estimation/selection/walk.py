@@ -23,6 +23,7 @@ import numpy as np
 from ..._stats import chi2_isf, norm_isf
 from ..._typing import FloatArray
 from ...data import risk_variances
+from ...data.dependence import LongRun
 from ...data.fourth import RESIDUAL, gaussian_score_cov
 from ...data.moments import Moments
 from ...identification import RiskInvarianceTest, risk_invariance_test
@@ -318,10 +319,11 @@ class Walked:
     ``pilot``), the ``instruments``, the cumulant term ``cumulant`` as the walk left it
     (re-estimated from the rows when ``refresh``), the last weight model ``gmm`` and the
     walk chosen, ``sel``.  ``pooled`` is ``std`` with the bootstrap's recentring.
-    ``long_run``: where ``rows_cov`` is the rows' long-run covariance (dependent rows), each
-    environment's long-run share, the factor of the Gaussian form in every score
-    covariance (:class:`~negdro_stats.estimation.gmm.Cumulant`); the equal-risk tests read
-    ``rows_cov`` then (:meth:`risk_variances`).  None for independent rows."""
+    ``long_run``: for dependent rows (:class:`~negdro_stats.data.dependence.LongRun`,
+    carried by the cumulant: a bootstrap replicate's is the sample's), the factor of the
+    Gaussian form in every score covariance and the rows every test counts
+    (:class:`~negdro_stats.estimation.gmm.Cumulant`); the equal-risk tests read it too
+    (:meth:`risk_variances`).  None for independent rows."""
 
     std: Moments
     pooled: Moments
@@ -336,7 +338,7 @@ class Walked:
     refresh: bool
     gmm: InvarianceGMM
     sel: Selection
-    long_run: FloatArray | None = None
+    long_run: LongRun | None = None
 
     def at(self, fit: GMMFit) -> FloatArray:
         """A fit's coefficients on every covariate."""
@@ -365,12 +367,18 @@ class Walked:
 
     def risk_variances(self, mom: Moments, b: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Per environment the risk at ``b`` on ``mom`` and the variance of its estimate:
-        :func:`~negdro_stats.data.risk_variances` (i.i.d. rows), or the long-run variance
-        of ``r^2`` over ``n_e`` from the rows where they are dependent (``long_run``)."""
+        :func:`~negdro_stats.data.risk_variances` (i.i.d. rows); where they are dependent
+        (``long_run``), the long-run variance of ``r^2`` over the rows the test counts
+        (:meth:`~negdro_stats.data.dependence.LongRun.rows`), from the rows, or in a
+        bootstrap replicate the i.i.d. variance times the long-run share."""
         R, var = risk_variances(mom, b)
-        if self.long_run is not None and self.rows_cov is not None:
+        if self.long_run is None:
+            return R, var
+        if self.rows_cov is not None:
             var = self.rows_cov(b, np.array([RESIDUAL]))[:, 0, 0] / mom.n
-        return R, var
+        else:
+            var = var * self.long_run.share
+        return R, var * self.long_run.wishart(1)
 
     def risk_test(self, mom: Moments, b: FloatArray) -> RiskInvarianceTest:
         """The equal-risk test at ``b`` on ``mom`` (:meth:`risk_variances`)."""
@@ -378,22 +386,23 @@ class Walked:
 
 
 def _cumulant_at(std: Moments, rows_cov: Callable, b: FloatArray, cols: np.ndarray,
-                 share: FloatArray | None) -> Cumulant:
-    return Cumulant(cols, rows_cov(b, cols) - gaussian_score_cov(std, b, cols, share=share),
-                    share)
+                 long_run: LongRun | None) -> Cumulant:
+    return Cumulant(cols, rows_cov(b, cols) - gaussian_score_cov(std, b, cols,
+                                                                 long_run=long_run),
+                    long_run)
 
 
 def walk(std: Moments, alpha: float,
          rows_cov: Callable[[FloatArray, np.ndarray], FloatArray] | None,
          cumulant: Cumulant | None, recentre: FloatArray | None, *,
-         long_run: FloatArray | None = None) -> Walked:
+         long_run: LongRun | None = None) -> Walked:
     """The pilot, the instruments and the iterated walk of
     :func:`~negdro_stats.estimation.selection.select_by_invariance` (its docstring): the pilot
     orders the covariates by ``|t|``, the walk (each J test a two-step GMM of its own
     model) chooses a support, and it is rerun with one weight for every support at the
     choice, again while the J test rejects every support (``SCORE_ITERATIONS``); the walks'
     choices are then compared under the last weight (:func:`_best_of`).  ``long_run``:
-    :attr:`Walked.long_run`."""
+    :attr:`Walked.long_run`, where no ``cumulant`` carries it."""
     pooled = std if recentre is None else replace(std, sxy=std.sxy - recentre, cov=None)
     p, E = std.p, std.n_envs
     every = np.arange(p)
@@ -430,7 +439,8 @@ def walk(std: Moments, alpha: float,
     sel = _best_of(gmm, walks, alpha=alpha, n_min=n_min)
     return Walked(std=std, pooled=pooled, recentre=recentre, alpha=alpha, n_min=n_min,
                   wide=wide, pilot=pilot, instruments=instruments, cumulant=K,
-                  rows_cov=rows_cov, refresh=refresh, gmm=gmm, sel=sel, long_run=long_run)
+                  rows_cov=rows_cov, refresh=refresh, gmm=gmm, sel=sel,
+                  long_run=K.long_run)
 
 
 def refine(w: Walked) -> tuple[GMMFit | None, ExogenousSupport | None, tuple]:
