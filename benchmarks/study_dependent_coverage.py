@@ -14,7 +14,8 @@ rows fitted with ``"HAC"`` (the option where it is not needed).  Sample ``k`` dr
 seed ``80,000 + k``.  Per sample: whether the joint robust set holds ``beta*``
 (``RobustSet.contains``), whether each coefficient's robust interval (KJ) and bootstrap
 percentile interval (``--boot`` replicates: moving blocks or whole clusters) hold its
-``beta*_j``, the parents' and the others' apart.  Prints the coverage with binomial
+``beta*_j``, the parents' and the others' apart, and the share of the parents' robust
+intervals that are bounded (an unbounded one covers trivially).  Prints the coverage with binomial
 standard errors and writes JSON (date, command) to ``--out`` and the table beside it.
 """
 
@@ -56,6 +57,7 @@ def one_sample(job: tuple) -> dict:
     beta = sem.beta_star
     return dict(design=name, sample=k, verdict=res.verdict, joint=bool(rs.contains(beta)),
                 empty=bool(rs.empty), parents=(beta != 0).tolist(),
+                bounded=np.isfinite(robust).all(axis=0).tolist(),
                 robust=((robust[0] <= beta) & (beta <= robust[1])).tolist(),
                 boot=((boot[0] <= beta) & (beta <= boot[1])).tolist())
 
@@ -74,14 +76,23 @@ def _least(rows: list, key: str, parents: bool) -> str:
     return f"{c.min():.2f}-{c.max():.2f}" if len(c) else "-"
 
 
+def _bounded(rows: list) -> str:
+    """The share of the parents' robust intervals that are bounded."""
+    flags = [b for r in rows if "bounded" in r
+             for b, m in zip(r["bounded"], r["parents"], strict=True) if m]
+    return f"{np.mean(flags):.2f}" if flags else "-"
+
+
 def table(result: dict) -> str:
     lines = [f"{result['command']}  ({result['date']})", "",
              "coverage of beta* (nominal 0.95; binomial s.e. in brackets): the joint robust "
              "set, and per coefficient (pooled; least-most over coefficients) the robust "
              "(KJ) and bootstrap percentile intervals, parents and the others apart",
-             f"{'design':>14} {'fits':>4} {'rejected':>8} {'empty':>5} {'joint':>12}  "
+             f"{'design':>14} {'fits':>4} {'rejected':>8} {'not id.':>7} {'empty':>5} "
+             f"{'joint':>12}  "
              f"{'robust parents':>14} {'(range)':>9} {'others':>12} {'(range)':>9}  "
-             f"{'boot parents':>12} {'(range)':>9} {'others':>12} {'(range)':>9}"]
+             f"{'boot parents':>12} {'(range)':>9} {'others':>12} {'(range)':>9}  "
+             f"{'bounded':>7}"]
     for name in dict.fromkeys(r["design"] for r in result["rows"]):
         rows = [r for r in result["rows"] if r["design"] == name]
         cells = []
@@ -92,9 +103,10 @@ def table(result: dict) -> str:
                 cells.append(f"{_share(flags):>12} {_least(rows, key, parents):>9}")
         lines.append(f"{name:>14} {len(rows):4d} "
                      f"{sum(r['verdict'] == 'rejected' for r in rows):8d} "
+                     f"{sum(r['verdict'] == 'not identified' for r in rows):7d} "
                      f"{sum(r['empty'] for r in rows):5d} "
                      f"{_share([r['joint'] for r in rows]):>12}  {cells[0]:>24} {cells[1]}  "
-                     f"{cells[2]} {cells[3]}")
+                     f"{cells[2]} {cells[3]}  {_bounded(rows):>7}")
     return "\n".join(lines)
 
 
