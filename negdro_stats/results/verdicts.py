@@ -96,9 +96,7 @@ def problems(res: Results, ident: Any = _READ) -> list[Problem]:
     if sel is not None and sel.rejected:
         found.append(Problem("the J test rejects invariance on the reported support",
                              f"the J test rejects invariance (level {sel.test_level:g}) on "
-                             "every support tried" + ("" if dependent else
-                                                      " (an intervened outcome? a missing "
-                                                      "cause?)")))
+                             "every support tried" + _rejection_hint(res, dependent)))
     elif sel is not None and sel.no_invariant_fit:
         found.append(Problem(f"no invariant linear model fits: {sel.no_invariant_fit}",
                              f"no invariant linear model fits these data: the estimate is "
@@ -120,6 +118,19 @@ def problems(res: Results, ident: Any = _READ) -> list[Problem]:
             f"the environments' risks differ {decisively}at the estimate (p = "
             f"{inv.pvalue:.2g})"))
     return found
+
+
+def _rejection_hint(res: Results, dependent: str) -> str:
+    """What may break invariance, after the J test's rejection: nothing more where the
+    rows look dependent (said before it); the usual suspects, and where the fit already
+    takes the rows as dependent, dependence its covariance misses."""
+    if dependent:
+        return ""
+    if res.cov_type == "nonrobust":
+        return " (an intervened outcome? a missing cause?)"
+    missed = ("more lags than the covariance's (cov_kwds={'maxlags': ...})?"
+              if res.cov_type == "HAC" else "clusters wider than the groups given?")
+    return f" (an intervened outcome? a missing cause? {missed})"
 
 
 def _least_risk_doubts(sel: Any) -> list[Problem]:

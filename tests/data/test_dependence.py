@@ -348,3 +348,17 @@ def test_the_robust_statistic_at_beta_star_has_its_mean_with_few_clusters():
                                      n_boot=0, check_identification=False).robust_set()
         ratios.append(rs._gmm.test_at(sem.beta_star * rs._to_std) / rs.df)
     assert abs(np.mean(ratios) - 1.0) < 0.15
+
+
+def test_a_rejection_under_a_dependence_robust_fit_names_dependence_it_may_miss():
+    """The J test's rejection names the usual suspects; a fit that already takes the rows
+    as dependent adds the dependence its covariance may miss, and where the residuals of
+    a default fit look dependent the warning says that instead."""
+    from types import SimpleNamespace
+
+    from negdro_stats.results.verdicts import _rejection_hint
+    assert _rejection_hint(SimpleNamespace(cov_type="nonrobust"), "") == (
+        " (an intervened outcome? a missing cause?)")
+    assert "maxlags" in _rejection_hint(SimpleNamespace(cov_type="HAC"), "")
+    assert "clusters wider" in _rejection_hint(SimpleNamespace(cov_type="cluster"), "")
+    assert _rejection_hint(SimpleNamespace(cov_type="nonrobust"), "rows look dependent") == ""
