@@ -51,7 +51,23 @@ def problems(res: Results, ident: Any = _READ) -> list[Problem]:
     alarm: neither Condition 1b's failure nor the undetermined directions are problems
     then.  ``ident``: Condition 1b's check to read (default ``res.identification``; the
     fit passes the one it computed, None past ``p = 30``, where it is computed on first
-    use)."""
+    use).  Where there is any and the residuals say the rows are dependent while the fit
+    takes them as independent (:func:`rows_look_dependent`), that comes first: every
+    test behind the others then misreads the noise."""
+    found = _problems(res, ident, "")
+    if any(not problem.data for problem in found) and (dependent := rows_look_dependent(res)):
+        return [Problem(
+            f"{dependent}, and every test here takes the rows as independent: this may be "
+            "why the fit is in doubt; refit with cov_type='HAC' (rows in time order) or "
+            "cov_type='cluster' with cov_kwds={'groups': ...}",
+            f"{dependent}: refit with cov_type='HAC' (or 'cluster')"),
+            *_problems(res, ident, dependent)]
+    return found
+
+
+def _problems(res: Results, ident: Any, dependent: str) -> list[Problem]:
+    """:func:`problems` but the dependent rows (``dependent``: the clause that says the
+    rows look dependent, said before these, or empty)."""
     found = []
     ident, sel = res.identification if ident is _READ else ident, res.selection
     on_4 = on_condition_4(res)
@@ -85,14 +101,6 @@ def problems(res: Results, ident: Any = _READ) -> list[Problem]:
             f"each: p = {sel.covariance_shift[2]:.2g}), which cannot give Condition 4 or 6 "
             "beyond |E| - 1 covariates", "the environments shift means only"))
     found += _least_risk_doubts(sel)
-    dependent = ""
-    if sel is not None and (sel.rejected or sel.no_invariant_fit) or risk_alarm(res):
-        if dependent := rows_look_dependent(res):
-            found.append(Problem(
-                f"{dependent}, and every test here takes the rows as independent: this may "
-                "be why invariance is rejected; refit with cov_type='HAC' (rows in time "
-                "order) or cov_type='cluster' with cov_kwds={'groups': ...}",
-                f"{dependent}: refit with cov_type='HAC' (or 'cluster')"))
     if sel is not None and sel.rejected:
         found.append(Problem("the J test rejects invariance on the reported support",
                              f"the J test rejects invariance (level {sel.test_level:g}) on "

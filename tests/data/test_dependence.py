@@ -259,6 +259,19 @@ def test_a_rejection_on_dependent_rows_names_the_dependence():
     assert np.abs(sachs.serial_correlation).max() < 0.1
 
 
+def test_any_doubt_on_dependent_rows_names_the_dependence_first():
+    """Limited interventions and AR(1) rows (rho 0.5): the default fit says "not
+    identified" without rejecting invariance; its tests take the rows as independent all
+    the same, so its warning says first that the rows look dependent."""
+    sem = simulate.random_sem(10, n_envs=5, intervened=0.5, rng=1)
+    with pytest.warns(IdentificationWarning) as caught:
+        res = NegDRO(sem.sample(2000, rng=101, serial=0.5), env="env", outcome="Y").fit(
+            n_boot=0)
+    said = " ".join(str(w.message) for w in caught)
+    assert res.verdict == "not identified" and not res.selection.rejected
+    assert said.startswith("Rows look dependent (lag-1 autocorrelation 0.5")
+
+
 @pytest.mark.parametrize("rows", [dict(serial=0.8), dict(cluster_size=20, icc=0.6)])
 def test_the_rank_test_reads_the_long_run_covariance(rows):
     """Half the covariates shifted (random_sem(10, intervened=0.5, rng=1)): on independent
