@@ -171,20 +171,48 @@ def _declarations(args: argparse.Namespace) -> dict:
     return declared
 
 
-def _read_csv(args: argparse.Namespace) -> tuple[pd.DataFrame, str]:
-    """The CSV file of ``args`` as a frame of env, the outcome and the chosen covariates
-    (the library's one reader, :class:`~negdro_stats.data.csv_file.CsvFile`; its text's
-    defects exit as input errors, the columns' as invalid options); and the outcome."""
+def _read_csv(args: argparse.Namespace) -> tuple[pd.DataFrame, str, list[str]]:
+    """The CSV file of ``args`` as a frame of env, the outcome, the chosen covariates and
+    the clusters of ``--groups`` (never a covariate; the library's one reader,
+    :class:`~negdro_stats.data.csv_file.CsvFile`; its text's defects exit as input
+    errors, the columns' as invalid options); the outcome and the covariates."""
     from .data.csv_file import CsvFile
     from .data.readers import resolve_columns
     with _package_errors(EXIT_INPUT):
         file = CsvFile(args.path, sep=args.sep, decimal=args.decimal, encoding=args.encoding)
     with _package_errors():
-        outcome, names = resolve_columns(file.header, args.env, args.outcome,
-                                         _names(args.covariates, "--covariates"), where=args.path,
-                                         flags=COLUMN_FLAGS)
+        groups = _groups(args)
+        if groups and groups not in file.header:
+            raise CLIError(f"--groups {groups!r} is not a column of {args.path}."
+                           f"{did_you_mean(groups, file.header)}", EXIT_USAGE)
+        outcome, names = resolve_columns([c for c in file.header if c != groups], args.env,
+                                         args.outcome, _names(args.covariates, "--covariates"),
+                                         where=args.path, flags=COLUMN_FLAGS)
     with _package_errors(EXIT_INPUT):
-        return file.frame(args.env, [outcome, *names]), outcome
+        return file.frame(args.env, [outcome, *names], [groups] if groups else []), outcome, names
+
+
+def _groups(args: argparse.Namespace) -> str | None:
+    """The column of ``--groups`` (``fit --cov-type cluster``), None without it."""
+    return getattr(args, "groups", None)
+
+
+def _dependence(args: argparse.Namespace) -> dict:
+    """``fit``'s ``cov_type`` and ``cov_kwds`` from ``--cov-type``, ``--maxlags`` and
+    ``--groups``, checked against each other and the data's kind before it is read."""
+    if args.maxlags is not None and args.cov_type != "HAC":
+        raise CLIError("--maxlags applies to --cov-type HAC.", EXIT_USAGE)
+    if args.groups is not None and args.cov_type != "cluster":
+        raise CLIError("--groups applies to --cov-type cluster.", EXIT_USAGE)
+    if args.cov_type == "cluster" and args.groups is None:
+        raise CLIError("--cov-type cluster needs --groups COL, the column of cluster labels "
+                       "(clusters within environments).", EXIT_USAGE)
+    if args.cov_type != "nonrobust" and _is_parquet(args.path):
+        raise CLIError(f"--cov-type {args.cov_type} needs the rows in memory; Parquet data "
+                       "are read as block moments: give a CSV file.", EXIT_USAGE)
+    kwds = ({"maxlags": args.maxlags} if args.maxlags is not None else
+            {"groups": args.groups} if args.groups is not None else {})
+    return {"cov_type": args.cov_type, "cov_kwds": kwds}
 
 
 def _is_parquet(path: str) -> bool:
@@ -217,9 +245,9 @@ def _model(args: argparse.Namespace, gamma: float = 20.0) -> NegDRO:
                                         fit_intercept=args.intercept, missing=args.missing,
                                         **_declarations(args))
     else:
-        frame, outcome = _read_csv(args)
+        frame, outcome, names = _read_csv(args)
         with _package_errors():
-            model = NegDRO(frame, env=args.env, outcome=outcome, gamma=gamma,
+            model = NegDRO(frame, env=args.env, outcome=outcome, covariates=names, gamma=gamma,
                            fit_intercept=args.intercept, missing=args.missing,
                            **_declarations(args))
     if args.outcome is None:                      # said after the command succeeds (main)
@@ -263,10 +291,11 @@ def _demo(args: argparse.Namespace) -> int:
 def _fit(args: argparse.Namespace) -> int:
     if args.json and args.format is not None:
         raise CLIError("--json and --format are alternatives; give one of them.", EXIT_USAGE)
+    dependence = _dependence(args)
     model = _model(args, gamma=args.gamma)
     with _package_errors():
         res = model.fit(n_boot=args.n_boot, rng=args.seed, refit=args.refit,
-                        test_level=args.test_level)
+                        test_level=args.test_level, **dependence)
         if args.save is not None:
             res.save(args.save)
         if args.json:
@@ -460,6 +489,7 @@ def _add_data_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _fit_options(fit: argparse.ArgumentParser) -> None:
+    from .data.dependence import COV_TYPES
     from .estimation import DEFAULT_ALPHA, REFITS
     _add_data_options(fit)
     fit.add_argument("--gamma", type=_gamma, default=20.0,
@@ -476,6 +506,17 @@ def _fit_options(fit: argparse.ArgumentParser) -> None:
                      help="bootstrap replicates for errors, intervals and selection "
                           "frequencies (default 0: analytic standard errors and robust "
                           "intervals)")
+    rows = fit.add_argument_group("rows that are not independent (every test, interval and "
+                                  "resample follows)")
+    rows.add_argument("--cov-type", choices=COV_TYPES, default="nonrobust",
+                      help="HAC: each environment's rows are a time series, in file order "
+                           "(Newey-West; moving-block bootstrap); cluster: rows in clusters "
+                           "of --groups (default nonrobust: independent rows)")
+    rows.add_argument("--maxlags", type=_count, default=None, metavar="L",
+                      help="the HAC covariance's lags (default: Andrews' plug-in)")
+    rows.add_argument("--groups", metavar="COL", default=None,
+                      help="the column of cluster labels for --cov-type cluster (never a "
+                           "covariate)")
     _knows(fit)
     fit.add_argument("--format", choices=["text", "html", "latex"], default=None,
                      help="format of the summary (default: text)")

@@ -124,9 +124,11 @@ class CsvFile:
                     self._refuse_short_rows()        # (pandas pads a short row with NaN)
                 yield chunk
 
-    def frame(self, env: str, names: Sequence[str]) -> pd.DataFrame:
+    def frame(self, env: str, names: Sequence[str], labels: Sequence[str] = ()
+              ) -> pd.DataFrame:
         """The columns ``names`` and ``env`` of every row, the labels typed by
-        :func:`text_labels` (a blank label is left to the container's check)."""
+        :func:`text_labels` (a blank label is left to the container's check), and the
+        columns ``labels`` (e.g. clusters) as read."""
         self.check_named(names)
         frame = pd.concat(list(self.chunks(env, CHUNK_ROWS)), ignore_index=True)
         if frame.empty:
@@ -134,6 +136,7 @@ class CsvFile:
         self.check_numbers(frame, names)
         if env in frame.columns and frame[env].notna().all():
             frame[env] = text_labels(frame[env])(frame[env])
+        names = [*names, *labels]
         return frame.loc[:, [*names, env]] if env in frame.columns else frame.loc[:, names]
 
     def check_numbers(self, chunk: pd.DataFrame, names: Sequence[str]) -> None:

@@ -138,6 +138,33 @@ def test_fit_options_reach_the_model(capsys, csv):
     assert res["conf_int"]["alpha"] == 0.1
 
 
+def test_fit_takes_rows_that_are_not_independent(capsys, tmp_path):
+    """--cov-type HAC (with --maxlags) and cluster (with --groups, a column of labels that
+    is never a covariate) reach fit(cov_type=, cov_kwds=); the flags are checked against
+    each other before the data are read."""
+    sem = simulate.random_sem(6, n_envs=3, rng=3)
+    df = sem.sample(1000, rng=1, cluster_size=20, icc=0.5)
+    df["cluster"] = "c" + df["cluster"].astype(str)
+    path = tmp_path / "clusters.csv"
+    df.to_csv(path, index=False)
+    code, out, _ = run(capsys, "fit", path, "--env", "env", "--outcome", "Y", "--json",
+                       "--cov-type", "cluster", "--groups", "cluster")
+    res = json.loads(out)
+    assert code == 0 and res["cov_type"] == "cluster" and "cluster" not in res["params"]
+    assert list(res["params"]) == [f"X{j}" for j in range(1, 7)]
+    code, out, _ = run(capsys, "fit", path, "--env", "env", "--outcome", "Y", "--json",
+                       "--covariates", ",".join(f"X{j}" for j in range(1, 7)),
+                       "--cov-type", "HAC", "--maxlags", 3)
+    assert code == 0 and json.loads(out)["cov_type"] == "HAC"
+    for flags, said in ((["--cov-type", "cluster"], "needs --groups"),
+                        (["--groups", "cluster"], "--groups applies to --cov-type cluster"),
+                        (["--maxlags", 2], "--maxlags applies to --cov-type HAC"),
+                        (["--cov-type", "cluster", "--groups", "clustr"], "Did you mean")):
+        code, out, err = run(capsys, "fit", path, "--env", "env", *flags)
+        assert code == cli.EXIT_USAGE and said in err
+        assert_one_line_error(err, out)
+
+
 def test_fit_takes_the_experimenters_declarations(capsys, csv, frame):
     """``--not-descendants`` and each ``--targets ENV=A,B`` reach ``NegDRO``'s
     declarations (JSON ``declarations``); bad ones are one-line errors naming the flag."""
