@@ -671,9 +671,14 @@ class MultiEnvData:
         """Per environment the lag-1 autocorrelation of the residuals ``r = y - b^T x``
         (``b`` in model order), rows in their order (:func:`~negdro_stats.data.dependence.
         serial_correlation`; NaN for fewer than 3 rows)."""
-        k = len(self.non_constant)             # the constant's score x r is r itself
-        return np.array([serial_correlation(W[:, 0]) for W in self._environment_scores(
-            b, np.array([k]), "The residuals' serial correlation")])
+        slope, intercept = split_intercept(b, self.fit_intercept)
+        r_e: list[list[FloatArray]] = [[] for _ in range(self.moments.n_envs)]
+        for X, y, codes in self._chunks("The residuals' serial correlation"):
+            r = y - X @ slope - intercept      # one chunk at a time, no sorted copy
+            for e, rows in by_environment(codes):
+                r_e[e].append(r[rows])
+        return np.array([serial_correlation(np.concatenate(r)) if r else np.nan
+                         for r in r_e])
 
     def environment_folds(self):
         """Leave-one-environment-out folds: for each environment ``e`` (in ``moments.envs``
