@@ -361,10 +361,13 @@ class InvarianceGMM(ContinuouslyUpdated):
         ``v``): ``v^T P v`` is then the J statistic of their invariance, ``chi2`` where
         the environments do not determine ``v`` (the rank test's calibration,
         :func:`negdro_stats.estimation.selection.rank_test`).  Computed as the score covariance of
-        the outcome ``X^T v`` at ``b = 0``."""
+        the outcome ``X^T v`` at ``b = 0``; with dependent rows, times the environments'
+        long-run share (:class:`~negdro_stats.data.dependence.LongRun`), as every
+        score covariance away from the fit."""
         m = self.mom
         along = m.with_outcome(np.append(v, 0.0))
-        W = self._invert(gaussian_score_cov(along, np.zeros(self.p), self.R))
+        W = self._invert(gaussian_score_cov(along, np.zeros(self.p), self.R,
+                                            long_run=self.long_run))
         return self._solve(np.arange(self.p), W)[1]
 
     def fit(self, S: np.ndarray) -> GMMFit:

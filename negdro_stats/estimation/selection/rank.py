@@ -59,8 +59,7 @@ class RankTest:
     def open_share(self) -> FloatArray:
         return (self.open_span**2).sum(axis=1)
 
-def rank_test(gmm: InvarianceGMM, b: FloatArray, *, alpha: float, calibrate: bool = True
-              ) -> RankTest:
+def rank_test(gmm: InvarianceGMM, b: FloatArray, *, alpha: float) -> RankTest:
     """A sequential rank test of the invariance Jacobian (Cragg and Donald 1997).
 
     ``gmm`` holds the invariance conditions (M) on every covariate (``df`` = ``(|E| - 1)
@@ -90,9 +89,8 @@ def rank_test(gmm: InvarianceGMM, b: FloatArray, *, alpha: float, calibrate: boo
     direction: re-weighted at one direction, the others' values are not calibrated,
     and they count 2 of Example 3's 3 null directions where the first form counts 3.)
     ``stat`` is the smallest eigenvalue against ``chi2(df - p + 1)``.  Determined
-    directions grow like ``n``.  ``calibrate=False`` keeps the first form (dependent
-    rows: the calibration's weight at one direction is the Gaussian form, blind to the
-    long-run covariance that ``gmm``'s cumulant carries).
+    directions grow like ``n``.  With dependent rows both forms weigh by the long-run
+    covariance (``gmm``'s cumulant and long-run share).
     """
     std, p, df = gmm.mom, gmm.p, gmm.df_base
     Sigma_bar = std.Sigma.mean(axis=0)
@@ -102,7 +100,7 @@ def rank_test(gmm: InvarianceGMM, b: FloatArray, *, alpha: float, calibrate: boo
     dof = max(df - p + 1, 1)
     k = null_count(vals, df, alpha, p=p)
     critical = chi2_isf(alpha, dof)
-    if calibrate and not k and vals[0] <= RANK_SKIP * critical:
+    if not k and vals[0] <= RANK_SKIP * critical:
         weighted_at = np.zeros(p)
         for _ in range(RANK_ITERATIONS):
             v = vecs[:, 0] / np.linalg.norm(vecs[:, 0])

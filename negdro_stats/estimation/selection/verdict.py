@@ -100,7 +100,7 @@ def select_by_invariance(
     w = walk(std, alpha, rows_cov, cumulant, recentre, long_run=long_run)
     # whether the environment differences determine every coefficient, at the choice
     at = w.pilot.b if w.sel.fit is None else w.at(w.sel.fit)
-    rank = rank_test(w.rank_gmm(at), at, alpha=alpha, calibrate=w.long_run is None)
+    rank = rank_test(w.rank_gmm(at), at, alpha=alpha)
     fit, ols, standing = refine(w)
     doubts, undetermined = _doubts(w, rank, fit)
     decided, verdict = None, ""
