@@ -45,9 +45,10 @@ def robust_disagrees(res: Results, robust: RobustSet | None) -> list[str]:
                 if res.support.iloc[k] and k != const]
     bounded = robust.bounded_of(selected)          # (only these: ~15 fits each)
     names = [name for name in selected if not bounded[name]]
-    return [f"the robust intervals of {listed(names, 5)} are unbounded: the data allow "
-            "other invariant fits (the selection's rank test found every coefficient "
-            "determined), so read the standard errors with care"] if names else []
+    return [f"the robust intervals of {listed(names, 5)} are unbounded: weakly identified "
+            "(the selection's rank test found every coefficient determined, yet the data "
+            "allow other invariant fits), so read the standard errors with care"
+            ] if names else []
 
 
 def unreliable(rs: RobustSet) -> str:
