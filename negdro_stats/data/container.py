@@ -94,6 +94,7 @@ def split_intercept(b: ArrayLike, fit_intercept: bool) -> tuple[FloatArray, floa
     return (b, 0.0) if k is None else (np.delete(b, k), float(b[k]))
 
 
+LONG_RUN_KEPT = 2**22   # numbers of long-run covariances kept at recent b's (32 MB)
 CACHE_ROWS = 4096        # rows of a score pass's products at a time (measured: 1.2 x faster)
 
 
@@ -144,6 +145,7 @@ class MultiEnvData:
     origin: FloatArray | None = None        # (results saved before 2026-12-05 lack it)
     dependence: Dependence | None = None    # independent rows (with_dependence)
     _margin_blocks: BlockMoments | None = None      # made on first use (margin_resamplers)
+    _dependent: MultiEnvData | None = None          # with_dependence's last copy
 
     def __init__(self, moments: Moments, *, fit_intercept: bool = False,
                  rows: Rows | None = None, blocks: BlockMoments | None = None,
@@ -162,7 +164,8 @@ class MultiEnvData:
         """Pickled and copied without the resamplers' sorted copy of the rows and what
         depends on :attr:`dependence` (made again on use)."""
         return {k: v for k, v in self.__dict__.items()
-                if k not in ("_sorted_rows", "_margin_blocks", "_within", "long_run")}
+                if k not in ("_sorted_rows", "_margin_blocks", "_within", "long_run",
+                             "_dependent")}
 
     def __setstate__(self, state: dict) -> None:
         """A file saved before 2026-12-05 may hold the rows' sorted copy in the layout of
@@ -410,14 +413,21 @@ class MultiEnvData:
         """The same data with rows that depend as ``dependence`` says (None: independent):
         :meth:`score_cov`, :meth:`risk_variances` and :meth:`resample` then use the long-run
         covariances and moving blocks of :mod:`negdro_stats.data.dependence`, from the
-        rows in their order."""
+        rows in their order.  The last such copy is kept: a refit with the same
+        dependence reads its lags, long-run shares and covariances again, as a refit
+        of independent rows reads the moments again."""
         if dependence is not None and self._rows is None:
             raise DataError(f"cov_type={dependence.cov_type!r} needs the rows in their order; "
                             "this model was built from moments or blocks only.")
         if dependence is not None and dependence.groups is not None:
             self._check_clusters(dependence.groups)
+        last = self._dependent
+        if dependence is not None and last is not None and dependence.same(last.dependence):
+            return last
         out = copy.copy(self)
         out.dependence = dependence
+        if dependence is not None:
+            self._dependent = out
         return out
 
     def row_labels(self, values: Any, name: str) -> np.ndarray:
@@ -640,6 +650,33 @@ class MultiEnvData:
                     s2[e] += W.T @ W
         mean = s1 / n[:, None]
         return s2 / n[:, None, None] - np.einsum("ei,ej->eij", mean, mean)
+
+    def score_cov_of_fit(self) -> Callable[[FloatArray, np.ndarray], FloatArray]:
+        """:meth:`score_cov` for one fit.  With dependent rows each covariance is a pass
+        over the rows, so the fit's last ``b``'s are kept (up to ``LONG_RUN_KEPT``
+        numbers), on the columns asked for at ``b``, ``r`` and ``b``'s support: a
+        least-risk search asks at each fit for its instruments, then again for ``r^2``
+        and the support's own conditions (62 passes for 165 asks on ``bench_dependent``'s
+        design 1); a block of a covariance is that of the block's scores."""
+        dependence = self.dependence
+        if dependence is None:
+            return self.score_cov
+        kept: dict[bytes, tuple[np.ndarray, FloatArray]] = {}          # oldest first
+
+        def score_cov(b: FloatArray, cols: np.ndarray) -> FloatArray:
+            b, cols = np.asarray(b, dtype=np.float64), np.asarray(cols)
+            held, cov = kept.pop(b.tobytes(), (np.zeros(0, dtype=int), None))
+            if cov is None or not np.isin(cols, held).all():
+                held = np.union1d(np.union1d(cols, held),
+                                  np.append(np.flatnonzero(b), RESIDUAL))
+                cov = self._long_run_cov(b, held, dependence)
+            kept[b.tobytes()] = held, cov
+            while sum(c.size for _, c in kept.values()) > LONG_RUN_KEPT and len(kept) > 1:
+                kept.pop(next(iter(kept)))
+            at = np.searchsorted(held, cols)
+            return cov[:, at[:, None], at]
+
+        return score_cov
 
     def _long_run_cov(self, b: FloatArray, cols: np.ndarray, dependence: Dependence
                       ) -> FloatArray:

@@ -117,6 +117,14 @@ class Dependence:
     maxlags: int | None = None
     groups: np.ndarray | None = None
 
+    def same(self, other: Dependence | None) -> bool:
+        """Whether ``other`` says the same of the rows."""
+        if other is None or (self.cov_type, self.maxlags) != (other.cov_type, other.maxlags):
+            return False
+        if self.groups is None or other.groups is None:
+            return self.groups is other.groups
+        return np.array_equal(self.groups, other.groups)
+
     @property
     def label(self) -> str:
         """As the summary's header names it."""

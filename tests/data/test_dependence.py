@@ -23,6 +23,7 @@ from negdro_stats.data.dependence import (
     long_run_share,
     serial_correlation,
 )
+from negdro_stats.data.fourth import RESIDUAL
 from negdro_stats.datasets import load_sachs
 from negdro_stats.results.verdicts import rows_look_dependent
 
@@ -308,6 +309,33 @@ def test_the_rank_test_keeps_its_level_on_dependent_rows():
         df["X6"] = 2 * df["Y"] + 0.5 * noise
         pvalues.append(_fit(df, cov_type="HAC").selection.rank_test[2])
     assert np.sum(np.array(pvalues) < 0.01) <= 5
+
+
+def test_a_fit_computes_each_long_run_covariance_once_per_b(monkeypatch):
+    """A fit's score covariances (``score_cov_of_fit``) keep the last b's, on the
+    columns asked for, ``r`` and b's support: asking again at b, for ``r^2`` or for a
+    support's columns, is a block of the covariance kept, equal to a pass of its own."""
+    df = simulate.random_sem(6, n_envs=3, rng=1).sample(3000, rng=2, serial=0.5)
+    data = NegDRO(df, env="env", outcome="Y").data.with_dependence(Dependence("HAC"))
+    passes, scores = [], type(data)._environment_scores
+
+    def counted(self, b, cols, what):
+        if what == "The long-run score covariance":     # (not the lags' pass)
+            passes.append(cols)
+        return scores(self, b, cols, what)
+
+    monkeypatch.setattr(type(data), "_environment_scores", counted)
+    score_cov = data.score_cov_of_fit()
+    b = np.array([0.5, 0.0, -0.3, 0.0, 0.0, 0.2])
+    asks = [np.arange(6), np.array([RESIDUAL]), np.array([0, 2, 5]), np.array([2, RESIDUAL])]
+    for cols in asks:
+        np.testing.assert_allclose(score_cov(b, cols), data.score_cov(b, cols), rtol=1e-10)
+    # one pass for the fit's four asks, then one for each of data.score_cov's
+    assert len(passes) == 1 + len(asks) and passes[0].tolist() == [RESIDUAL, *range(6)]
+    score_cov(2 * b, np.arange(3))
+    score_cov(b, np.array([1]))                      # still kept
+    assert len(passes) == 2 + len(asks)
+    assert data.with_dependence(Dependence("HAC")) is data.with_dependence(Dependence("HAC"))
 
 
 def test_the_long_run_share_is_the_mean_inflation_of_the_scores_variance():
