@@ -182,6 +182,8 @@ def _header_table(res: Results, kind: str, detail: bool) -> tuple[SimpleTable, i
         ("R-squared:", f"{res.rsquared:.3f}"),                 # (pooled: rsquared)
         ("gamma:", f"{res.gamma:g}") if used and not detail else cov,
     ]
+    if used and not detail and dependence is not None:    # (every number rests on it)
+        left.append(cov)
     right = [
         ("Verdict:", "if unconfounded" if declared(res) else VERDICT_LABELS[res.verdict]),
         ("Selected:", f"{int(res.support.sum())} of {len(res.params)}"),
@@ -191,6 +193,7 @@ def _header_table(res: Results, kind: str, detail: bool) -> tuple[SimpleTable, i
         ("Equal risks p:", "n/a" if np.isnan(p_risk) else f"{p_risk:.3g}"),
         ("Converged:", "yes" if res.converged else "NO"),
     ]
+    right += [("", "")] * (len(left) - len(right))
     if detail:
         left += [("Solver:", METHOD_LABELS[(res.solver.method, res.solver.inner)]),
                  ("gamma:", f"{res.gamma:g}" + ("" if used else " (not used)")),

@@ -208,6 +208,16 @@ def test_cluster_fits_clustered_rows_that_the_default_rejects():
     assert np.array_equal(by_array.bse, res.bse, equal_nan=True)
 
 
+def test_the_header_names_the_covariance_beside_gamma():
+    """Where Algorithm 3's fit is reported (here by ``refit="negdro"``), the header shows
+    gamma; a dependence-robust fit's header must still name its covariance (gamma took
+    its place)."""
+    df = simulate.eq33(p=5).sample(1000, rng=3, serial=0.5)
+    res = _fit(df, cov_type="HAC", refit="negdro")
+    header = str(res.summary()).split("=" * 78)[1]
+    assert "gamma:" in header and "Cov. Type:" in header and "HAC" in header
+
+
 def test_cluster_labels_are_checked():
     sem, df = _clustered(n=400)
     model = _model(sem, df)
