@@ -165,7 +165,7 @@ class MultiEnvData:
         depends on :attr:`dependence` (made again on use)."""
         return {k: v for k, v in self.__dict__.items()
                 if k not in ("_sorted_rows", "_margin_blocks", "_within", "long_run",
-                             "_dependent")}
+                             "_dependent", "_units")}
 
     def __setstate__(self, state: dict) -> None:
         """A file saved before 2026-12-05 may hold the rows' sorted copy in the layout of
@@ -842,13 +842,37 @@ class MultiEnvData:
     def permute(self, rng: np.random.Generator) -> Moments:
         """Moments after a random permutation of the environment labels across all rows
         (each environment keeps its size), or of the blocks' labels: the null of no
-        heterogeneity."""
+        heterogeneity.  With dependent rows, of whole units (:attr:`_units`: clusters,
+        or runs of consecutive rows as long as the longest moving block), each
+        environment keeping its number of units: a permutation of single rows would
+        take the dependence within an environment for a difference between them."""
         if self.blocks is not None:
             return self._working(self.blocks.permute(rng))
         Z, bounds = self._sorted_rows
-        shuffled = np.take(Z, rng.permutation(len(Z)), axis=0)   # (take: 8x a fancy index)
+        n = None
+        if self.dependence is None:
+            order = rng.permutation(len(Z))
+        else:
+            units, per_env = self._units
+            drawn = [units[u] for u in rng.permutation(len(units))]
+            order = np.concatenate(drawn)
+            rows = np.cumsum([len(u) for u in drawn])           # (after each unit)
+            bounds = np.concatenate([[0], rows[np.cumsum(per_env) - 1]])
+            n = np.diff(bounds).astype(np.float64)
+        shuffled = np.take(Z, order, axis=0)                 # (take: 8x a fancy index)
         return self._working(self._moments_of(
-            [shuffled[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]))
+            [shuffled[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)], n))
+
+    @cached_property
+    def _units(self) -> tuple[list[np.ndarray], np.ndarray]:
+        """The units :meth:`permute` moves whole (rows of :attr:`_sorted_rows`), every
+        environment's in turn, and how many each environment has
+        (:meth:`Dependence.units`)."""
+        _, bounds = self._sorted_rows
+        length = max((w for w in self._within if not isinstance(w, Clusters)), default=0) + 1
+        units = [[a + u for u in Dependence.units(b - a, within, length)]
+                 for a, b, within in zip(bounds[:-1], bounds[1:], self._within, strict=True)]
+        return [u for env in units for u in env], np.array([len(env) for env in units])
 
     @property
     def _origin(self) -> FloatArray:

@@ -191,6 +191,15 @@ class Dependence:
         M = within + 1.0
         return n / (1.0 + (M - 1.0) * (2.0 * M - 1.0) / (3.0 * M))
 
+    @staticmethod
+    def units(n: int, within: int | Clusters, length: int) -> list[np.ndarray]:
+        """The ``n`` rows (in order) of one environment as the units a permutation of
+        the environment labels moves whole: its :class:`Clusters` ``within``, or for a
+        time series runs of ``length`` consecutive rows (the last one shorter)."""
+        if isinstance(within, Clusters):
+            return np.split(within.order, within.starts[1:])
+        return np.split(np.arange(n), np.arange(length, n, length))
+
     def counts(self, n: int, rng: np.random.Generator, within: int | Clusters
                ) -> np.ndarray:
         """How often each of ``n`` rows (in order) is drawn by the bootstrap: its
