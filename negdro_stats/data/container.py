@@ -721,7 +721,8 @@ class MultiEnvData:
         """Leave-one-environment-out folds: for each environment ``e`` (in ``moments.envs``
         order), ``(e, train, X_e, y_e)`` with ``train`` the data of the other environments
         rebuilt from their rows (same columns, outcome and intercept) and ``X_e``, ``y_e``
-        the held-out rows (covariates without the constant).  Needs the rows."""
+        the held-out rows (covariates without the constant).  Needs the rows.  Dependent
+        rows' ``train`` keeps their :attr:`dependence` (its clusters, its order)."""
         X, y, codes = self._need_rows("Leave-one-environment-out validation").arrays()
         names = self.exog_names[:len(self.non_constant)]
         labels = np.asarray(self.moments.envs, dtype=object)
@@ -730,6 +731,8 @@ class MultiEnvData:
             train = MultiEnvData.from_arrays(y[~held], X[~held], labels[codes[~held]],
                                              names=names, outcome=self.endog_name,
                                              fit_intercept=self.fit_intercept)
+            if self.dependence is not None:
+                train = train.with_dependence(self.dependence.rows(~held))
             yield env, train, X[held], y[held]
 
     # ------------------------------------------------------------------ resampling

@@ -67,7 +67,7 @@ environments: the package's tests take the environments as independent samples.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -116,6 +116,10 @@ class Dependence:
     cov_type: Literal["HAC", "cluster"]
     maxlags: int | None = None
     groups: np.ndarray | None = None
+
+    def rows(self, keep: np.ndarray) -> Dependence:
+        """The same dependence of the used rows ``keep`` (a mask, or indices in order)."""
+        return replace(self, groups=None if self.groups is None else self.groups[keep])
 
     def same(self, other: Dependence | None) -> bool:
         """Whether ``other`` says the same of the rows."""
