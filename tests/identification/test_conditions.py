@@ -50,11 +50,15 @@ def test_cutting_plane_matches_sdp_known():
 @given(sem=nt.designs(p=(1, 6), n_envs=(2, 5)))
 def test_sdp_and_cutting_plane_agree(sem):
     """The two paths agree to 1e-4 relative (of the scale lambda_max(Sigma_bar)); for the
-    margins to 1e-4 relative when the relative margin is not tiny."""
+    margins to 1e-4 relative when the relative margin is not tiny.  Where the cutting
+    plane stops short ("optimal_inaccurate"), the SDP's margin lies within the bracket it
+    certifies, [its margin, its margin + gap] (p = 5, 5 environments: 0.0091989 with gap
+    9.6e-6, the SDP 0.0092015)."""
     mom = sem.moments()
     a = check_condition_1b(mom, path="sdp")
     b = check_condition_1b(mom, path="cutting-plane")
-    assert abs(a.relative_margin - b.relative_margin) <= 1e-4 * max(abs(a.relative_margin), 1e-3)
+    slack = 1e-4 * max(abs(a.relative_margin), 1e-3)
+    assert b.relative_margin - slack <= a.relative_margin <= b.relative_margin + b.gap + slack
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
