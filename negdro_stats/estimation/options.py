@@ -351,10 +351,10 @@ class SelectionReport:
         reported fit's (above 1).  Such a fit is not identified: the data cannot tell
         whether the outcome's mechanism is linear.
     no_invariant_fit : str
-        Why no invariant linear model fits (empty where one may): the J test rejects
-        every support tried, or the equal-risk test rejects at the route's fit, at
-        level :data:`~negdro_stats.identification.report.RISK_WARN_LEVEL` (1e-4).
-        Then Algorithm 3's fit is reported (:attr:`invariance_rejected`).
+        Why no fit the selection tried is invariant (empty where one may be): the J
+        test rejects every support tried, or the equal-risk test rejects at the route's
+        fit, at level :data:`~negdro_stats.identification.report.RISK_WARN_LEVEL`
+        (1e-4).  Then Algorithm 3's fit is reported (:attr:`invariance_rejected`).
     rival : tuple of (str, float, int, float), or ()
         Where the walk's support is reported with directions left open: an
         undetermined covariate ``j`` such that the reported fit (pooled OLS, or least
@@ -498,11 +498,12 @@ class SelectionReport:
 
     @property
     def invariance_rejected(self) -> bool:
-        """No invariant linear model fits these data (:attr:`no_invariant_fit` says
+        """No fit the selection tried is invariant (:attr:`no_invariant_fit` says
         why): what is reported is Algorithm 3's fit of NegDRO's objective (9) at the
         model's ``gamma`` (the trade-off between the worst environment's risk and the
         spread of the risks, which needs no invariance), and the verdict is
-        "rejected"."""
+        "rejected", or "not identified" where some linear model is invariant
+        (:func:`~negdro_stats.results.verdicts.invariant_somewhere`)."""
         return bool(self.no_invariant_fit)
 
     @property

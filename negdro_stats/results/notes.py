@@ -32,20 +32,16 @@ Results = Any   # a NegDROResults (results imports this module's importer)
 
 
 def robust_disagrees(res: Results, robust: RobustSet | None) -> list[str]:
-    """Where the robust set, not empty, says more than the selection: a rejected fit
-    (no support the selection tried is invariant) beside a set that holds invariant
-    fits; or a selection whose rank test finds every coefficient determined, beside
-    robust intervals that are unbounded for a selected coefficient (the rank test is a
-    test at level alpha, and the robust set says the data allow other invariant fits).
-    (Not the intercept, which the robust set leaves out: NaN, never "bounded".)"""
+    """Where the robust set, not empty, says more than the selection: a selection whose
+    rank test finds every coefficient determined, beside robust intervals that are
+    unbounded for a selected coefficient (the rank test is a test at level alpha, and
+    the robust set says the data allow other invariant fits).  (Not the intercept, which
+    the robust set leaves out: NaN, never "bounded".  A rejected fit beside a set that
+    is not empty is not "rejected": :func:`~.verdicts.invariant_somewhere`.)"""
     sel = res.selection
-    if robust is None or robust.empty or sel is None or sel.exact:
+    if (robust is None or robust.empty or sel is None or sel.exact
+            or res.verdict != "identified"):
         return []
-    if res.verdict == "rejected":
-        return [f"the joint robust set is not empty, though: some b makes every "
-                f"covariate's residual moments and the risks invariant at level "
-                f"{robust.alpha:g}, so the rejection may be the selection's, at this sample "
-                "size, not the invariance's"]
     if not sel.identified or sel.undetermined:
         return []
     const = res.intercept

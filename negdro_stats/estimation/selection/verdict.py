@@ -123,11 +123,12 @@ def select_by_invariance(
 
 def _no_invariant_fit(w: Walked, report: SelectionReport,
                       chosen: tuple[np.ndarray, FloatArray] | None) -> str:
-    """Why no invariant linear model fits these data, decisively (level
+    """Why no fit the selection tried is invariant, decisively (level
     ``RISK_WARN_LEVEL``): the J test rejects every support tried, or the equal-risk test
-    rejects at the route's fit (:meth:`Walked.risk_test`).
-    Empty where an invariant fit may exist, or where Algorithm 3's fit is reported
-    already (``chosen`` None)."""
+    rejects at the route's fit (:meth:`Walked.risk_test`).  Empty where the route's fit
+    may be invariant, or where Algorithm 3's fit is reported already (``chosen`` None).
+    (Whether any linear model is invariant is the verdict's question, on the joint
+    robust set: :func:`~negdro_stats.results.verdicts.invariant_somewhere`.)"""
     if chosen is None:
         return ""
     if report.rejected and report.pvalue < RISK_WARN_LEVEL:
@@ -140,11 +141,11 @@ def _no_invariant_fit(w: Walked, report: SelectionReport,
 
 
 def _objective_9(report: SelectionReport, gamma: float, why: str) -> SelectionReport:
-    """The report where no invariant linear model fits (``why``,
+    """The report where no fit the selection tried is invariant (``why``,
     :attr:`SelectionReport.no_invariant_fit`): Algorithm 3's fit of (9) is reported, the
     trade-off at ``gamma`` that needs no invariance."""
     return replace(report, estimator="negdro", no_invariant_fit=why, reason=(
-        f"{report.reason}.  No invariant linear model fits these data ({why}): reported "
+        f"{report.reason}.  No fit the selection tried is invariant ({why}): reported "
         f"Algorithm 3's fit of NegDRO's objective (9) at gamma = {gamma:g}, the trade-off "
         "between the worst environment's risk and the spread of the risks, which needs no "
         "invariance"))
