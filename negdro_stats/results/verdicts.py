@@ -181,10 +181,9 @@ def _somewhere(res: Results) -> str:
     (:func:`invariant_somewhere`), or ''."""
     if (rs := invariant_somewhere(res)) is None:
         return ""
-    return (f", yet some linear model is not rejected: the least invariance statistic over "
-            f"every b (each covariate's residual moments and the risks) is AR = "
-            f"{rs.statistic:.4g} on {rs.df} df, p = {rs.pvalue:.2g}, so the environments "
-            "cannot tell which b is beta*")
+    return (f", yet some linear model is not rejected (the least invariance statistic over "
+            f"every b, AR = {rs.statistic:.4g} on {rs.df} df, p = {rs.pvalue:.2g}): the "
+            "environments cannot tell which b is beta*")
 
 
 def _rejection_hint(res: Results, dependent: str) -> str:
