@@ -194,6 +194,12 @@ class RobustSet:
         reported fit, or the limit at infinity where that is lower), its degrees of
         freedom and the quantile the set compares with; the set is empty when
         ``statistic > critical``.
+    at_fit : float
+        The CUE criterion alone (NaN in a set saved before it was kept): where it
+        exceeds ``critical`` but the limit does not, the set holds only ``b`` far out
+        along a direction whose own moments are invariant (a covariate no environment
+        shifts, scaled without bound), no model with finite coefficients
+        (:attr:`finite`).
     estimate : Series
         The CUE, the centre of the per-coefficient search (original units).
     lower, upper : Series
@@ -244,6 +250,7 @@ class RobustSet:
     _starts: tuple          # residual moments' CUE, fit, s.e., joint CUE (standardised)
     bartlett: float = np.nan   # (a set saved before the factor existed: not measured)
     exact: bool = False        # (idem, before the exact-fit rule)
+    at_fit: float = np.nan     # (idem, before it was kept)
     _intercept: InterceptPlan | None = None    # the profiled intercept's interval
 
     def _each(self, known: dict, one: Callable[[int], T], js: list[int] | None = None
@@ -375,6 +382,14 @@ class RobustSet:
         return bool(self.statistic > self.critical)
 
     @property
+    def finite(self) -> bool:
+        """Some ``b`` with finite coefficients is in the set: the CUE criterion
+        (:attr:`at_fit`) is below the quantile, not only the limit at infinity (a set
+        saved before it was kept: not :attr:`empty`)."""
+        return bool(self.at_fit <= self.critical if np.isfinite(self.at_fit)
+                    else not self.empty)
+
+    @property
     def pvalue(self) -> float:
         """The joint test's p-value, ``P(chi2(df) > statistic / scale)``: the least level
         at which the set is empty, i.e. at which the data reject every linear model's
@@ -455,7 +470,8 @@ class RobustSet:
         return out
 
     def __repr__(self) -> str:
-        state = ("empty" if self.empty else "not empty" if "_intervals" not in self.__dict__
+        state = ("empty" if self.empty else "not empty only at infinity" if not self.finite
+                 else "not empty" if "_intervals" not in self.__dict__
                  else "no interval" if self.lower.isna().all()
                  else "bounded" if self.bounded.loc[self.lower.notna()].all()
                  else "unbounded")
@@ -697,7 +713,8 @@ def _inverted(std: Moments, b0: FloatArray, R: np.ndarray, K: FloatArray, *,
                      estimate=pd.Series(cue.b), df_sub=df_sub,
                      critical_sub=subvector.critical, instruments=(), test=test,
                      _gmm=joint, _subvector=subvector, _slopes=every, _to_std=np.ones(p),
-                     _starts=(cue.b, b0, se, best.b), bartlett=bartlett, exact=exact)
+                     _starts=(cue.b, b0, se, best.b), bartlett=bartlett, exact=exact,
+                     at_fit=best.J)
 
 
 def _scale(bartlett: float) -> float:

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._stats import holm, norm_isf
+from .._stats import chi2_sf, holm, norm_isf
 from .._validation import listed
 from ..exceptions import DataError
 from ..inference.robust import ROBUST_TABLE_MAX_P, RobustSet, too_few_moments
@@ -142,7 +142,7 @@ def _no_invariant_fit(res: Results) -> Problem:
     return Problem(
         f"NOT IDENTIFIED: no fit the selection tried is invariant ({why}){_somewhere(res)}",
         f"not identified: no fit the selection tried is invariant, but some linear model "
-        f"may be (joint test p = {rs.pvalue:.2g}); the estimate is {fit}")
+        f"may be (joint test p = {_least(rs)[1]:.2g}); the estimate is {fit}")
 
 
 def rejects_the_fit(res: Results) -> bool:
@@ -167,13 +167,16 @@ def invariant_somewhere(res: Results) -> RobustSet | None:
     of ``study_dependent_coverage``'s cl0.6:0:2000 and 3 of 40 i.i.d. samples of its
     design at n = 200, least ``AR`` 7-26 against the quantile 40, ``beta*`` inside the
     set in all).  None where the set is empty (a decisive rejection of the fit, and
-    every other ``b`` rejected at 0.05), or cannot be computed (too few moment
-    conditions: the fit's rejection stands)."""
+    every other ``b`` rejected at 0.05), holds only ``b`` scaled without bound along a
+    covariate no environment shifts (:attr:`RobustSet.finite`: eq. (33) at p = 100 with
+    the outcome's mechanism changed in one environment, least AR 20 at infinity against
+    206), or cannot be computed (too few moment conditions: the fit's rejection
+    stands)."""
     try:
         rs = res.robust_set()
     except DataError:
         return None
-    return None if rs.empty else rs
+    return rs if rs.finite else None
 
 
 def _somewhere(res: Results) -> str:
@@ -181,9 +184,17 @@ def _somewhere(res: Results) -> str:
     (:func:`invariant_somewhere`), or ''."""
     if (rs := invariant_somewhere(res)) is None:
         return ""
+    statistic, pvalue = _least(rs)
     return (f", yet some linear model is not rejected (the least invariance statistic over "
-            f"every b, AR = {rs.statistic:.4g} on {rs.df} df, p = {rs.pvalue:.2g}): the "
+            f"every b, AR = {statistic:.4g} on {rs.df} df, p = {pvalue:.2g}): the "
             "environments cannot tell which b is beta*")
+
+
+def _least(rs: RobustSet) -> tuple[float, float]:
+    """The joint statistic at the least finite ``b`` found (:attr:`RobustSet.at_fit`,
+    else the set's statistic) and its p-value."""
+    statistic = rs.at_fit if np.isfinite(rs.at_fit) else rs.statistic
+    return statistic, chi2_sf(statistic / rs.scale, rs.df)
 
 
 def _rejection_hint(res: Results, dependent: str) -> str:

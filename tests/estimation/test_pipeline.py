@@ -154,6 +154,22 @@ def test_a_narrowly_invariant_least_risk_fit_cannot_tell():
     assert res.to_dict()["conf_int"]["kind"] == "robust"
 
 
+def test_a_model_invariant_only_at_infinity_is_rejected():
+    """Eq. (33) at p = 50 with the outcome's mechanism changed in one environment (Y
+    scaled by 1.8): no linear model is invariant.  The joint robust set tests the
+    moments of the 37 covariates the 2,000 rows allow, so it is not empty far out,
+    where b grows without bound along a direction whose moments are invariant (least
+    AR 19 at infinity, 518 at the finite fit, quantile 137).  Such "models" do not
+    rescue invariance: the verdict stays "rejected"."""
+    df = simulate.eq33(p=50).sample(2000, rng=1)
+    df.loc[df["env"] == sorted(df["env"].unique())[1], "Y"] *= 1.8
+    with pytest.warns(IdentificationWarning):
+        res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    rs = res.robust_set()
+    assert not rs.empty and not rs.finite and rs.at_fit > rs.critical
+    assert res.verdict == "rejected" and "only at infinity" in repr(rs)
+
+
 def test_algorithm_3s_fall_back_where_no_least_risk_fit_passes_is_not_identified():
     """Example 3's limited regime, n = 20,000, seed 12: OLS on the parent is invariant
     only at p = 0.0104, just below the search's level alpha / p, and no other least-risk
