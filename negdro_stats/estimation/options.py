@@ -502,8 +502,9 @@ class SelectionReport:
         why): what is reported is Algorithm 3's fit of NegDRO's objective (9) at the
         model's ``gamma`` (the trade-off between the worst environment's risk and the
         spread of the risks, which needs no invariance), and the verdict is
-        "rejected", or "not identified" where some linear model is invariant
-        (:func:`~negdro_stats.results.verdicts.invariant_somewhere`)."""
+        "rejected" where no linear model is invariant
+        (:func:`~negdro_stats.results.verdicts.no_invariant_model`), else "not
+        identified"."""
         return bool(self.no_invariant_fit)
 
     @property

@@ -391,11 +391,13 @@ class RobustSet:
 
     @property
     def pvalue(self) -> float:
-        """The joint test's p-value, ``P(chi2(df) > statistic / scale)``: the least level
-        at which the set is empty, i.e. at which the data reject every linear model's
-        invariance (the verdict "rejected" reads it:
-        :func:`~negdro_stats.results.verdicts.invariant_somewhere`)."""
-        return chi2_sf(self.statistic / self.scale, self.df)
+        """The joint test's p-value at the least finite ``b`` found,
+        ``P(chi2(df) > at_fit / scale)`` (:attr:`at_fit`; a set saved before it was
+        kept: at :attr:`statistic`): the least level at which the data reject every
+        finite linear model's invariance (the warnings beside a rejected fit quote it:
+        :func:`~negdro_stats.results.verdicts.no_invariant_model`)."""
+        least = self.at_fit if np.isfinite(self.at_fit) else self.statistic
+        return chi2_sf(least / self.scale, self.df)
 
     @property
     def bounded(self) -> pd.Series:

@@ -37,7 +37,7 @@ def robust_disagrees(res: Results, robust: RobustSet | None) -> list[str]:
     unbounded for a selected coefficient (the rank test is a test at level alpha, and
     the robust set says the data allow other invariant fits).  (Not the intercept, which
     the robust set leaves out: NaN, never "bounded".  A rejected fit beside a set that
-    is not empty is not "rejected": :func:`~.verdicts.invariant_somewhere`.)"""
+    is not empty is not "rejected": :func:`~.verdicts.no_invariant_model`.)"""
     sel = res.selection
     if (robust is None or robust.empty or sel is None or sel.exact
             or res.verdict != "identified"):

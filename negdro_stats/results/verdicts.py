@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._stats import chi2_sf, holm, norm_isf
+from .._stats import holm, norm_isf
 from .._validation import listed
 from ..exceptions import DataError
 from ..inference.robust import ROBUST_TABLE_MAX_P, RobustSet, too_few_moments
@@ -19,7 +19,7 @@ __all__ = ["Problem", "problems", "fit_problems", "fit_warning", "interval_kind"
            "VERDICTS", "gamma_not_used", "risk_alarm", "risks_differ",
            "rests_on_condition_4", "on_condition_4", "rests_on", "rests_on_line",
            "declared", "contradicted", "mean_left_out", "direct_causes",
-           "rows_look_dependent", "rejects_the_fit", "invariant_somewhere"]
+           "rows_look_dependent", "rejects_the_fit", "no_invariant_model"]
 
 VERDICTS = ("identified", "if Condition 4", "not identified", "rejected")
 
@@ -102,7 +102,7 @@ def _problems(res: Results, ident: Any, dependent: str) -> list[Problem]:
             f"each: p = {sel.covariance_shift[2]:.2g}), which cannot give Condition 4 or 6 "
             "beyond |E| - 1 covariates", "the environments shift means only"))
     found += _least_risk_doubts(sel)
-    if sel is not None and sel.no_invariant_fit and invariant_somewhere(res):
+    if sel is not None and sel.no_invariant_fit and not no_invariant_model(res):
         found.append(_no_invariant_fit(res))      # (the J test's suspects are cleared)
     elif sel is not None and sel.rejected:
         found.append(Problem("the J test rejects invariance on the reported support",
@@ -124,7 +124,8 @@ def _problems(res: Results, ident: Any, dependent: str) -> list[Problem]:
             f"the environment risks differ {decisively}at the estimate (p = "
             f"{inv.pvalue:.2g})" + ("" if inv.decisive else
                                     ", and Theorem 6's least-risk fit must have equal risks")
-            + ("" if sel is not None and sel.no_invariant_fit else _somewhere(res)),
+            + ("" if sel is not None and sel.no_invariant_fit or not inv.decisive
+               else _somewhere(res)),
             f"the environments' risks differ {decisively}at the estimate (p = "
             f"{inv.pvalue:.2g})"))
     return found
@@ -132,17 +133,20 @@ def _problems(res: Results, ident: Any, dependent: str) -> list[Problem]:
 
 def _no_invariant_fit(res: Results) -> Problem:
     """The problem where no fit the selection tried is invariant
-    (:attr:`SelectionReport.no_invariant_fit`): the invariance model is rejected (the
-    summary's first line then says the joint robust set is empty), or, where some linear
-    model may be invariant (:func:`invariant_somewhere`), the fit is not identified."""
+    (:attr:`SelectionReport.no_invariant_fit`): the invariance model is rejected
+    (:func:`no_invariant_model`; the summary's first line says the joint robust set is
+    empty, where it is), or the fit is not identified."""
     why, fit = res.selection.no_invariant_fit, f"NegDRO's fit of (9) at gamma = {res.gamma:g}"
-    if (rs := invariant_somewhere(res)) is None:
+    if no_invariant_model(res):
         return Problem(f"no invariant linear model fits: {why}",
                        f"no invariant linear model fits these data: the estimate is {fit}")
+    rs = _joint(res)
     return Problem(
         f"NOT IDENTIFIED: no fit the selection tried is invariant ({why}){_somewhere(res)}",
-        f"not identified: no fit the selection tried is invariant, but some linear model "
-        f"may be (joint test p = {_least(rs)[1]:.2g}); the estimate is {fit}")
+        "not identified: no fit the selection tried is invariant, " + (
+            "and these rows allow no joint test of every b" if rs is None else
+            f"but some linear model may be (joint test p = {rs.pvalue:.2g})")
+        + f"; the estimate is {fit}")
 
 
 def rejects_the_fit(res: Results) -> bool:
@@ -151,50 +155,51 @@ def rejects_the_fit(res: Results) -> bool:
     route, the J test on every support tried or the equal-risk test at the route's fit
     (:attr:`SelectionReport.no_invariant_fit`; the fit reported is then NegDRO's own at
     the model's gamma).  Whether every linear model fails too is
-    :func:`invariant_somewhere`'s question."""
+    :func:`no_invariant_model`'s question."""
     sel = res.selection
     return bool(res.invariance is not None and res.invariance.decisive
                 or sel is not None and sel.invariance_rejected)
 
 
-def invariant_somewhere(res: Results) -> RobustSet | None:
+def no_invariant_model(res: Results) -> bool:
     """The joint robust set (:meth:`NegDROResults.robust_set`, level 0.05, the set the
-    summary prints) where it is not empty: some ``b`` makes every covariate's residual
-    moments and the risks invariant.  A fit that :func:`rejects_the_fit` is then the
-    selection's failure, not the model's, and the environments cannot tell which ``b``
-    is ``beta*`` (the selection tests supports at fixed fits; at small ``n`` or under
-    weak identification each can fail while the full model does not: 7 of 40 samples
-    of ``study_dependent_coverage``'s cl0.6:0:2000 and 3 of 40 i.i.d. samples of its
-    design at n = 200, least ``AR`` 7-26 against the quantile 40, ``beta*`` inside the
-    set in all).  None where the set is empty (a decisive rejection of the fit, and
-    every other ``b`` rejected at 0.05), holds only ``b`` scaled without bound along a
-    covariate no environment shifts (:attr:`RobustSet.finite`: eq. (33) at p = 100 with
-    the outcome's mechanism changed in one environment, least AR 20 at infinity against
-    206), or cannot be computed (too few moment conditions: the fit's rejection
-    stands)."""
+    summary prints) holds no ``b`` with finite coefficients: no ``b`` makes every
+    covariate's residual moments and the risks invariant (:attr:`RobustSet.finite`: a
+    set that holds only ``b`` scaled without bound along a direction whose own moments
+    are invariant does not count; eq. (33) at p = 100 with the outcome's mechanism
+    changed in one environment: least AR 20 at infinity against 206).  Where it does
+    hold some, a fit that :func:`rejects_the_fit` is the selection's failure, not the
+    model's (the selection tests supports at fixed fits; at small ``n`` or under weak
+    identification each can fail while the full model does not: 7 of 40 samples of
+    ``study_dependent_coverage``'s cl0.6:0:2000 and 3 of 40 i.i.d. samples of its design
+    at n = 200, least ``AR`` 7-26 against the quantile 40, ``beta*`` inside the set in
+    all).  False too where the set cannot be computed (too few moment conditions):
+    the supports tried are not every model (random_sem at p = 60, n = 300 x 6: the
+    selection rejected every support of 2 of 150 linear SEMs whose model holds)."""
+    rs = _joint(res)
+    return rs is not None and not rs.finite
+
+
+def _joint(res: Results) -> RobustSet | None:
+    """The joint robust set at its default level, None where the rows allow none."""
     try:
-        rs = res.robust_set()
+        return res.robust_set()
     except DataError:
         return None
-    return rs if rs.finite else None
 
 
 def _somewhere(res: Results) -> str:
-    """The clause that says some linear model may be invariant
-    (:func:`invariant_somewhere`), or ''."""
-    if (rs := invariant_somewhere(res)) is None:
+    """Why the invariance model is not rejected beside a rejected fit (''
+    where it is: :func:`no_invariant_model`)."""
+    if no_invariant_model(res):
         return ""
-    statistic, pvalue = _least(rs)
+    if (rs := _joint(res)) is None:
+        return (", and these rows allow no joint test of every b (too few moment "
+                "conditions: robust_set() says how many), so whether any linear model is "
+                "invariant cannot be told")
     return (f", yet some linear model is not rejected (the least invariance statistic over "
-            f"every b, AR = {statistic:.4g} on {rs.df} df, p = {pvalue:.2g}): the "
-            "environments cannot tell which b is beta*")
-
-
-def _least(rs: RobustSet) -> tuple[float, float]:
-    """The joint statistic at the least finite ``b`` found (:attr:`RobustSet.at_fit`,
-    else the set's statistic) and its p-value."""
-    statistic = rs.at_fit if np.isfinite(rs.at_fit) else rs.statistic
-    return statistic, chi2_sf(statistic / rs.scale, rs.df)
+            f"every b, p = {rs.pvalue:.2g} on {rs.df} df): the environments cannot tell "
+            "which b is beta*")
 
 
 def _rejection_hint(res: Results, dependent: str) -> str:
@@ -482,23 +487,22 @@ def verdict(res: Results) -> str:
     - ``"identified"``: the environment differences determine every coefficient;
     - ``"rejected"``, before all of these: the data reject the reported fit's
       invariance decisively (:func:`rejects_the_fit`, level ``RISK_WARN_LEVEL``,
-      1e-4), and every linear model's too: the joint robust set is empty (its least
-      statistic over every ``b`` exceeds its quantile at level 0.05:
-      :func:`invariant_somewhere`; where the set cannot be computed, the fit's rejection
-      stands).  The invariance model fails (an
+      1e-4), and every linear model's too: the joint robust set holds no finite ``b``
+      (:func:`no_invariant_model`; the rows must allow the set).  The invariance model
+      fails (an
       intervention on the outcome, a missing cause), so no fit is ``beta*`` whatever
       identifies it (the Sachs data: "identified" beside "no invariant linear model is
-      consistent with these data").  Where the fit is rejected but some ``b`` is not,
-      the verdict is "not identified": the fit is not ``beta*``, and the environments
-      cannot tell which ``b`` is.  Not at 0.05: the J test's rejections there are
-      mostly fits close to ``beta*`` (they still warn).
+      consistent with these data").  Where the fit is rejected but some ``b`` is not
+      (or the rows allow no joint test), the verdict is "not identified": the fit is
+      not ``beta*``, and the data cannot tell which ``b`` is.  Not at 0.05: the J
+      test's rejections there are mostly fits close to ``beta*`` (they still warn).
 
     "if Condition 4" does not warn: where Condition 4 holds its fits are close to
     ``beta*``, and a warning that fires on good and bad fits alike teaches users to
     ignore it (measured: docs/design.rst, Measured choices)."""
     sel = res.selection
     if rejects_the_fit(res):
-        return "not identified" if invariant_somewhere(res) else "rejected"
+        return "rejected" if no_invariant_model(res) else "not identified"
     if sel is None:                       # the paper's estimator: Condition 1b alone
         ident = res.identification
         return "identified" if ident is None or ident.holds else "not identified"

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 from pandas.testing import assert_frame_equal
 
-from negdro_stats import IdentificationWarning, LinearSEM, NegDRO, simulate
+from negdro_stats import DataError, IdentificationWarning, LinearSEM, NegDRO, simulate
 from negdro_stats.estimation import solve
 from negdro_stats.estimation.gmm import Cumulant, InvarianceGMM
 from negdro_stats.estimation.options import SolverOptions
@@ -168,6 +168,23 @@ def test_a_model_invariant_only_at_infinity_is_rejected():
     rs = res.robust_set()
     assert not rs.empty and not rs.finite and rs.at_fit > rs.critical
     assert res.verdict == "rejected" and "only at infinity" in repr(rs)
+
+
+def test_a_rejected_fit_where_the_rows_allow_no_joint_test_is_not_identified():
+    """random_sem at p = 60 with 300 rows in each of 6 environments (study_verdicts'
+    design 618): the environments' risks differ decisively at the estimate, but the
+    invariance model holds (a linear SEM), and the rows allow no joint test of every b
+    (too few moment conditions for robust_set).  The fits tried are not every model, so
+    the answer cannot be "rejected" (it was): "not identified", saying why."""
+    sem = simulate.random_sem(60, n_envs=6, n_parents=4, n_children=1, intervened=1.0,
+                              shift="variance", confounding=True, weak_effects=(0.05,),
+                              rng=618)
+    with pytest.warns(IdentificationWarning, match="risks differ decisively"):
+        res = NegDRO(sem.sample(300, rng=10_618), env="env", outcome="Y").fit(n_boot=0)
+    assert res.invariance.decisive and res.verdict == "not identified"
+    with pytest.raises(DataError, match="more moment conditions"):
+        res.robust_set()
+    assert any("allow no joint test of every b" in said for said in res.to_dict()["problems"])
 
 
 def test_algorithm_3s_fall_back_where_no_least_risk_fit_passes_is_not_identified():

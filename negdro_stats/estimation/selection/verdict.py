@@ -128,7 +128,7 @@ def _no_invariant_fit(w: Walked, report: SelectionReport,
     rejects at the route's fit (:meth:`Walked.risk_test`).  Empty where the route's fit
     may be invariant, or where Algorithm 3's fit is reported already (``chosen`` None).
     (Whether any linear model is invariant is the verdict's question, on the joint
-    robust set: :func:`~negdro_stats.results.verdicts.invariant_somewhere`.)"""
+    robust set: :func:`~negdro_stats.results.verdicts.no_invariant_model`.)"""
     if chosen is None:
         return ""
     if report.rejected and report.pvalue < RISK_WARN_LEVEL:
