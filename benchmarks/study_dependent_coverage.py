@@ -14,8 +14,10 @@ rows fitted with ``"HAC"`` (the option where it is not needed).  Sample ``k`` dr
 seed ``80,000 + k``.  Per sample: whether the joint robust set holds ``beta*``
 (``RobustSet.contains``), whether each coefficient's robust interval (KJ) and bootstrap
 percentile interval (``--boot`` replicates: moving blocks or whole clusters) hold its
-``beta*_j``, the parents' and the others' apart, and the share of the parents' robust
-intervals that are bounded (an unbounded one covers trivially).  Prints the coverage with binomial
+``beta*_j``, the parents' and the others' apart, the share of the parents' robust
+intervals that are bounded (an unbounded one covers trivially), and the parents'
+coverage by the intervals the fit reports (``res.conf_int()``: its ``interval_kind``,
+robust / bootstrap / Wald, counted).  Prints the coverage with binomial
 standard errors and writes JSON (date, command) to ``--out`` and the table beside it.
 """
 
@@ -54,12 +56,15 @@ def one_sample(job: tuple) -> dict:
         rs = res.robust_set()
         robust = rs.conf_int().to_numpy().T
         boot = res.conf_int(kind="bootstrap").to_numpy().T
+        shown = res.conf_int().to_numpy().T
     beta = sem.beta_star
     return dict(design=name, sample=k, verdict=res.verdict, joint=bool(rs.contains(beta)),
                 empty=bool(rs.empty), parents=(beta != 0).tolist(),
                 bounded=np.isfinite(robust).all(axis=0).tolist(),
                 robust=((robust[0] <= beta) & (beta <= robust[1])).tolist(),
-                boot=((boot[0] <= beta) & (beta <= boot[1])).tolist())
+                boot=((boot[0] <= beta) & (beta <= boot[1])).tolist(),
+                shown=((shown[0] <= beta) & (beta <= shown[1])).tolist(),
+                kind=res.interval_kind)
 
 
 def _share(flags: list) -> str:
@@ -83,6 +88,19 @@ def _bounded(rows: list) -> str:
     return f"{np.mean(flags):.2f}" if flags else "-"
 
 
+def _shown(rows: list) -> str:
+    """The parents' coverage by the intervals each fit reports (rows before it was kept:
+    '-')."""
+    return _share([c for r in rows if "shown" in r
+                   for c, m in zip(r["shown"], r["parents"], strict=True) if m])
+
+
+def _kinds(rows: list) -> str:
+    """How many fits reported robust / bootstrap / Wald intervals."""
+    kinds = [r.get("kind") for r in rows]
+    return "/".join(str(kinds.count(k)) for k in ("robust", "bootstrap", "wald"))
+
+
 def table(result: dict) -> str:
     lines = [f"{result['command']}  ({result['date']})", "",
              "coverage of beta* (nominal 0.95; binomial s.e. in brackets): the joint robust "
@@ -92,7 +110,7 @@ def table(result: dict) -> str:
              f"{'joint':>12}  "
              f"{'robust parents':>14} {'(range)':>9} {'others':>12} {'(range)':>9}  "
              f"{'boot parents':>12} {'(range)':>9} {'others':>12} {'(range)':>9}  "
-             f"{'bounded':>7}"]
+             f"{'bounded':>7}  {'shown parents':>13} {'kinds r/b/w':>11}"]
     for name in dict.fromkeys(r["design"] for r in result["rows"]):
         rows = [r for r in result["rows"] if r["design"] == name]
         cells = []
@@ -106,7 +124,8 @@ def table(result: dict) -> str:
                      f"{sum(r['verdict'] == 'not identified' for r in rows):7d} "
                      f"{sum(r['empty'] for r in rows):5d} "
                      f"{_share([r['joint'] for r in rows]):>12}  {cells[0]:>24} {cells[1]}  "
-                     f"{cells[2]} {cells[3]}  {_bounded(rows):>7}")
+                     f"{cells[2]} {cells[3]}  {_bounded(rows):>7}  {_shown(rows):>13} "
+                     f"{_kinds(rows):>11}")
     return "\n".join(lines)
 
 
