@@ -162,22 +162,23 @@ def rejects_the_fit(res: Results) -> bool:
 
 
 def no_invariant_model(res: Results) -> bool:
-    """The joint robust set (:meth:`NegDROResults.robust_set`, level 0.05, the set the
-    summary prints) holds no model of ``Y``: no ``b`` makes every covariate's residual
-    moments and the risks invariant (:attr:`RobustSet.finite`: a set that holds only
-    ``b`` far out along a direction whose own moments are invariant does not count; eq.
-    (33) at p = 100 with the outcome's mechanism changed in one environment: least AR
-    20 far out against 206; the outcome scaled by 3 in one of 3 environments, p = 15,
-    100 rows each, 12 seeds: least AR 0.2-1.5 far out, 96-272 at the models), nor does
-    an exact fit's set (it reads every residual below ``EXACT_FIT`` of the outcome's
-    variance as 0, so it cannot tell models apart).  Where it does hold some, a fit that :func:`rejects_the_fit` is the selection's failure, not the
-    model's (the selection tests supports at fixed fits; at small ``n`` or under weak
-    identification each can fail while the full model does not: 7 of 40 samples of
+    """The joint robust set (:meth:`NegDROResults.robust_set`, level 0.05, the set the summary
+    prints) holds no model of ``Y``: no ``b`` makes every covariate's residual moments
+    and the risks invariant (:attr:`RobustSet.finite`: a set that holds only ``b`` far
+    out along a direction whose own moments are invariant does not count; eq. (33) at
+    p = 100 with the outcome's mechanism changed in one environment: least AR 20 far out
+    against 206; the outcome scaled by 3 in one of 3 environments, p = 15, 100 rows
+    each, 12 seeds: least AR 0.2-1.5 far out, 96-272 at the models), nor does an exact
+    fit's set (it reads every residual below ``EXACT_FIT`` of the outcome's variance as
+    0, so it cannot tell models apart). Where it does hold some, a fit that
+    :func:`rejects_the_fit` is the selection's failure, not the model's (the selection
+    tests supports at fixed fits; at small ``n`` or under weak identification each can
+    fail while the full model does not: 7 of 40 samples of
     ``study_dependent_coverage``'s cl0.6:0:2000 and 3 of 40 i.i.d. samples of its design
     at n = 200, least ``AR`` 7-26 against the quantile 40, ``beta*`` inside the set in
-    all).  False too where the set cannot be computed (too few moment conditions):
-    the supports tried are not every model (random_sem at p = 60, n = 300 x 6: the
-    selection rejected every support of 2 of 150 linear SEMs whose model holds)."""
+    all). False too where the set cannot be computed (too few moment conditions): the
+    supports tried are not every model (random_sem at p = 60, n = 300 x 6: the selection
+    rejected every support of 2 of 150 linear SEMs whose model holds)."""
     rs = _joint(res)
     return rs is not None and (rs.exact or not rs.finite)
 
