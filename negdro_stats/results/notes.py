@@ -40,7 +40,7 @@ def robust_disagrees(res: Results, robust: RobustSet | None) -> list[str]:
     is not empty is not "rejected": :func:`~.verdicts.no_invariant_model`.)"""
     sel = res.selection
     if (robust is None or robust.empty or sel is None or sel.exact
-            or res.verdict != "identified"):
+            or res.verdict == "rejected"):
         return []
     if not sel.identified or sel.undetermined:
         return []
