@@ -164,7 +164,7 @@ class MultiEnvData:
         """Pickled and copied without the resamplers' sorted copy of the rows and what
         depends on :attr:`dependence` (made again on use)."""
         return {k: v for k, v in self.__dict__.items()
-                if k not in ("_sorted_rows", "_margin_blocks", "_within", "long_run",
+                if k not in ("_sorted_rows", "_margin_blocks", "_dependent_rows",
                              "_dependent", "_units")}
 
     def __setstate__(self, state: dict) -> None:
@@ -770,42 +770,48 @@ class MultiEnvData:
             n.append(c.sum())
         return self._working(self._moments_of(weighted, np.array(n, dtype=np.float64)))
 
-    @cached_property
+    @property
     def _within(self) -> list[int | Clusters]:
         """How each environment's rows (sorted, :attr:`_sorted_rows`) hang together, for
         the long-run covariance and the bootstrap: its :class:`Clusters`, or its lags,
         chosen once for the data (:meth:`Dependence.lags` of the scores of every
         covariate and ``r`` at the pooled least-squares fit), as a bandwidth is; 0 for
         independent rows."""
-        dependence = self.dependence
-        if dependence is None:
+        if self.dependence is None:
             return [0] * self.moments.n_envs
-        if dependence.groups is not None:
-            codes = self._need_rows("cov_type='cluster'").codes
-            groups = dependence.groups[np.argsort(codes, kind="stable")]
-            bounds = self._sorted_rows[1]
-            return [Clusters.of(groups[a:b]) for a, b in zip(bounds[:-1], bounds[1:],
-                                                             strict=True)]
-        return [dependence.lags(W) for W in self._pooled_scores(
-            "The long-run covariance's lags")]
+        return self._dependent_rows[0]
 
-    @cached_property
+    @property
     def long_run(self) -> LongRun | None:
         """How the rows' dependence enters every test (:class:`~negdro_stats.data.
         dependence.LongRun`): per environment the long-run share of the covariance of
         the scores of every covariate and ``r`` at the pooled least-squares fit (where
         the lags are chosen), the factor of the score covariances' Gaussian form, and
         the degrees of freedom of the long-run covariance; None for independent rows."""
+        return None if self.dependence is None else self._dependent_rows[1]
+
+    @cached_property
+    def _dependent_rows(self) -> tuple[list[int | Clusters], LongRun]:
+        """:attr:`_within` and :attr:`long_run` of dependent rows, from one pass over
+        the rows (the scores at the pooled least-squares fit)."""
         dependence = self.dependence
-        if dependence is None:
-            return None
-        scores = self._pooled_scores("The long-run share")
-        return LongRun(
+        assert dependence is not None                       # (read only for them)
+        scores = self._pooled_scores("The long-run covariance")
+        if dependence.groups is not None:
+            codes = self._need_rows("cov_type='cluster'").codes
+            groups = dependence.groups[np.argsort(codes, kind="stable")]
+            bounds = self._sorted_rows[1]
+            within: list[int | Clusters] = [
+                Clusters.of(groups[a:b]) for a, b in zip(bounds[:-1], bounds[1:],
+                                                         strict=True)]
+        else:
+            within = [dependence.lags(W) for W in scores]
+        return within, LongRun(
             np.array([long_run_share(np.cov(W, rowvar=False, bias=True),
-                                     dependence.long_run_cov(W, within))
-                      for W, within in zip(scores, self._within, strict=True)]),
-            np.array([dependence.dof(len(W), within)
-                      for W, within in zip(scores, self._within, strict=True)]))
+                                     dependence.long_run_cov(W, w))
+                      for W, w in zip(scores, within, strict=True)]),
+            np.array([dependence.dof(len(W), w)
+                      for W, w in zip(scores, within, strict=True)]))
 
     def _pooled_scores(self, what: str) -> list[FloatArray]:
         """:meth:`_environment_scores` of every covariate and ``r`` at the pooled
