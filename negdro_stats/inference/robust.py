@@ -208,7 +208,7 @@ class RobustSet:
         moments are invariant (a covariate no environment shifts, scaled up), the
         criterion falls towards the limit at infinity and the CUE slides there; such a
         ``b``'s residual is the covariates' variation, not a model of ``Y``
-        (:attr:`finite`).
+        (:attr:`holds_model`).
     estimate : Series
         The CUE, the centre of the per-coefficient search (original units).
     lower, upper : Series
@@ -391,7 +391,7 @@ class RobustSet:
         return bool(self.statistic > self.critical)
 
     @property
-    def finite(self) -> bool:
+    def holds_model(self) -> bool:
         """Some ``b`` that is a model of ``Y`` is in the set: the CUE criterion
         (:attr:`at_fit`) is below the quantile, not only far out (a set saved before it
         was kept: not :attr:`empty`)."""
@@ -480,7 +480,7 @@ class RobustSet:
         return out
 
     def __repr__(self) -> str:
-        state = ("empty" if self.empty else "not empty only far out" if not self.finite
+        state = ("empty" if self.empty else "not empty only far out" if not self.holds_model
                  else "not empty" if "_intervals" not in self.__dict__
                  else "no interval" if self.lower.isna().all()
                  else "bounded" if self.bounded.loc[self.lower.notna()].all()

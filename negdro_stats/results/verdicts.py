@@ -164,7 +164,7 @@ def rejects_the_fit(res: Results) -> bool:
 def no_invariant_model(res: Results) -> bool:
     """The joint robust set (:meth:`NegDROResults.robust_set`, level 0.05, the set the summary
     prints) holds no model of ``Y``: no ``b`` makes every covariate's residual moments
-    and the risks invariant (:attr:`RobustSet.finite`: a set that holds only ``b`` far
+    and the risks invariant (:attr:`RobustSet.holds_model`: a set that holds only ``b`` far
     out along a direction whose own moments are invariant does not count; eq. (33) at
     p = 100 with the outcome's mechanism changed in one environment: least AR 20 far out
     against 206; the outcome scaled by 3 in one of 3 environments, p = 15, 100 rows
@@ -180,7 +180,7 @@ def no_invariant_model(res: Results) -> bool:
     supports tried are not every model (random_sem at p = 60, n = 300 x 6: the selection
     rejected every support of 2 of 150 linear SEMs whose model holds)."""
     rs = _joint(res)
-    return rs is not None and (rs.exact or not rs.finite)
+    return rs is not None and (rs.exact or not rs.holds_model)
 
 
 def _joint(res: Results) -> RobustSet | None:

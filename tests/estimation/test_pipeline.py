@@ -166,7 +166,7 @@ def test_a_model_invariant_only_at_infinity_is_rejected():
     with pytest.warns(IdentificationWarning):
         res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
     rs = res.robust_set()
-    assert not rs.empty and not rs.finite and rs.at_fit > rs.critical
+    assert not rs.empty and not rs.holds_model and rs.at_fit > rs.critical
     assert res.verdict == "rejected" and "only far out" in repr(rs)
 
 
