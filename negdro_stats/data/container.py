@@ -584,17 +584,22 @@ class MultiEnvData:
             raise DataError(f"{what} needs the rows; this model was built from moments.")
         return self._rows
 
-    def risk_variances(self, b: FloatArray) -> tuple[FloatArray, FloatArray]:
+    def risk_variances(self, b: FloatArray, score_cov: Callable | None = None
+                       ) -> tuple[FloatArray, FloatArray]:
         """Per environment the risk ``R_e(b)`` (mean of ``r^2``, ``r = y - b^T x``, ``b`` in
         model order with the intercept) and the variance of its estimate,
         ``Var_e(r^2) / n_e``: from the fourth moments where the moments carry them (every
         source up to :data:`~negdro_stats.data.fourth.MAX_P` covariates), else from the rows
         (one chunked pass); from blocks only, the between-block variance of the block
-        risks (ratio-estimator form, ``K / (K - 1)`` corrected)."""
+        risks (ratio-estimator form, ``K / (K - 1)`` corrected).  With dependent rows the
+        long-run variance of ``r^2`` (``r``'s score) from ``score_cov`` (a fit's,
+        :meth:`score_cov_of_fit`; :meth:`score_cov` by default), over the rows the
+        test counts (:meth:`~negdro_stats.data.dependence.LongRun.rows`)."""
         E, fourth = self.moments.n_envs, self.moments.fourth
-        if self.dependence is not None:      # the long-run variance of r^2 (r's score)
+        if self.dependence is not None:
             R = risk_variances(self.moments, b)[0]
-            return R, self.score_cov(b, [RESIDUAL])[:, 0, 0] / self.moments.n
+            var = (score_cov or self.score_cov)(b, np.array([RESIDUAL]))[:, 0, 0]
+            return R, var / self._dependent_rows[1].rows(self.moments.n, 1)
         if fourth is not None:               # R from every row, Var(r^2) from the sample
             return risk_variances(self.moments, b)
         if self.blocks is not None and self._rows is None:

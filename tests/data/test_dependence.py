@@ -408,6 +408,27 @@ def test_a_fit_computes_each_long_run_covariance_once_per_b(monkeypatch):
     assert data.with_dependence(Dependence("HAC")) is data.with_dependence(Dependence("HAC"))
 
 
+def test_the_fits_equal_risk_test_is_the_selections_at_its_fit(monkeypatch):
+    """The equal-risk test a fit reports (``res.invariance``, read by the verdict) is the
+    one the selection computes at the same ``b``: the long-run variance of ``r^2`` over
+    the rows a test counts (the Wishart count), from the fit's kept covariances."""
+    from negdro_stats.estimation.selection.walk import Walked
+    seen, risk_test = [], Walked.risk_test
+
+    def spied(self, mom, b):
+        test = risk_test(self, mom, b)
+        seen.append((mom is self.std, test.pvalue))
+        return test
+
+    monkeypatch.setattr(Walked, "risk_test", spied)
+    for seed in range(3):
+        sem = simulate.random_sem(6, n_envs=3, rng=seed)
+        res = _fit(sem.sample(1500, rng=seed, serial=0.6), cov_type="HAC")
+        at_fit = [p for on_sample, p in seen if on_sample]
+        assert res.invariance.pvalue == pytest.approx(at_fit[-1], rel=1e-8)
+        seen.clear()
+
+
 def test_the_long_run_share_is_the_mean_inflation_of_the_scores_variance():
     """``tr(iid^{-1} S) / q``: c where the long-run covariance is c times the i.i.d. one,
     the rank's share where that is singular; for AR(1) rows with rho = 0.7 between
