@@ -16,10 +16,22 @@ n_e)^{1/3}`` with ``alpha(1) = sum_a 4 rho_a^2 s_a^4 / ((1 - rho_a)^6 (1 + rho_a
 sum_a s_a^4 / (1 - rho_a)^4`` over the standardised score components ``a`` (their lag-1
 autocorrelation ``rho_a`` and innovation variance ``s_a^2``): about 1 for independent
 rows, 40 at n_e = 2,000 where every component has autocorrelation 0.8 (a fixed rule such as
-``4 (n / 100)^{2/9}``, 7 there, recovers about half of that long-run variance).  The data
-choose L once per environment, from the scores of every covariate and ``r`` at the pooled
-least-squares fit, and keep it for every ``b``, as a bandwidth is kept
-(:attr:`~negdro_stats.MultiEnvData._within`).
+``4 (n / 100)^{2/9}``, 7 there, recovers about half of that long-run variance).  Where
+L > 0 the kernel is applied to the scores prewhitened component by component (Andrews and
+Monahan 1992, with a diagonal filter): ``u_t = w_t - D w_{t-1}``, ``D = diag(rho_a)`` the
+components' lag-1 autoregression coefficients (within ``+-RHO_MAX``), and the kernel's
+estimate for ``u`` is recoloured, ``S = (I - D)^{-1} S_u (I - D)^{-1}``: the long-run
+covariance of any such filter's output is exactly that, so only the kernel's bias
+changes, and it falls on the weak dependence left in ``u`` instead of the strong one in
+``w``.  (Measured on AR(1) components with coefficient 0.8 and the plug-in L: the kernel
+alone averaged 0.88 of the long-run variance at n_e = 2,000 and 0.94 at 20,000,
+prewhitened 0.99 at both, its sd up by a tenth at most; on AR(1) rows at 0.8, 2,000 per
+environment, the joint robust set held ``beta*`` in 86.5% of 200 samples without and
+94% with.)  L stays the plug-in's for ``w``: more lags than ``u`` needs, a little
+less bias for a little more variance, and the moving blocks of the bootstrap need the
+dependence of the rows themselves.  The data choose L once per environment, from the
+scores of every covariate and ``r`` at the pooled least-squares fit, and keep it for
+every ``b``, as a bandwidth is kept (:attr:`~negdro_stats.MultiEnvData._within`).
 
 The package's score covariances are the Gaussian form at each ``b`` plus a term held
 fixed while ``b`` moves (:class:`~negdro_stats.estimation.gmm.Cumulant`).  With dependent
@@ -153,7 +165,7 @@ class Dependence:
         if Z.shape[1] == 0 or n < 3:
             return 0
         a, b = Z[1:], Z[:-1]
-        rho = np.clip((a * b).sum(axis=0) / (b * b).sum(axis=0), -RHO_MAX, RHO_MAX)
+        rho = ar1(Z)
         s4 = ((a - rho * b) ** 2).mean(axis=0) ** 2
         alpha = (4.0 * rho**2 * s4 / ((1 - rho) ** 6 * (1 + rho) ** 2)).sum() / (
             s4 / (1 - rho) ** 4).sum()
@@ -164,25 +176,33 @@ class Dependence:
         """``n Var(mean of W)`` for the scores ``W`` (n, q) of one environment, rows in
         order, ``within`` the environment's :class:`Clusters` or, for a time series, its
         lags L (None: :meth:`lags` of ``W``).  A time series' is the Bartlett-kernel
-        estimator (module docstring); its weight ``1 - |t - s| / (L + 1)`` on ``w_t
-        w_s^T`` is the share of the ``n + L`` windows of ``L + 1`` consecutive rows (the
-        rows padded by L zeros at each end) that hold both, so the estimate is ``A^T A /
-        (n (L + 1))`` for ``A`` the windows' sums: one product of the size of ``W^T W``,
-        whatever L."""
+        estimator of the prewhitened scores ``u``, recoloured (module docstring); its
+        weight ``1 - |t - s| / (L + 1)`` on ``u_t u_s^T`` is the share of the ``n + L``
+        windows of ``L + 1`` consecutive rows (the rows padded by L zeros at each end)
+        that hold both, so the estimate is ``A^T A / (n (L + 1))`` for ``A`` the windows'
+        sums: one product of the size of ``U^T U``, whatever L."""
         W = W - W.mean(axis=0)
         n = len(W)
         if isinstance(within, Clusters):
             sums = np.add.reduceat(W[within.order], within.starts, axis=0)
             return sums.T @ sums / n * (within.G / max(within.G - 1, 1))
-        L = min(self.lags(W) if within is None else within, n - 1)
-        if L <= 0:
+        L = self.lags(W) if within is None else within
+        if L <= 0 or n < 3:
             return W.T @ W / n
+        rho = ar1(W)
+        U = W[:-1] * -rho                          # prewhitened: u_t = w_t - rho w_{t-1}
+        U += W[1:]
+        U -= U.mean(axis=0)
+        W, n = U, n - 1
+        L = min(L, n - 1)
         c = np.zeros((n + 1, W.shape[1]))
         np.cumsum(W, axis=0, out=c[1:])            # c[t] = w_0 + ... + w_{t-1}
         head = c[1:L + 1]                          # the windows cut by the start,
         inner = c[L + 1:] - c[:n - L]              # those within the rows,
         tail = c[n] - c[n - L:n]                   # and those cut by the end
-        return (head.T @ head + inner.T @ inner + tail.T @ tail) / (n * (L + 1.0))
+        recolour = 1.0 / (1.0 - rho)
+        return ((head.T @ head + inner.T @ inner + tail.T @ tail) / (n * (L + 1.0))
+                * np.multiply.outer(recolour, recolour))
 
     def dof(self, n: int, within: int | Clusters) -> float:
         """The degrees of freedom of :meth:`long_run_cov` of ``n`` rows (module
@@ -277,6 +297,15 @@ def dependence_from_user(cov_type: str, cov_kwds: Mapping[str, Any] | None, owne
     if maxlags is not None:
         maxlags = check_int(maxlags, "maxlags", owner, min_val=0)
     return Dependence("HAC", maxlags)
+
+
+def ar1(W: FloatArray) -> FloatArray:
+    """Each column's lag-1 autoregression coefficient (rows in order, columns centred),
+    within ``+-RHO_MAX``; 0 for a constant column."""
+    a, b = W[1:], W[:-1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = np.einsum("ij,ij->j", a, b) / np.einsum("ij,ij->j", b, b)
+    return np.clip(np.nan_to_num(rho), -RHO_MAX, RHO_MAX)
 
 
 def serial_correlation(r: FloatArray) -> float:
