@@ -504,7 +504,7 @@ class NegDROResults(BootstrapViews, Saveable):
             "nobs": {str(e): n if math.isinf(n) else int(n) for e, n in self.nobs_env.items()},
             "route": self.solver.refit, "verdict": self.verdict,
             "rests_on": {"covariates": list(self.rests_on), "said": rests_on_line(self),
-                         "declared": self.declared, "own_conditions": self._own_conditions()},
+                         "declared": self.declared, **self._least_risk_tests()},
             "declarations": self.declarations and self.declarations.to_dict(),
             "problems": fit_problems(self), "converged": self.converged,
             "identification": None if self.identification is None else {
@@ -518,15 +518,19 @@ class NegDROResults(BootstrapViews, Saveable):
             "settings": self.settings,
         })
 
-    def _own_conditions(self) -> dict | None:
-        """:attr:`SelectionReport.focused_test` for :meth:`to_dict` (None where not run):
-        how strongly the data back each selected covariate's own invariance condition,
-        which a child of the outcome that an environment shifts moves."""
+    def _least_risk_tests(self) -> dict:
+        """For :meth:`to_dict`, two tests of the least-risk fit (None where not run): each
+        selected covariate's own invariance condition (:attr:`SelectionReport.
+        focused_test`), which a child of the outcome that an environment shifts moves, and
+        the contrast of its OLS coefficients (:attr:`SelectionReport.contrast_test`),
+        which hidden confounding moves."""
         sel = self.selection
-        if sel is None or not np.isfinite(sel.focused_test[2]):
-            return None
-        J, df, pvalue, name = sel.focused_test
-        return {"covariate": name, "statistic": J, "df": df, "pvalue_bonferroni": pvalue}
+        J, df, pvalue, name = (np.nan, 0, np.nan, "") if sel is None else sel.focused_test
+        H, h_df, h_pvalue = (np.nan, 0, np.nan) if sel is None else sel.contrast_test
+        return {"own_conditions": {"covariate": name, "statistic": J, "df": df,
+                                   "pvalue_bonferroni": pvalue} if np.isfinite(pvalue) else None,
+                "ols_contrast": {"statistic": H, "df": h_df, "pvalue": h_pvalue}
+                if np.isfinite(h_pvalue) else None}
 
     def summary(self, alpha: float = 0.05, show: str | None = None,
                 ci_method: str = "percentile", intervals: str = "auto",

@@ -248,7 +248,7 @@ def _least_risk_doubts(sel: Any) -> list[Problem]:
 def _narrow(sel: Any) -> Problem:
     """The problem of a least-risk fit whose invariance the data cannot tell
     (:attr:`SelectionReport.narrow`): the focused test where it rejects, else the
-    omnibus one."""
+    contrast, else the omnibus test."""
     J, df, pvalue, member = sel.focused_test
     tail = "so no interval conditional on Condition 4 is given"
     if pvalue < sel.test_level:
@@ -259,6 +259,16 @@ def _narrow(sel: Any) -> Problem:
             f"{sel.test_level:g}): {member} may be a child of the outcome that an "
             f"environment shifts; {tail}",
             f"{member}'s own invariance test gives p = {pvalue:.2g} < alpha")
+    H, df, pvalue = sel.contrast_test
+    if pvalue < sel.test_level:
+        return Problem(
+            f"cannot tell whether the least-risk fit is beta*: the invariance conditions "
+            f"on its support move the coefficients it takes from pooled OLS (Hausman "
+            f"contrast H = {H:.3g} on {df} df, p = {pvalue:.2g}, below alpha = "
+            f"{sel.test_level:g}): hidden confounding, under which neither Condition 4 nor "
+            f"6 makes pooled OLS beta*, or a wrong support; {tail}",
+            f"the invariance conditions move its OLS coefficients (contrast p = "
+            f"{pvalue:.2g} < alpha)")
     J, df, pvalue, level = sel.fixed_test
     return Problem(
         f"cannot tell whether the least-risk fit is invariant: its invariance test "

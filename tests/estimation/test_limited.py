@@ -475,6 +475,55 @@ def test_each_selected_covariates_own_condition_decides_the_verdict():
     assert sem.beta_star[24] != 0 and even.selection.focused_test[2] > 0.5
 
 
+def test_a_least_risk_fit_that_the_invariance_conditions_move_is_not_identified():
+    """Hidden confounding between Y and its parents, 500 rows in each of 4 environments
+    that shift every covariate weakly: the rank test leaves the support undetermined, and
+    the least-risk fit is pooled OLS on X3, X4, X7, X8 -- biased (error 0.85, its Wald
+    intervals hold none of the three parents), though both invariance tests at that fixed
+    fit pass (p = 0.30 and 0.43; it was "if Condition 4").  The invariance GMM on the same
+    support moves the OLS coefficients (Hausman contrast p = 0.01), which no condition
+    allows of the least-risk fit: "not identified", said in the problems and
+    ``to_dict()``.  Without confounding, least-risk fits of right supports keep "if
+    Condition 4" and a contrast far from the level."""
+    sem = simulate.random_sem(8, n_envs=4, confounding=True, rng=0)
+    with pytest.warns(IdentificationWarning, match="move its OLS coefficients"):
+        res = NegDRO(sem.sample(500, rng=90_000), env="env", outcome="Y").fit(n_boot=0)
+    sel = res.selection
+    H, df, pvalue = sel.contrast_test
+    assert sel.estimator == "ols" and df == res.support.sum() == 4
+    assert pvalue < 0.05 < min(sel.fixed_test[2], sel.focused_test[2]) and sel.narrow
+    assert res.verdict == "not identified" and not sel.least_risk
+    assert np.linalg.norm(res.params.to_numpy() - sem.beta_star) > 0.5
+    assert any("Hausman contrast" in said for said in res.to_dict()["problems"])
+    assert res.to_dict()["rests_on"]["ols_contrast"] == {"statistic": H, "df": df,
+                                                         "pvalue": pvalue}
+    for seed in (6, 9):
+        sem = simulate.random_sem(10, n_envs=3, intervened=0.5, shift_downstream=True,
+                                  rng=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = NegDRO(sem.sample(2000, rng=seed), env="env", outcome="Y").fit(n_boot=0)
+        assert res.verdict == "if Condition 4" and res.selection.contrast_test[2] > 0.5
+        assert np.linalg.norm(res.params.to_numpy() - sem.beta_star) < 0.05
+
+
+def test_the_hausman_contrast_along_some_directions():
+    """Along every direction it is the plain contrast; along a projector, the contrast
+    of those directions alone, on as many df as they span, and none where they are
+    not contrasted."""
+    from negdro_stats.estimation.gmm import GMMFit
+    from negdro_stats.estimation.selection.exogeneity import hausman
+    A = np.random.default_rng(0).standard_normal((3, 3))
+    fit = GMMFit(support=np.arange(3), b=np.array([1.0, 2.0, 3.0]), info=A @ A.T + np.eye(3),
+                 J=0.0, df=1, pvalue=1.0, identified=True)
+    b_ols = np.array([1.5, 1.0, 3.5])
+    assert_allclose(hausman(fit, b_ols, np.eye(3)), hausman(fit, b_ols), rtol=1e-10)
+    Q = np.diag([1.0, 0.0, 0.0])
+    H, df, _ = hausman(fit, b_ols, Q)
+    assert df == 1 and H == pytest.approx(0.25 / np.linalg.inv(fit.info)[0, 0])
+    assert hausman(fit, b_ols, np.zeros((3, 3))) == (0.0, 0, 1.0)
+
+
 def test_a_small_environment_that_alone_could_show_a_shift_is_named():
     """``study_condition4.py``'s unequal_envs seed 18: every child of Y is shifted only
     in a 150-row environment beside three of 2,000; the fit keeps the child X36, left

@@ -18,13 +18,13 @@ from ...data.moments import Moments, block
 from ...identification.determined import covariance_shift
 from ..gmm import N_POPULATION, GMMFit, InvarianceGMM
 from ..objective import env_risks
-from .exogeneity import ExogenousSupport, critical_value, pooled_ols, pooled_t
+from .exogeneity import ExogenousSupport, critical_value, hausman, pooled_ols, pooled_t
 from .rank import null_count
 from .walk import Walked
 
 __all__ = ["ConstrainedLS", "invariant_ls", "InvariantOLS", "Readings", "invariant_ols",
            "decisive_level", "held_out_risks", "FixedFits", "reliable_instruments",
-           "least_risk_fit", "own_condition_test", "contest"]
+           "least_risk_fit", "ols_contrast", "own_condition_test", "contest"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -515,6 +515,31 @@ def least_risk_fit(w: Walked, fit: GMMFit | None, ols: ExogenousSupport | None, 
         lambda keep, f=f: constrained(f.support, f.b, keep).b, variances=w.risk_variances)
         for f in (linear, own)))
     return (own, readings) if readings.own_predicts_better else (linear, None)
+
+
+def ols_contrast(w: Walked, inv: InvariantOLS) -> tuple:
+    """:attr:`SelectionReport.contrast_test`: along the directions where the least-risk
+    fit ``inv`` is pooled OLS (every direction of an OLS fit, ``I - P`` of a constrained
+    one), the Hausman contrast (:func:`~.exogeneity.hausman`) of OLS against the
+    invariance GMM on the same support -- the instruments whose first stage informs
+    ``b_S`` (:meth:`InvarianceGMM.relevant`), the weight at the reported fit (one step:
+    a score test at it, robust to the drift of the continuously updated fit where the
+    environments barely move ``b_S``) -- ``(H, df, pvalue)``.  Without hidden
+    confounding both are consistent there; with it OLS is not, and neither Condition 4
+    nor 6 makes the fit ``beta*`` (under 6 the least-risk fit is the invariant one).  NaN
+    where nothing is contrasted: the empty support, every direction determined, no
+    instrument informs ``b_S``.  (Measured on "if Condition 4" fits: docs/design.rst,
+    Measured choices.)"""
+    S, none = inv.support, (np.nan, 0, np.nan)
+    along = np.eye(len(S)) if inv.ils is None else np.eye(len(S)) - inv.ils.projector
+    if not len(S) or (inv.ils is not None and inv.determined == len(S)):
+        return none
+    b = np.zeros(w.std.p)
+    b[S] = inv.b
+    informed = FixedFits(w, w.instruments).gmm_on(S, inv.b).relevant(S, w.alpha)
+    if informed is None:
+        return none
+    return hausman(informed.fit_at(S, b), inv.b, along)
 
 
 def own_condition_test(w: Walked, inv: InvariantOLS) -> tuple:

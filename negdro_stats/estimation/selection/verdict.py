@@ -25,6 +25,7 @@ from .least_risk import (
     contest,
     invariant_ls,
     least_risk_fit,
+    ols_contrast,
     own_condition_test,
     reliable_instruments,
 )
@@ -168,6 +169,7 @@ class Decision:
     identified: bool = True
     fixed: tuple | None = None
     focused: tuple = (np.nan, 0, np.nan, "")
+    contrast: tuple = (np.nan, 0, np.nan)
     constrained: ConstrainedLS | None = None
     contested: tuple = ()
     rival: tuple = ()
@@ -193,7 +195,7 @@ def _report(w: Walked, rank: RankTest, d: Decision, undetermined: tuple,
         and not fit.pvalue >= w.alpha,
         identified=d.identified, undetermined=undetermined,
         fixed_test=(np.nan, 0, np.nan, np.nan) if d.fixed is None else d.fixed,
-        focused_test=d.focused,
+        focused_test=d.focused, contrast_test=d.contrast,
         stand_ins=tuple((names[j], names[k]) for j, k in standing), test_level=w.alpha,
         contested=d.contested, rival=d.rival,
         left_open=() if w.recentre is not None else tuple(
@@ -310,6 +312,7 @@ def _least_risk_decision(w: Walked, fit: GMMFit | None, inv, verdict: str,
     decision = Decision(
         route="negdro" if identified else "not identified", estimator=inv.estimator,
         focused=own_condition_test(w, inv) if recentre is None else (np.nan, 0, np.nan, ""),
+        contrast=ols_contrast(w, inv) if recentre is None else (np.nan, 0, np.nan),
         reason=verdict + f". Reported: {how}, the invariant fit with the smallest pooled "
         f"risk (the invariance conditions at that fixed fit: J = {J:.3g} on {df} "
         f"df, p = {pv:.2g}, accepted at level alpha / p = {level:.2g})", fit=fit,
