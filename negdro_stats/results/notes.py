@@ -209,7 +209,9 @@ def selection_notes(res: Results, kind: str) -> list[str]:
             f"{pvalue:.3g}, accepted at level alpha / p = {level:.2g}." + (
                 "" if on_4 else "  The linear reading of invariance chooses "
                 f"{listed(sel.contested[0], 5) or 'the empty support'} (the warning above): "
-                "the data cannot tell which holds." if sel.contested else "  This is beta* "
+                "the data cannot tell which holds." if sel.contested else
+                "  The data cannot tell whether it is beta* (the warning above)."
+                if sel.narrow else "  This is beta* "
                 "if every child of the outcome is among the intervened covariates (Condition "
                 "4) or, with hidden confounding, Condition 6 holds, which the data cannot "
                 "check."),
