@@ -202,12 +202,15 @@ class RobustSet:
         ``statistic > critical``.
     at_fit : float
         The least criterion at the fits that are models of ``Y``: the joint CUE, the
-        residual moments' CUE and the reported fit, each where its pooled risk is below
-        ``FAR_OUT`` times the outcome's pooled second moment (infinite where none is;
-        NaN in a set saved before it was kept).  Far out, along a direction whose own
-        moments are invariant (a covariate no environment shifts, scaled up), the
-        criterion falls towards the limit at infinity and the CUE slides there; such a
-        ``b``'s residual is the covariates' variation, not a model of ``Y``
+        residual moments' CUE, their GMM with the weight at the reported fit (fixed, it
+        cannot slide far out: on a linear SEM with t5 noise, p = 60, where both CUEs did
+        and the reported fit is Algorithm 3's, it found 27 against the quantile 119,
+        where the verdict had been "rejected") and the reported fit, each where its
+        pooled risk is below ``FAR_OUT`` times the outcome's pooled second moment
+        (infinite where none is; NaN in a set saved before it was kept).  Far out, along
+        a direction whose own moments are invariant (a covariate no environment shifts,
+        scaled up), the criterion falls towards the limit at infinity and the CUE slides
+        there; such a ``b``'s residual is the covariates' variation, not a model of ``Y``
         (:attr:`holds_model`).
     estimate : Series
         The CUE, the centre of the per-coefficient search (original units).
@@ -708,7 +711,10 @@ def _inverted(std: Moments, b0: FloatArray, R: np.ndarray, K: FloatArray, *,
     best = min((joint.fit_cue(every, start=x) for x in (cue.b, b0)), key=lambda f: f.J)
     statistic = min(best.J, profile.limit)       # the least may lie at infinity
     weights = std.pooled_weights()
-    models = [x for x in (best.b, cue.b, b0)
+    # the models of Y among the searches' fits, and the residual moments' GMM with the
+    # weight at the reported fit: fixed, it does not slide far out as the CUEs can
+    two_step = moments_only.fit_at(every, b0).b
+    models = [x for x in (best.b, cue.b, two_step, b0)
               if weights @ isserlis_parts(std, x, R)[4] <= FAR_OUT * (weights @ std.syy)]
     subvector = _Subvector(profile, joint, alpha, df_sub, test, least=statistic,
                            joint_critical=critical, scale=factor)
