@@ -184,6 +184,21 @@ def _std_coef_rule(res: Results) -> str:
         ", root mean squares about the pooled means" if res.fit_intercept else "")
 
 
+def _least_risk_reading(sel: Any) -> str:
+    """What a least-risk fit that is not "if Condition 4" is: one of two readings that
+    the data cannot tell apart, a fit the data cannot tell invariant (the warning says
+    why), or ``beta*`` under Condition 4 or 6."""
+    if sel.contested:
+        return (f"  The linear reading of invariance chooses "
+                f"{listed(sel.contested[0], 5) or 'the empty support'} (the warning above): "
+                "the data cannot tell which holds.")
+    if sel.narrow:
+        return "  The data cannot tell whether it is beta* (the warning above)."
+    return ("  This is beta* if every child of the outcome is among the intervened "
+            "covariates (Condition 4) or, with hidden confounding, Condition 6 holds, which "
+            "the data cannot check.")
+
+
 def selection_notes(res: Results, kind: str) -> list[str]:
     """How the support and the coefficients were chosen (the first notes)."""
     sel = res.selection
@@ -206,15 +221,8 @@ def selection_notes(res: Results, kind: str) -> list[str]:
             f"{_std_coef_rule(res)}.  The environment differences do not "
             "determine the coefficients, so the support is the one, among those whose "
             f"{fitted}.  Test at the reported fit: J = {J:.3g}, df = {df}, p = "
-            f"{pvalue:.3g}, accepted at level alpha / p = {level:.2g}." + (
-                "" if on_4 else "  The linear reading of invariance chooses "
-                f"{listed(sel.contested[0], 5) or 'the empty support'} (the warning above): "
-                "the data cannot tell which holds." if sel.contested else
-                "  The data cannot tell whether it is beta* (the warning above)."
-                if sel.narrow else "  This is beta* "
-                "if every child of the outcome is among the intervened covariates (Condition "
-                "4) or, with hidden confounding, Condition 6 holds, which the data cannot "
-                "check."),
+            f"{pvalue:.3g}, accepted at level alpha / p = {level:.2g}."
+            + ("" if on_4 else _least_risk_reading(sel)),
         ]
     elif sel is not None and sel.estimator != "negdro":
         notes = [
