@@ -26,7 +26,7 @@ import numpy as np
 
 from .._json import jsonable
 from .._resampling import replicate
-from .._stats import chi2_sf
+from .._stats import chi2_sf, norm_isf, norm_sf
 from .._typing import FloatArray
 from .._validation import warn_user
 from ..data import risk_variances
@@ -66,6 +66,52 @@ class RiskInvarianceTest:
     pvalue: float
     risks: FloatArray
     envs: tuple
+    variances: FloatArray
+    weights: FloatArray
+
+    @property
+    def deviations(self) -> FloatArray:
+        """Each environment's risk relative to the pooled risk, ``R_e / R - 1`` with ``R =
+        sum_e (n_e / n) R_e`` (0 where every risk is 0)."""
+        pooled = float(self.weights @ self.risks)
+        return self.risks / pooled - 1.0 if pooled > 0 else np.zeros_like(self.risks)
+
+    @property
+    def delta(self) -> float:
+        """How far from invariant the risks are: ``max_e |R_e / R - 1|``, the smallest
+        tolerance ``delta`` with every environment's risk within ``delta`` of the pooled
+        one, at this ``b``."""
+        return float(np.max(np.abs(self.deviations)))
+
+    def equivalence_pvalue(self, delta: float) -> float:
+        """p-value of the equivalence test of H0: ``max_e |R_e / R - 1| >= delta`` against
+        "invariant up to ``delta``": per environment the two one-sided tests of
+        ``|R_e / R - 1| >= delta`` (TOST, delta method, ``b`` fixed), and the largest of
+        their p-values (intersection-union: level ``alpha`` without a multiplicity
+        correction, since "invariant up to ``delta``" needs every environment)."""
+        se = self._deviation_se()
+        d = self.deviations
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = np.maximum(norm_sf((delta - d) / se), norm_sf((delta + d) / se))
+        p = np.where(se > 0, p, (np.abs(d) >= delta).astype(float))
+        return float(np.max(p))
+
+    @property
+    def delta_upper(self) -> float:
+        """Upper confidence bound of :attr:`delta` at level ``1 - RISK_TEST_LEVEL``: the
+        smallest tolerance at which :meth:`equivalence_pvalue` is below the level,
+        ``max_e (|R_e / R - 1| + z se_e)``."""
+        z = norm_isf(RISK_TEST_LEVEL)
+        return float(np.max(np.abs(self.deviations) + z * self._deviation_se()))
+
+    def _deviation_se(self) -> FloatArray:
+        """Standard errors of :attr:`deviations` by the delta method (the risks'
+        estimates independent between environments, with :attr:`variances`)."""
+        pooled = float(self.weights @ self.risks)
+        if pooled <= 0:
+            return np.zeros_like(self.risks)
+        J = np.eye(len(self.risks)) / pooled - np.outer(self.risks, self.weights) / pooled**2
+        return np.sqrt(J**2 @ self.variances)
 
     @property
     def rejects(self) -> bool:
@@ -83,13 +129,19 @@ class RiskInvarianceTest:
 
     def to_dict(self) -> dict:
         """Plain JSON values: the statistic, its degrees of freedom and p-value."""
-        return jsonable({"statistic": self.statistic, "df": self.df, "pvalue": self.pvalue})
+        return jsonable({"statistic": self.statistic, "df": self.df, "pvalue": self.pvalue,
+                         "delta": self.delta, "delta_upper": self.delta_upper,
+                         "delta_level": 1.0 - RISK_TEST_LEVEL})
 
     def __str__(self) -> str:
         verdict = ("evidence against risk invariance" if self.rejects
                    else "no evidence against risk invariance")
         return (f"Equal environment risks at the estimate: chi2({self.df}) = "
-                f"{self.statistic:.3g}, p = {self.pvalue:.3g} ({verdict}).")
+                f"{self.statistic:.3g}, p = {self.pvalue:.3g} ({verdict}).  Every "
+                f"environment's risk is within {percent(self.delta)} of the pooled risk "
+                f"(upper {1 - RISK_TEST_LEVEL:.0%} bound {percent(self.delta_upper)}: "
+                "an equivalence test of invariance up to that tolerance rejects "
+                f"at {RISK_TEST_LEVEL:g}).")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -209,23 +261,31 @@ class IdentificationReport:
         return self.summary()
 
 
+def percent(x: float) -> str:
+    """A relative tolerance as a percentage, to two significant digits."""
+    return f"{100 * x:.2g}%" if x < 10 else f"{100 * x:.0f}%"
+
+
 def risk_invariance_test(risks: FloatArray, variances: FloatArray,
-                         envs: tuple) -> RiskInvarianceTest:
+                         mom: Moments) -> RiskInvarianceTest:
     """See :class:`RiskInvarianceTest`; inputs are per-environment risks ``R_e(b)`` and the
-    variances of their estimates (``Var_e(r^2) / n_e`` from rows, or between blocks)."""
-    E = len(envs)
+    variances of their estimates (``Var_e(r^2) / n_e`` from rows, or between blocks), and
+    the moments they come from (the environments and their shares of the rows)."""
+    E = mom.n_envs
     R = np.asarray(risks, dtype=np.float64)
     W = 1.0 / np.maximum(variances, 1e-300)
     RW = (W @ R) / W.sum()
     T = float(W @ (R - RW) ** 2)
     return RiskInvarianceTest(statistic=T, df=E - 1, pvalue=chi2_sf(T, E - 1),
-                              risks=R, envs=envs)
+                              risks=R, envs=mom.envs,
+                              variances=np.asarray(variances, dtype=np.float64),
+                              weights=mom.pooled_weights())
 
 
 def risk_test_at(mom: Moments, b: FloatArray) -> RiskInvarianceTest:
     """The equal-risk test at ``b`` from the moments alone
     (:func:`~negdro_stats.data.risk_variances`)."""
-    return risk_invariance_test(*risk_variances(mom, b), mom.envs)
+    return risk_invariance_test(*risk_variances(mom, b), mom)
 
 
 def identification_report(

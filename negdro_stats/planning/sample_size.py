@@ -638,7 +638,7 @@ def plan_sample_size(
                                            "env", outcome=sem.names[0])
             mom, score_cov = data.moments, data.score_cov
             risk_test = lambda mom, b: risk_invariance_test(  # noqa: E731
-                *data.risk_variances(b), mom.envs)
+                *data.risk_variances(b), mom)
         ident = check_condition_1b(mom)
         bound = (_bootstrap_bound(mom, n_rows, margin_boot, margin_alpha, child)
                  if margin_boot else np.nan)

@@ -16,6 +16,7 @@ import numpy as np
 from statsmodels.iolib.table import SimpleTable
 
 from .._validation import listed
+from ..identification.report import percent
 from ..inference.robust import RobustSet
 from ..inference.stratified import SHOWN_FREQ
 from .labels import COV_SHORT, METHOD_LABELS, REFIT_LABELS, REFIT_SHORT, VERDICT_LABELS
@@ -191,9 +192,12 @@ def _header_table(res: Results, kind: str, detail: bool) -> tuple[SimpleTable, i
          f"{ident.relative_margin:.3g} {condition_1b(res)}"),
         ("Invariance test p:", "n/a" if np.isnan(p_inv) else f"{p_inv:.3g}"),
         ("Equal risks p:", "n/a" if np.isnan(p_risk) else f"{p_risk:.3g}"),
+        ("Risks within:", "n/a" if res.invariance is None else
+         f"{percent(res.invariance.delta)} (bound {percent(res.invariance.delta_upper)})"),
         ("Converged:", "yes" if res.converged else "NO"),
     ]
     right += [("", "")] * (len(left) - len(right))
+    left += [("", "")] * (len(right) - len(left))
     if detail:
         left += [("Solver:", METHOD_LABELS[(res.solver.method, res.solver.inner)]),
                  ("gamma:", f"{res.gamma:g}" + ("" if used else " (not used)")),

@@ -382,7 +382,7 @@ class Walked:
 
     def risk_test(self, mom: Moments, b: FloatArray) -> RiskInvarianceTest:
         """The equal-risk test at ``b`` on ``mom`` (:meth:`risk_variances`)."""
-        return risk_invariance_test(*self.risk_variances(mom, b), mom.envs)
+        return risk_invariance_test(*self.risk_variances(mom, b), mom)
 
 
 def _cumulant_at(std: Moments, rows_cov: Callable, b: FloatArray, cols: np.ndarray,

@@ -1,0 +1,88 @@
+"""How far from invariant: the equivalence test of risks equal up to a relative tolerance
+(:attr:`RiskInvarianceTest.delta`, :meth:`~RiskInvarianceTest.equivalence_pvalue`), on
+simulated designs whose tolerance is known."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from negdro_stats import MultiEnvData, NegDRO, simulate
+from negdro_stats.data import risk_variances
+from negdro_stats.identification.report import RISK_TEST_LEVEL, risk_invariance_test
+
+BETA = np.array([1.0, -0.5, 0.3])
+
+
+def _rows(rng, n, scales, noise):
+    """Y = X beta + s_e eps: at beta the risks are s_e^2 Var(eps), so their tolerance is
+    known; covariates with unequal spreads, noise normal or t(9) (scaled to variance 1)."""
+    parts = []
+    for e, (n_e, s) in enumerate(zip(n, scales, strict=True)):
+        X = rng.standard_normal((n_e, 3)) * (1.0 + 0.5 * e)
+        eps = (rng.standard_normal(n_e) if noise == "normal"
+               else rng.standard_t(9, n_e) / np.sqrt(9 / 7))
+        part = pd.DataFrame(X, columns=["X1", "X2", "X3"])
+        part["Y"], part["env"] = X @ BETA + s * eps, e
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True)
+
+
+def _known_delta(n, scales):
+    share = np.asarray(n) / np.sum(n)
+    risks = np.asarray(scales, dtype=float) ** 2
+    return float(np.max(np.abs(risks / (share @ risks) - 1.0)))
+
+
+@pytest.mark.parametrize("noise", ["normal", "t9"])
+@pytest.mark.parametrize("n, scales", [((2000, 2000, 2000), (1.0, 1.0, 1.1)),
+                                       ((400, 900, 1500), (1.2, 1.0, 1.0))])
+def test_the_equivalence_test_has_its_size_at_a_known_tolerance(noise, n, scales):
+    """At the true tolerance the test of "invariant up to delta" rejects at most at its
+    level (it is the boundary of its null), and its upper bound covers the tolerance as
+    often; at twice the tolerance it rejects nearly always, at half of it hardly ever.
+    With t(9) noise the rows' fourth moments carry it (the Gaussian form of Var(r^2)
+    would be 0.6 of the right one, and the test oversized)."""
+    delta, reps = _known_delta(n, scales), 300
+    rng = np.random.default_rng(2024)
+    rejects, covers, twice, half = [], [], [], []
+    for _ in range(reps):
+        data = MultiEnvData.from_frame(_rows(rng, n, scales, noise), "env", outcome="Y")
+        test = risk_invariance_test(*data.risk_variances(BETA), data.moments)
+        rejects.append(test.equivalence_pvalue(delta) < RISK_TEST_LEVEL)
+        covers.append(test.delta_upper >= delta)
+        twice.append(test.equivalence_pvalue(2 * delta) < RISK_TEST_LEVEL)
+        half.append(test.equivalence_pvalue(delta / 2) < RISK_TEST_LEVEL)
+    band = 3 * np.sqrt(RISK_TEST_LEVEL * (1 - RISK_TEST_LEVEL) / reps)
+    assert np.mean(rejects) <= RISK_TEST_LEVEL + band
+    assert np.mean(covers) >= 1 - RISK_TEST_LEVEL - band
+    assert np.array_equal(rejects, ~np.array(covers))    # the bound inverts the test
+    assert np.mean(twice) >= 0.9 and np.mean(half) <= RISK_TEST_LEVEL
+
+
+def test_the_tolerance_is_exact_in_the_population_and_zero_at_an_exact_fit():
+    """Population moments (every variance 0): the bound is the tolerance itself; risks
+    that are all 0 (an exact fit) are invariant to any tolerance."""
+    sem = simulate.example3("limited")
+    data = MultiEnvData.from_moments(sem.moments())
+    risks = risk_variances(data.moments, np.ones(data.moments.p))[0]
+    test = risk_invariance_test(risks, np.zeros_like(risks), data.moments)
+    assert test.delta_upper == pytest.approx(test.delta) and test.delta > 0
+    exact = risk_invariance_test(np.zeros(2), np.zeros(2), data.moments)
+    assert exact.delta == exact.delta_upper == 0.0 and exact.equivalence_pvalue(0.01) == 0.0
+
+
+def test_the_fit_reports_how_far_from_invariant_in_its_summary_and_dict():
+    """The fit's equal-risk test carries the tolerance; the summary's header and
+    ``to_dict()`` read that one number.  On an exactly invariant design (eq. (33)) the
+    bound shrinks with n; scaling the outcome's noise in one environment moves it."""
+    invariant = {n: NegDRO(simulate.eq33(p=5).sample(n, rng=3), env="env", outcome="Y")
+                 .fit(n_boot=0).invariance for n in (500, 20_000)}
+    assert invariant[20_000].delta_upper < invariant[500].delta_upper < 0.5
+    df = simulate.eq33(p=5).sample(20_000, rng=3)
+    noisy = df["env"] == df["env"].iloc[-1]
+    df.loc[noisy, "Y"] += 1.5 * np.random.default_rng(0).standard_normal(noisy.sum())
+    res = NegDRO(df, env="env", outcome="Y").fit(n_boot=0)
+    assert res.invariance.delta > invariant[20_000].delta_upper
+    assert res.to_dict()["invariance"]["delta_upper"] == pytest.approx(
+        res.invariance.delta_upper)
+    assert f"{100 * res.invariance.delta:.2g}%" in str(res.summary())
