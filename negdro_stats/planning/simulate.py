@@ -21,16 +21,19 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from .._validation import check_int, check_option, check_rng
+from .._validation import check_int, check_option, check_rng, check_scalar
 from ..exceptions import DataError
 from .design import Intervention, LinearSEM
 
 __all__ = ["example2", "example3", "eq33", "appendix_f2", "random_sem",
-           "dense_second_moments", "misspecified_sensors", "SENSOR_TRAIN", "SENSOR_HELD_OUT"]
+           "dense_second_moments", "misspecified_sensors", "shifted_parents_sensors",
+           "SENSOR_TRAIN", "SHIFTED_TRAIN", "SENSOR_HELD_OUT"]
 
 # the environments of misspecified_sensors: (sibling gain, sibling noise scale, shift of
 # the children of Y); the held-out ones move the gains strongly
 SENSOR_TRAIN = ((1.0, 1.0, 0.0), (1.3, 1.2, 0.5), (0.8, 1.1, -0.5), (1.2, 1.4, 1.0))
+# ... and of shifted_parents_sensors' training environments, the siblings' gains moved more
+SHIFTED_TRAIN = ((1.0, 1.0, 0.0), (1.6, 1.2, 0.5), (0.6, 1.1, -0.5), (1.3, 1.4, 1.0))
 SENSOR_HELD_OUT = ((2.5, 2.0, 2.0), (-0.5, 2.5, -2.0), (3.0, 3.0, 3.0))
 _LAWS = ("linear", "tanh", "cos2", "product")
 
@@ -388,3 +391,83 @@ def misspecified_sensors(n: int = 2000, *, seed: int = 0,
     train, held_out = frame(SENSOR_TRAIN), frame(SENSOR_HELD_OUT)
     return train, held_out, dict(kinds=dict(zip(names, kinds, strict=True)),
                                  mechanisms=d["mechanisms"], parents=names[:k])
+
+
+def shifted_parents_sensors(n: int = 2000, *, seed: int = 0, parent_shift: float = 1.0,
+                            ) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """Sensor data that no linear SEM describes, with the outcome's parents shifted: rows of
+    four training environments and three held-out ones, and the design's facts.
+
+    ``seed`` draws a design: 4-7 parents, inputs set by the experimenter (uniform on
+    [-1.5, 1.5]); ``Y`` a sum of their mechanisms -- linear, saturating (``1.5 tanh``), a
+    cos^2 law (``2 cos^2(0.8 x)``) or a gain (``x (1 + 0.3 x')``, ``x'`` another parent)
+    -- plus a product of two of them and noise; 2-4 siblings, sensors that read the same
+    mechanisms with loadings of their own (some through ``tanh``), a gain and a noise
+    scale set by the environment; 1-2 children of ``Y`` with additive shifts; 1-3
+    noise covariates.  In training, three parents are shifted (their means moved by
+    ``parent_shift`` times 1-1.5, or their spread multiplied by ``1 + parent_shift``; one
+    or two parents an environment) and the siblings' gains (:data:`SHIFTED_TRAIN`); the
+    held-out environments leave the
+    parents as in the first (observational) one and move only the siblings' gains
+    (:data:`SENSOR_HELD_OUT`) and the children.  No linear model is exactly invariant
+    (the linear misfit of ``Y`` on its parents moves with their distribution); OLS on
+    the parents loses little out of sample, a fit that reads the siblings a great deal.
+
+    Returns ``(train, held_out, facts)`` as :func:`misspecified_sensors`."""
+    n = check_int(n, "n", "shifted_parents_sensors", min_val=2)
+    parent_shift = check_scalar(parent_shift, "parent_shift", "shifted_parents_sensors",
+                                min_val=0)
+    rng = np.random.default_rng(check_int(seed, "seed", "shifted_parents_sensors"))
+    k, m, c, z = (int(rng.integers(lo, hi)) for lo, hi in ((4, 8), (2, 5), (1, 3), (1, 4)))
+    beta = rng.choice([-1, 1], k) * rng.uniform(0.5, 1.2, k)
+    laws = rng.choice(["linear", "tanh", "cos2", "gain"], k)
+    other = (np.arange(k) + 1 + rng.integers(0, k - 1, k)) % k     # a gain's other parent
+    pair = rng.choice(k, 2, replace=False)
+    product = 0.5 * rng.choice([-1, 1])
+    loads = rng.uniform(0.3, 1.5, (m, k)) * (rng.random((m, k)) < 0.7)
+    saturates = rng.random(m) < 0.5
+    child_gains = rng.choice([-1, 1], c) * rng.uniform(0.5, 1.0, c)
+    moved = rng.choice(k, 3, replace=False)
+    shifts = np.zeros((len(SHIFTED_TRAIN), k, 2))              # (mean shift, spread) per env
+    shifts[:, :, 1] = 1.0
+    for e in range(1, len(SHIFTED_TRAIN)):
+        for j in rng.choice(moved, int(rng.integers(1, 3)), replace=False):
+            if rng.random() < 0.5:
+                shifts[e, j, 0] = parent_shift * rng.choice([-1, 1]) * rng.uniform(1.0, 1.5)
+            else:
+                shifts[e, j, 1] = 1.0 + parent_shift
+    rows = np.random.default_rng(20_000 + seed)
+    kinds = ["parent"] * k + ["sibling"] * m + ["child"] * c + ["noise"] * z
+    names = [f"X{j + 1}" for j in range(len(kinds))]
+
+    def mechanisms(P: np.ndarray) -> np.ndarray:
+        law = {"linear": lambda j: P[:, j], "tanh": lambda j: 1.5 * np.tanh(P[:, j]),
+               "cos2": lambda j: 2.0 * np.cos(0.8 * P[:, j]) ** 2,
+               "gain": lambda j: P[:, j] * (1.0 + 0.3 * P[:, other[j]])}
+        return np.column_stack([law[str(laws[j])](j) for j in range(k)])
+
+    def frame(exposures, parent_shifts) -> pd.DataFrame:
+        parts = []
+        for e, (gain, noise, shift) in enumerate(exposures):
+            P = (parent_shifts[e, :, 0]
+                 + parent_shifts[e, :, 1] * rows.uniform(-1.5, 1.5, (n, k)))
+            G = mechanisms(P) * beta
+            y = (G.sum(axis=1) + product * P[:, pair[0]] * P[:, pair[1]]
+                 + 0.5 * rows.standard_normal(n))
+            S = G @ loads.T
+            S[:, saturates] = 2.0 * np.tanh(S[:, saturates] / 2.0)
+            S = gain * S + 0.4 * noise * rows.standard_normal((n, m))
+            C = (np.outer(y, child_gains) + 0.5 * rows.standard_normal((n, c))
+                 + shift * (1.0 + rows.standard_normal((n, c))))
+            part = pd.DataFrame(np.column_stack([P, S, C, rows.standard_normal((n, z))]),
+                                columns=names)
+            part.insert(0, "Y", y)
+            part["env"] = e
+            parts.append(part)
+        return pd.concat(parts, ignore_index=True)
+
+    observational = np.broadcast_to(shifts[0], (len(SENSOR_HELD_OUT), k, 2))
+    train, held_out = frame(SHIFTED_TRAIN, shifts), frame(SENSOR_HELD_OUT, observational)
+    return train, held_out, dict(kinds=dict(zip(names, kinds, strict=True)),
+                                 mechanisms=[str(x) for x in laws], parents=names[:k],
+                                 shifted=[names[j] for j in sorted(moved)])
