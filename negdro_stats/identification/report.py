@@ -23,10 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import optimize, stats
 
 from .._json import jsonable
 from .._resampling import replicate
-from .._stats import chi2_sf, norm_isf, norm_sf
+from .._stats import chi2_isf, chi2_sf, norm_isf, norm_sf
 from .._typing import FloatArray
 from .._validation import warn_user
 from ..data import risk_variances
@@ -45,6 +46,7 @@ __all__ = ["IdentificationReport", "RiskInvarianceTest", "identification_report"
 
 RISK_TEST_LEVEL = 0.05   # the equal-risk test's verdict ("evidence against ...")
 RISK_WARN_LEVEL = 1e-4   # ... decisive: a warning at fit time (RiskInvarianceTest.decisive)
+DETECT_POWER = 0.8       # the power at which a detectable departure is quoted
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -104,6 +106,15 @@ class RiskInvarianceTest:
         z = norm_isf(RISK_TEST_LEVEL)
         return float(np.max(np.abs(self.deviations) + z * self._deviation_se()))
 
+    @property
+    def detectable(self) -> float:
+        """The departure from invariance these environments can detect: the smallest
+        relative difference ``d`` of any one environment's risk from the others' that the
+        test detects with probability :data:`DETECT_POWER` (:func:`detectable_departure`,
+        at these risks' variances)."""
+        return detectable_departure(self.variances / max(float(self.weights @ self.risks),
+                                                          1e-300) ** 2)
+
     def _deviation_se(self) -> FloatArray:
         """Standard errors of :attr:`deviations` by the delta method (the risks'
         estimates independent between environments, with :attr:`variances`)."""
@@ -141,7 +152,7 @@ class RiskInvarianceTest:
                 f"environment's risk is within {percent(self.delta)} of the pooled risk "
                 f"(upper {1 - RISK_TEST_LEVEL:.0%} bound {percent(self.delta_upper)}: "
                 "an equivalence test of invariance up to that tolerance rejects "
-                f"at {RISK_TEST_LEVEL:g}).")
+                f"at {RISK_TEST_LEVEL:g}).  {detectable_sentence(self.detectable)}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -259,6 +270,43 @@ class IdentificationReport:
 
     def __str__(self) -> str:
         return self.summary()
+
+
+def detectable_departure(relative_variances: FloatArray) -> float:
+    """The smallest ``d`` such that the equal-risk test (level :data:`RISK_TEST_LEVEL`)
+    detects with probability :data:`DETECT_POWER` one environment's risk at ``(1 + d) R``
+    beside the others' at ``R``, whichever environment departs; ``relative_variances``
+    are the variances of the risks' estimates over ``R^2`` (``Var(r^2) / (n_e R^2)``, ``2 /
+    n_e`` for centred Gaussian residuals).  Environment ``e`` departing gives the
+    noncentrality ``d^2 W_e W_o / (W_e + W_o)``, ``W_e = 1 / (v_e (1 + d)^2)`` (its
+    residuals scaled with its risk), ``W_o`` the sum of the others' ``1 / v_f``,
+    against the chi2(|E| - 1) critical value; infinite where that stays below what the
+    power needs however large ``d`` (``1 / v_e``, its limit, too small: few rows)."""
+    v = np.asarray(relative_variances, dtype=np.float64)
+    if np.any(v <= 0):
+        return 0.0
+    df = len(v) - 1
+    critical = chi2_isf(RISK_TEST_LEVEL, df)
+    needed = optimize.brentq(lambda lam: stats.ncx2.sf(critical, df, lam) - DETECT_POWER,
+                             1e-9, 1e4)
+
+    def shortfall(d: float, e: int) -> float:
+        W_e, W_o = 1.0 / (v[e] * (1.0 + d) ** 2), np.sum(1.0 / np.delete(v, e))
+        return d**2 * W_e * W_o / (W_e + W_o) - needed
+
+    if needed >= 1.0 / v.max():
+        return np.inf
+    return max(optimize.brentq(shortfall, 0.0, 1e9, args=(e,)) for e in range(len(v)))
+
+
+def detectable_sentence(d: float) -> str:
+    """:func:`detectable_departure` in words."""
+    if not np.isfinite(d):
+        return ("At these sizes the test cannot detect a departure of one environment's "
+                f"risk with {DETECT_POWER:.0%} power, however large (too few rows).")
+    return (f"At these sizes the test detects ({DETECT_POWER:.0%} power) one environment's "
+            f"risk {percent(d)} above the others'; smaller departures from invariance can "
+            "pass unseen.")
 
 
 def percent(x: float) -> str:

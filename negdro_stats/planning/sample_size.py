@@ -59,7 +59,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -259,6 +259,11 @@ class SamplePlan:
         :meth:`LinearSEM.check_identification
         <negdro_stats.planning.design.LinearSEM.check_identification>` of the planned design
         (population moments): which conditions identify ``beta*``.
+    detectable : ndarray or None, shape (k,)
+        Per candidate ``n``, the departure from invariance the fit's equal-risk test
+        detects with 80% power at ``beta*``: one environment's risk that much (relative)
+        above the others' (:attr:`RiskInvarianceTest.detectable
+        <negdro_stats.identification.RiskInvarianceTest.detectable>`, Gaussian rows).
     """
 
     n: IntArray
@@ -275,6 +280,7 @@ class SamplePlan:
     seconds: float = float("nan")
     verdicts: np.ndarray | None = None
     design: DesignReport | None = None
+    detectable: FloatArray | None = None
 
     @property
     def reps(self) -> int:
@@ -320,7 +326,8 @@ class SamplePlan:
         """Per candidate ``n``: median, mean, 80% quantile and RMS of the error, the
         probabilities of the right support and of showing the margin, the median
         relative margin, and the shares of fits whose verdict is "identified" and "if
-        Condition 4" (:attr:`verdicts`)."""
+        Condition 4" (:attr:`verdicts`), and the departure from invariance the equal-risk
+        test detects (:attr:`detectable`)."""
         err = self.errors
         return pd.DataFrame({
             "median_error": np.median(err, axis=1),
@@ -333,6 +340,7 @@ class SamplePlan:
             **({} if self.verdicts is None else {
                 "p_identified": (self.verdicts == "identified").mean(axis=1),
                 "p_if_condition_4": (self.verdicts == "if Condition 4").mean(axis=1)}),
+            **({} if self.detectable is None else {"detectable": self.detectable}),
         }, index=pd.Index(self.n, name="n per env"))
 
     def required_n(self, target_error: float | None = None, *, power: float = 0.8,
@@ -459,6 +467,10 @@ class SamplePlan:
                     else "shift approximation from the replicates' spread; optimistic "
                     "near the threshold, see margin_boot)."),
                  *self._design_lines(),
+                 *([] if self.detectable is None else [
+                     "detectable: the smallest departure from invariance the fit's "
+                     "equal-risk test detects (80% power): one environment's risk that much "
+                     "above the others'; smaller ones pass as invariant."]),
                  self.to_frame().to_string(float_format=lambda x: f"{x:.4g}")]
         if self.gaussian_approximation:
             lines.append("Note: the design has non-Gaussian noise; its moments were drawn as "
@@ -670,7 +682,9 @@ def plan_sample_size(
                       margin_alpha=margin_alpha, tol=DEFAULT_TOL, draw=draw,
                       gaussian_approximation=draw == "moments" and not sem.is_gaussian,
                       failed=failed, seconds=time.perf_counter() - start,
-                      verdicts=verdicts, design=design)
+                      verdicts=verdicts, design=design,
+                      detectable=np.array([_detectable(population, k, beta_star)
+                                           for k in grid]))
 
 
 def _fit_verdict(out: SolverOutput, ident: IdentificationResult,
@@ -679,6 +693,12 @@ def _fit_verdict(out: SolverOutput, ident: IdentificationResult,
     would give this fit (the one rule, :func:`negdro_stats.results.verdicts.verdict`)."""
     return verdict(SimpleNamespace(selection=out.selection, identification=ident,
                                    invariance=invariance, declarations=None))
+
+
+def _detectable(population: Moments, n: int, b: FloatArray) -> float:
+    """:attr:`SamplePlan.detectable` at ``n`` rows per environment."""
+    rows = replace(population, n=np.full(population.n_envs, float(n)))
+    return risk_test_at(rows, b).detectable
 
 
 def _bootstrap_bound(mom: Moments, n: int, draws: int, alpha: float,

@@ -34,15 +34,20 @@ class PathResult(Saveable):
         ``Phi_mu(b)`` at each estimate (its gamma's objective).
     invariance_pvalue : pandas.Series
         p-value of the equal-risk test at each estimate (NaN without rows).
+    delta, delta_upper : pandas.Series
+        How far from invariant each estimate is, with its upper 95% bound
+        (:attr:`RiskInvarianceTest.delta <negdro_stats.identification.RiskInvarianceTest.delta>`;
+        NaN without rows).
     refit : pandas.Series of str
         How each estimate's coefficients were computed (``SolverOutput.refit``).
     """
 
     def __init__(self, *, gammas, params, support, risks, objective, invariance_pvalue,
-                 refit) -> None:
+                 delta, delta_upper, refit) -> None:
         self.gammas = np.asarray(gammas, dtype=np.float64)
         self.params, self.support, self.risks = params, support, risks
         self.objective, self.invariance_pvalue = objective, invariance_pvalue
+        self.delta, self.delta_upper = delta, delta_upper
         self.refit = refit
 
     @classmethod
@@ -59,16 +64,20 @@ class PathResult(Saveable):
             invariance_pvalue=pd.Series(
                 [np.nan if r.invariance is None else r.invariance.pvalue for r in fits],
                 index=idx, name="equal-risk p"),
+            **{name: pd.Series([getattr(r.invariance, name, np.nan) for r in fits],
+                               index=idx, name=name) for name in ("delta", "delta_upper")},
             refit=pd.Series([r.solver.refit for r in fits], index=idx, name="refit"))
 
     def to_frame(self) -> pd.DataFrame:
         """One row per gamma: support size, worst and mean environment risk, ``Phi_mu``,
-        the equal-risk p-value and the refit; the coefficients are in ``params``."""
+        the equal-risk p-value, how far from invariant (:attr:`delta` and its bound) and
+        the refit; the coefficients are in ``params``."""
         return pd.DataFrame({"selected": self.support.sum(axis=1),
                              "max risk": self.risks.max(axis=1),
                              "mean risk": self.risks.mean(axis=1),
                              "Phi_mu": self.objective,
                              "equal-risk p": self.invariance_pvalue,
+                             "risks within": self.delta, "bound": self.delta_upper,
                              "refit": self.refit.map(lambda r: REFIT_LABELS.get(r, r))})
 
     def summary(self) -> NegDROSummary:

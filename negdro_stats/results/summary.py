@@ -375,15 +375,17 @@ def path_summary(path: Any) -> NegDROSummary:
     names = path.support.columns
     rows = [[f"{row['selected']:d}", fmt_num(row["max risk"]), fmt_num(row["mean risk"]),
              fmt_num(row["Phi_mu"]), "n/a" if np.isnan(row["equal-risk p"])
-             else f"{row['equal-risk p']:.3g}", row["refit"]]
-            for _, row in frame.iterrows()]
-    table = grid(rows, ["selected", "max risk", "mean risk", "Phi_mu", "risk p",
+             else f"{row['equal-risk p']:.3g}", "n/a" if np.isnan(row["risks within"])
+             else percent(row["risks within"]), REFIT_SHORT.get(refit, refit)]
+            for (_, row), refit in zip(frame.iterrows(), path.refit, strict=True)]
+    table = grid(rows, ["selected", "max risk", "mean risk", "Phi_mu", "risk p", "within",
                         "refit"], [f"{g:g}" for g in path.gammas], "gamma")
     supports = {tuple(names[m]) for m in path.support.to_numpy()}
     smry = NegDROSummary()
     smry.tables = [table]
-    notes = ["risk p = p-value of the equal-risk test at the estimate; coefficients: "
-             ".params, supports: .support."]
+    notes = ["risk p = p-value of the equal-risk test at the estimate; within = every "
+             "environment's risk within that share of the pooled risk (upper 95% bounds: "
+             ".delta_upper); coefficients: .params, supports: .support."]
     if len(supports) == 1 and (path.refit != "negdro").all():
         notes.append("Every gamma selected the same support "
                      f"({', '.join(map(str, next(iter(supports)))) or 'none'}); with the "

@@ -8,7 +8,12 @@ import pytest
 
 from negdro_stats import MultiEnvData, NegDRO, simulate
 from negdro_stats.data import risk_variances
-from negdro_stats.identification.report import RISK_TEST_LEVEL, risk_invariance_test
+from negdro_stats.identification.report import (
+    RISK_TEST_LEVEL,
+    detectable_departure,
+    risk_invariance_test,
+)
+from negdro_stats.planning import plan_sample_size
 
 BETA = np.array([1.0, -0.5, 0.3])
 
@@ -86,3 +91,30 @@ def test_the_fit_reports_how_far_from_invariant_in_its_summary_and_dict():
     assert res.to_dict()["invariance"]["delta_upper"] == pytest.approx(
         res.invariance.delta_upper)
     assert f"{100 * res.invariance.delta:.2g}%" in str(res.summary())
+
+
+def test_the_detectable_departure_is_detected_with_its_power():
+    """``detectable``: one environment's risk that much above the others' is detected by
+    the equal-risk test with 80% power, whichever environment departs (here the
+    smallest, the hardest); half of it far less often.  The plan quotes it per n, and it
+    shrinks like 1 / sqrt(n)."""
+    n, reps = (400, 900, 1500), 300
+    rng = np.random.default_rng(7)
+    first = MultiEnvData.from_frame(_rows(rng, n, (1.0, 1.0, 1.0), "normal"), "env",
+                                    outcome="Y")
+    d = risk_invariance_test(*first.risk_variances(BETA), first.moments).detectable
+    # Gaussian residuals: Var(r^2) / R^2 = 2 per row (the sample's estimate of it, from
+    # 400-1,500 rows, has a relative s.d. of about 0.2, so d's about 0.1)
+    assert d == pytest.approx(detectable_departure(2.0 / np.array(n)), rel=0.3)
+    power = {}
+    for share in (1.0, 0.5):
+        scales = (np.sqrt(1.0 + share * d), 1.0, 1.0)
+        hits = []
+        for _ in range(reps):
+            data = MultiEnvData.from_frame(_rows(rng, n, scales, "normal"), "env", outcome="Y")
+            hits.append(risk_invariance_test(*data.risk_variances(BETA), data.moments).rejects)
+        power[share] = np.mean(hits)
+    assert power[1.0] >= 0.8 - 3 * np.sqrt(0.16 / reps) and power[0.5] < 0.6
+    plan = plan_sample_size(simulate.example3("strong"), [2000, 8000], reps=2, rng=0,
+                            verbose=False).to_frame()["detectable"]
+    assert plan.iloc[1] == pytest.approx(plan.iloc[0] / 2, rel=0.1)

@@ -351,7 +351,10 @@ def test_fit_path():
     frame = path.to_frame()
     assert list(frame.index) == [0, 1, 5, 20, 60] and (frame["selected"] >= 1).all()
     assert (frame["max risk"] >= frame["mean risk"]).all()
-    assert frame["equal-risk p"].iloc[0] < 0.05 and "Phi_mu (paper)" in own
+    assert frame["equal-risk p"].iloc[0] < 0.05 and (frame["refit"] == "Phi_mu (paper)").all()
+    rows = [line.split() for line in own.splitlines() if line.split()[:1] == ["60"]]
+    assert rows and rows[0][-1] == "Phi_mu"                      # the table's short label
+    assert frame["risks within"].iloc[0] > frame["bound"].iloc[2] > frame["risks within"].iloc[2]
 
 
 def test_gamma_auto_is_gone():
