@@ -139,10 +139,12 @@ class RiskInvarianceTest:
         return bool(self.pvalue < RISK_WARN_LEVEL)
 
     def to_dict(self) -> dict:
-        """Plain JSON values: the statistic, its degrees of freedom and p-value."""
+        """Plain JSON values: the statistic, its degrees of freedom and p-value, how far from
+        invariant (:attr:`delta`, :attr:`delta_upper` at its level) and the
+        :attr:`detectable` departure."""
         return jsonable({"statistic": self.statistic, "df": self.df, "pvalue": self.pvalue,
                          "delta": self.delta, "delta_upper": self.delta_upper,
-                         "delta_level": 1.0 - RISK_TEST_LEVEL})
+                         "delta_level": 1.0 - RISK_TEST_LEVEL, "detectable": self.detectable})
 
     def __str__(self) -> str:
         verdict = ("evidence against risk invariance" if self.rejects
