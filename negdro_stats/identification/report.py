@@ -40,13 +40,15 @@ from .conditions import (
     relative_margin_bounds,
 )
 
-__all__ = ["IdentificationReport", "RiskInvarianceTest", "identification_report",
+__all__ = ["ClosestSupport", "closest_to_invariance", "CLOSEST_MAX_P",
+           "IdentificationReport", "RiskInvarianceTest", "identification_report",
            "risk_invariance_test", "risk_test_at"]
 
 
 RISK_TEST_LEVEL = 0.05   # the equal-risk test's verdict ("evidence against ...")
 RISK_WARN_LEVEL = 1e-4   # ... decisive: a warning at fit time (RiskInvarianceTest.decisive)
 DETECT_POWER = 0.8       # the power at which a detectable departure is quoted
+CLOSEST_MAX_P = 50       # closest_to_invariance's backward path up to here (p^2 / 2 fits)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -111,9 +113,9 @@ class RiskInvarianceTest:
         """The departure from invariance these environments can detect: the smallest
         relative difference ``d`` of any one environment's risk from the others' that the
         test detects with probability :data:`DETECT_POWER` (:func:`detectable_departure`,
-        at these risks' variances)."""
-        return detectable_departure(self.variances / max(float(self.weights @ self.risks),
-                                                          1e-300) ** 2)
+        at these risks' variances; 0 at an exact fit, whose risks are all 0)."""
+        pooled = float(self.weights @ self.risks)
+        return detectable_departure(self.variances / pooled**2) if pooled > 0 else 0.0
 
     def _deviation_se(self) -> FloatArray:
         """Standard errors of :attr:`deviations` by the delta method (the risks'
@@ -274,6 +276,27 @@ class IdentificationReport:
         return self.summary()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class ClosestSupport:
+    """:func:`closest_to_invariance`'s answer: pooled OLS ``b`` on ``support`` (indices in
+    model order), its equal-risk ``test`` (the delta it is invariant up to, with its
+    bound), the ``tolerance`` the data certify (the smallest upper bound along the path)
+    and the number of supports ``compared``."""
+
+    support: tuple
+    b: FloatArray
+    test: RiskInvarianceTest
+    tolerance: float
+    compared: int
+
+    def to_dict(self, names: list) -> dict:
+        """Plain JSON values, the covariates by ``names`` (model order)."""
+        return jsonable({"support": [names[j] for j in self.support],
+                         "params": {names[j]: self.b[j] for j in self.support},
+                         "invariance": self.test.to_dict(), "tolerance": self.tolerance,
+                         "compared": self.compared})
+
+
 def detectable_departure(relative_variances: FloatArray) -> float:
     """The smallest ``d`` such that the equal-risk test (level :data:`RISK_TEST_LEVEL`)
     detects with probability :data:`DETECT_POWER` one environment's risk at ``(1 + d) R``
@@ -336,6 +359,48 @@ def risk_test_at(mom: Moments, b: FloatArray) -> RiskInvarianceTest:
     """The equal-risk test at ``b`` from the moments alone
     (:func:`~negdro_stats.data.risk_variances`)."""
     return risk_invariance_test(*risk_variances(mom, b), mom)
+
+
+def closest_to_invariance(mom: Moments, keep: tuple = (), *,
+                          test_at: Callable[[FloatArray], RiskInvarianceTest],
+                          fit: tuple | None = None) -> ClosestSupport | None:
+    """Theorem 6 with a tolerance, where no support is invariant: pooled OLS on each
+    support of a backward path -- from every covariate, each step removing the one whose
+    removal leaves the smallest upper bound of :attr:`RiskInvarianceTest.delta` --
+    and ``fit`` (``(support, b)``, the reported one); the tolerance ``delta*`` the data
+    certify (the smallest upper bound among them), and among the fits invariant up to it
+    (``delta <= delta*``) the one of least pooled risk.  Every support holds ``keep``
+    (the intercept); ``test_at(b)`` is the equal-risk test.  None past
+    :data:`CLOSEST_MAX_P` covariates.  (Not a causal claim: with nonlinear mechanisms
+    and shifted parents the parents' linear fit is often not the closest to invariant;
+    docs/design.rst, Measured choices.)"""
+    if mom.p > CLOSEST_MAX_P:
+        return None
+    pooled = mom.pooled_weights()
+    G = np.tensordot(pooled, mom.Sigma, 1)
+    c = pooled @ mom.sxy
+
+    def fitted(S: tuple) -> tuple[RiskInvarianceTest, FloatArray]:
+        b = np.zeros(mom.p)
+        if S:
+            idx = list(S)
+            b[idx] = np.linalg.lstsq(G[np.ix_(idx, idx)], c[idx], rcond=None)[0]
+        return test_at(b), b
+
+    S = tuple(range(mom.p))
+    path = [(S, *fitted(S))]
+    while len(S) > len(keep):
+        trials = [(T, *fitted(T)) for T in (tuple(k for k in S if k != j) for j in S
+                                             if j not in keep)]
+        path.append(min(trials, key=lambda t: t[1].delta_upper))
+        S = path[-1][0]
+    if fit is not None:
+        path.append((tuple(fit[0]), test_at(fit[1]), fit[1]))
+    tolerance = min(t.delta_upper for _, t, _ in path)
+    S, test, b = min(((S, t, b) for S, t, b in path if t.delta <= tolerance),
+                     key=lambda f: float(f[1].weights @ f[1].risks))
+    return ClosestSupport(support=S, b=b, test=test, tolerance=tolerance,
+                          compared=len(path))
 
 
 def identification_report(

@@ -23,7 +23,7 @@ from ..estimation import SolverOutput
 from ..exceptions import DataError
 from ..identification.conditions import IdentificationResult
 from ..identification.declared import Declarations
-from ..identification.report import RiskInvarianceTest
+from ..identification.report import ClosestSupport, RiskInvarianceTest
 from ..inference.robust import RobustSet, robust_set
 from ..inference.sandwich import refit_cov
 from ..inference.stratified import CI_METHODS, BootstrapResult
@@ -31,11 +31,13 @@ from .path import PathResult
 from .resampled import BootstrapViews
 from .source import FitSource
 from .verdicts import (
+    closest_fit,
     condition_1b,
     conditional,
     declared,
     fit_problems,
     interval_kind,
+    least_risk_tests,
     rests_on,
     rests_on_line,
     verdict,
@@ -329,6 +331,13 @@ class NegDROResults(BootstrapViews, Saveable):
                                      f", {dependence.covariance}")
 
     @cached_property
+    def closest_to_invariance(self) -> ClosestSupport | None:
+        """The fit closest to invariance, for where no support is invariant (the verdict
+        "rejected"; :func:`~negdro_stats.results.verdicts.closest_fit`).  Not a causal
+        claim."""
+        return closest_fit(self)
+
+    @cached_property
     def serial_correlation(self) -> FloatArray | None:
         """Per environment the lag-1 autocorrelation of the residuals at the estimate,
         rows in their order (None without the rows): the check for dependent rows
@@ -504,33 +513,21 @@ class NegDROResults(BootstrapViews, Saveable):
             "nobs": {str(e): n if math.isinf(n) else int(n) for e, n in self.nobs_env.items()},
             "route": self.solver.refit, "verdict": self.verdict,
             "rests_on": {"covariates": list(self.rests_on), "said": rests_on_line(self),
-                         "declared": self.declared, **self._least_risk_tests()},
+                         "declared": self.declared, **least_risk_tests(self)},
             "declarations": self.declarations and self.declarations.to_dict(),
             "problems": fit_problems(self), "converged": self.converged,
             "identification": None if self.identification is None else {
                 **self.identification.to_dict(), "verdict": (said := condition_1b(self)),
                 "holds": None if said == "unclear" else said == "holds"},
             "invariance": None if self.invariance is None else self.invariance.to_dict(),
+            "closest_to_invariance": None if self.verdict != "rejected" or (
+                c := self.closest_to_invariance) is None else c.to_dict(list(self.params.index)),
             "cov_type": self.cov_type,
             "residual_mean": {"mean": self.residual_mean, "share": self.residual_mean_share,
                               "left_out": self.mean_left_out},
             "n_boot": self.fit_bootstrap.n_boot if ran else 0,
             "settings": self.settings,
         })
-
-    def _least_risk_tests(self) -> dict:
-        """For :meth:`to_dict`, two tests of the least-risk fit (None where not run): each
-        selected covariate's own invariance condition (:attr:`SelectionReport.
-        focused_test`), which a child of the outcome that an environment shifts moves, and
-        the contrast of its OLS coefficients (:attr:`SelectionReport.contrast_test`),
-        which hidden confounding moves."""
-        sel = self.selection
-        J, df, pvalue, name = (np.nan, 0, np.nan, "") if sel is None else sel.focused_test
-        H, h_df, h_pvalue = (np.nan, 0, np.nan) if sel is None else sel.contrast_test
-        return {"own_conditions": {"covariate": name, "statistic": J, "df": df,
-                                   "pvalue_bonferroni": pvalue} if np.isfinite(pvalue) else None,
-                "ols_contrast": {"statistic": H, "df": h_df, "pvalue": h_pvalue}
-                if np.isfinite(h_pvalue) else None}
 
     def summary(self, alpha: float = 0.05, show: str | None = None,
                 ci_method: str = "percentile", intervals: str = "auto",

@@ -100,11 +100,11 @@ def build_summary(res: Results, *, alpha: float, show: str | None, ci_method: st
     numbered = [wrap_note(f"[{k}] {t}", width) for k, t in enumerate(notes, start=1)]
     lines: list[str | None] = [_folded(res, folded, kind, robust)] if len(folded) else []
     if detail:
-        smry.add_extra_txt([wrap_note(line, width, indent="") for line in lines
-                            if line is not None] + numbered)
+        smry.add_extra_txt([wrap_note(line, width, indent="") for line in
+                            [*lines, _closest_line(res)] if line is not None] + numbered)
         return smry
     lines += [*alarm_notes(res), _outside_short(res, ci, kind, robust),
-              _causes_line(res, robust, alpha),
+              _causes_line(res, robust, alpha), _closest_line(res),
               None if envs is not None else _env_line(res),
               f"{len(notes)} notes: summary(detail=True)"
               + ("; the bootstrap: res.run_bootstrap()." if res.bootstrap_deferred else ".")]
@@ -366,6 +366,21 @@ def _causes_line(res: Results, robust: RobustSet | None, alpha: float) -> str:
     return f"Direct causes at FWER {alpha:g}: " + "; ".join(
         f"{'cannot tell' if names is None else listed(names, 8) or 'none'} ({basis})"
         for names, basis in found) + "."
+
+
+def _closest_line(res: Results) -> str | None:
+    """Where the data reject invariance, the fit closest to it
+    (:attr:`NegDROResults.closest_to_invariance`)."""
+    closest = res.closest_to_invariance if res.verdict == "rejected" else None
+    if closest is None:
+        return None
+    names = res.params.index[[j for j in closest.support if j != res.intercept]]
+    reported = tuple(closest.support) == tuple(np.flatnonzero(res.support.to_numpy())) and (
+        np.array_equal(closest.b, res.params.to_numpy()))
+    what = "the reported fit" if reported else f"pooled OLS on {listed(names, 8) or 'no covariate'}"
+    return (f"Closest to invariance of {closest.compared} fits compared: {what}, risks within "
+            f"{percent(closest.test.delta)} (bound {percent(closest.test.delta_upper)}); not "
+            "a causal claim (res.closest_to_invariance).")
 
 
 def path_summary(path: Any) -> NegDROSummary:

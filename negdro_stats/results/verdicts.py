@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -12,9 +13,11 @@ import numpy as np
 from .._stats import holm, norm_isf
 from .._validation import listed
 from ..exceptions import DataError
+from ..identification.report import ClosestSupport, closest_to_invariance
 from ..inference.robust import ROBUST_TABLE_MAX_P, RobustSet, too_few_moments
 
 __all__ = ["Problem", "problems", "fit_problems", "fit_warning", "interval_kind",
+           "least_risk_tests", "closest_fit",
            "conditional", "condition_1b", "verdict",
            "VERDICTS", "gamma_not_used", "risk_alarm", "risks_differ",
            "rests_on_condition_4", "on_condition_4", "rests_on", "rests_on_line",
@@ -637,3 +640,36 @@ def _holm(res: Results, alpha: float) -> tuple[str, ...]:
     if res.intercept is not None:
         p = p.drop(res.params.index[res.intercept], errors="ignore")
     return tuple(p.index[holm(p.to_numpy(), alpha)])
+
+
+def least_risk_tests(res: Results) -> dict:
+    """For :meth:`~negdro_stats.NegDROResults.to_dict`, two tests of the least-risk fit
+    (None where not run): each selected covariate's own invariance condition
+    (:attr:`SelectionReport.focused_test`), which a child of the outcome that an
+    environment shifts moves, and the contrast of its OLS coefficients
+    (:attr:`SelectionReport.contrast_test`), which hidden confounding moves."""
+    sel = res.selection
+    J, df, pvalue, name = (np.nan, 0, np.nan, "") if sel is None else sel.focused_test
+    H, h_df, h_pvalue = (np.nan, 0, np.nan) if sel is None else sel.contrast_test
+    return {"own_conditions": {"covariate": name, "statistic": J, "df": df,
+                               "pvalue_bonferroni": pvalue} if np.isfinite(pvalue) else None,
+            "ols_contrast": {"statistic": H, "df": h_df, "pvalue": h_pvalue}
+            if np.isfinite(h_pvalue) else None}
+
+
+def closest_fit(res: Results) -> ClosestSupport | None:
+    """:attr:`NegDROResults.closest_to_invariance`: among the reported fit and pooled OLS
+    along a backward path, the one of least pooled risk that is invariant up to the
+    smallest tolerance the data certify
+    (:func:`~negdro_stats.identification.report.closest_to_invariance`), tested as
+    :attr:`~NegDROResults.invariance`, coefficients as :attr:`~NegDROResults.params`.
+    None without that test, or past
+    :data:`~negdro_stats.identification.report.CLOSEST_MAX_P` covariates."""
+    if res.invariance is None:
+        return None
+    data = res.model.data
+    closest = closest_to_invariance(
+        data.moments, () if res.intercept is None else (res.intercept,),
+        test_at=res.model._risk_test,
+        fit=(tuple(np.flatnonzero(res.support.to_numpy())), res.solver.b))
+    return None if closest is None else replace(closest, b=data.to_user(closest.b))

@@ -104,6 +104,12 @@ def test_the_sachs_fit_says_invariance_is_rejected():
     assert res.verdict == "rejected" and res.to_dict()["verdict"] == "rejected"
     text = " ".join(str(res.summary(detail=True)).split())
     assert text.startswith("WARNING:") and "Verdict: REJECTED" in text
+    # how far from invariant, and the fit closest to invariance, beside the verdict
+    delta = res.invariance
+    assert 0 < delta.delta < delta.delta_upper < 1
+    assert (f"Risks within: {100 * delta.delta:.2g}% (bound {100 * delta.delta_upper:.2g}%)"
+            in text and "Closest to invariance of" in text)
+    assert res.to_dict()["closest_to_invariance"]["tolerance"] <= delta.delta_upper
 
 
 def test_where_invariance_is_rejected_gamma_moves_the_answer():
