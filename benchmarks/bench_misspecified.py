@@ -5,6 +5,8 @@ shift only covariates that are not its parents (issues 40 item 3 and 67).
         [--ns 2000 20000] [--out benchmarks/results/misspecified.json]
     python benchmarks/bench_misspecified.py --family shifted --parent-shift 0.5 \\
         --seeds 20 --out benchmarks/results/misspecified_shifted.json
+    python benchmarks/bench_misspecified.py --family light --seeds 25 \\
+        --out benchmarks/results/misspecified_light.json
 
 ``--family sensors`` (default): designs of
 :func:`negdro_stats.planning.simulate.misspecified_sensors` (its docstring): nonlinear
@@ -18,6 +20,11 @@ an intercept (the variables have mean about 0), as before.
 :func:`~negdro_stats.planning.simulate.shifted_parents_sensors`, whose training
 environments also shift three of the 4-7 parents (``--parent-shift`` sets how
 strongly): no linear model is invariant.  Fitted with an intercept.
+
+``--family light``: designs of :func:`~negdro_stats.planning.simulate.light_tunnel`
+(Malus's law through a saturating sensor; three of the 7-8 parents shifted in
+training; sibling sensors, children and noise covariates shifted strongly in the
+held-out environments).  Fitted with an intercept.
 
 Judged by the worst R^2 over the held-out environments of NegDRO's default fit, the
 fit closest to invariance (``res.closest_to_invariance``), OLS on the true parents (the
@@ -42,7 +49,11 @@ from _timing import write_result
 from negdro_stats import IdentificationWarning, NegDRO
 from negdro_stats.exceptions import DataError
 from negdro_stats.peers.baselines import fit_baseline
-from negdro_stats.planning.simulate import misspecified_sensors, shifted_parents_sensors
+from negdro_stats.planning.simulate import (
+    light_tunnel,
+    misspecified_sensors,
+    shifted_parents_sensors,
+)
 
 PEERS = ("eills", "anchor", "drig", "causal_dantzig", "erm")
 METHODS = ("negdro", "closest", "parents", *PEERS)
@@ -65,9 +76,11 @@ def worst_r2(b: np.ndarray, test: pd.DataFrame, names: list) -> float:
 def rows_for(family: str, seed: int, n: int, parent_shift: float) -> dict:
     if family == "sensors":
         train, test, facts = misspecified_sensors(n, seed=seed)
+    elif family == "light":
+        train, test, facts = light_tunnel(n, seed=seed)
     else:
         train, test, facts = shifted_parents_sensors(n, seed=seed, parent_shift=parent_shift)
-    intercept = family == "shifted"
+    intercept = family != "sensors"
     names = [c for c in train.columns if c.startswith("X")]
     k = len(facts["parents"])
     model = NegDRO(train, env="env", outcome="Y", fit_intercept=intercept)
@@ -164,7 +177,7 @@ def table(result):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--family", choices=("sensors", "shifted"), default="sensors")
+    ap.add_argument("--family", choices=("sensors", "shifted", "light"), default="sensors")
     ap.add_argument("--parent-shift", type=float, default=1.0)
     ap.add_argument("--seeds", type=int, default=30)
     ap.add_argument("--ns", type=int, nargs="+", default=[2000, 20_000])

@@ -27,6 +27,7 @@ from .design import Intervention, LinearSEM
 
 __all__ = ["example2", "example3", "eq33", "appendix_f2", "random_sem",
            "dense_second_moments", "misspecified_sensors", "shifted_parents_sensors",
+           "light_tunnel",
            "SENSOR_TRAIN", "SHIFTED_TRAIN", "SENSOR_HELD_OUT"]
 
 # the environments of misspecified_sensors: (sibling gain, sibling noise scale, shift of
@@ -470,4 +471,91 @@ def shifted_parents_sensors(n: int = 2000, *, seed: int = 0, parent_shift: float
     train, held_out = frame(SHIFTED_TRAIN, shifts), frame(SENSOR_HELD_OUT, observational)
     return train, held_out, dict(kinds=dict(zip(names, kinds, strict=True)),
                                  mechanisms=[str(x) for x in laws], parents=names[:k],
+                                 shifted=[names[j] for j in sorted(moved)])
+
+
+# light_tunnel's environments: (sibling exposure gain, sibling noise scale, shift of the
+# children, shift of the noise covariates); the held-out ones move them strongly
+TUNNEL_TRAIN = ((1.0, 1.0, 0.0, 0.0), (1.4, 1.2, 0.5, 0.0), (0.7, 1.1, -0.5, 0.0),
+                (1.2, 1.4, 1.0, 0.0))
+TUNNEL_HELD_OUT = ((3.0, 2.0, 3.0, 2.0), (0.25, 2.5, -2.5, -2.0), (2.2, 3.0, 4.0, 3.0))
+
+
+def light_tunnel(n: int = 2000, *, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """A light tunnel that no linear SEM describes, its parents shifted in training: rows
+    of four training environments and three held-out ones, and the design's facts.
+
+    ``seed`` draws a design.  Parents: LED brightnesses ``R, G, B`` (uniform on [0, 1]),
+    two polariser angles ``th1, th2`` and 2-3 lamps ``L`` past the polarisers; the light
+    at the outcome's sensor ``I = (a R + b G + c B) cos^2(th1 - th2) + d^T L`` (Malus's
+    law), ``Y = y_max tanh(I / y_max)`` (a saturating sensor) plus noise.  Siblings (2-3):
+    sensors that read the same light with weights, an angle offset and a saturation of
+    their own (some before the second polariser), times an exposure gain set by the
+    environment; children (1-2): an amplifier's current, linear in ``Y`` or in ``tanh
+    Y``, shifted; 1-2 noise covariates.  In training three parents are shifted (a
+    brightness or lamp range cut to a part of [0, 1], an angle range moved or widened;
+    one or two an environment) and the siblings' gains moderately (:data:`TUNNEL_TRAIN`);
+    the held-out environments keep the parents as in the first and move the siblings'
+    gains, the children and the noise covariates strongly (:data:`TUNNEL_HELD_OUT`).
+
+    Returns ``(train, held_out, facts)`` as :func:`misspecified_sensors`."""
+    n = check_int(n, "n", "light_tunnel", min_val=2)
+    rng = np.random.default_rng(check_int(seed, "seed", "light_tunnel"))
+    lamps, m, c = (int(rng.integers(lo, hi)) for lo, hi in ((2, 4), (2, 4), (1, 3)))
+    k = 5 + lamps
+    z = max(1, min(int(rng.integers(1, 3)), 14 - k - m - c))
+    rgb, d = rng.uniform(0.5, 2.0, 3), rng.uniform(0.3, 1.2, lamps)
+    y_max, noise_sd = rng.uniform(1.5, 3.5), rng.uniform(0.1, 0.3)
+    low = rng.uniform(0.0, np.pi / 4)
+    base = np.array([(0.0, 1.0)] * 3 + [(0.0, np.pi / 3), (low, low + np.pi / 3)]
+                    + [(0.0, 1.0)] * lamps)
+    sib = dict(rgb=rng.uniform(0.2, 2.0, (m, 3)),
+               lamps=rng.uniform(0.0, 1.2, (m, lamps)) * (rng.random((m, lamps)) < 0.7),
+               malus=rng.random(m) < 0.7, offset=rng.uniform(-0.3, 0.3, m),
+               saturates=rng.random(m) < 0.6, top=rng.uniform(1.5, 3.5, m))
+    child_gains = rng.choice([-1, 1], c) * rng.uniform(0.5, 1.5, c)
+    child_tanh = rng.random(c) < 0.3
+    moved = rng.choice(k, 3, replace=False)
+    ranges = np.repeat(base[None], len(TUNNEL_TRAIN), axis=0)
+    for e in range(1, len(TUNNEL_TRAIN)):
+        for j in rng.choice(moved, int(rng.integers(1, 3)), replace=False):
+            lo, hi = base[j]
+            if j in (3, 4):                                   # an angle
+                ranges[e, j] = (base[j] + rng.choice([-1, 1]) * rng.uniform(0.25, 0.45)
+                                if rng.random() < 0.6 else (lo - 0.3 * (hi - lo),
+                                                            hi + 0.3 * (hi - lo)))
+            else:                                             # a brightness
+                u = rng.random()
+                ranges[e, j] = (0.45, 1.0) if u < 0.4 else (0.0, 0.55) if u < 0.8 else (
+                    0.3, 0.7)
+    rows = np.random.default_rng(30_000 + seed)
+    kinds = ["parent"] * k + ["sibling"] * m + ["child"] * c + ["noise"] * z
+    names = [f"X{j + 1}" for j in range(len(kinds))]
+
+    def frame(exposures, limits) -> pd.DataFrame:
+        parts = []
+        for e, (gain, noise, shift, drift) in enumerate(exposures):
+            P = rows.uniform(limits[e, :, 0], limits[e, :, 1], (n, k))
+            colour, angle, L = P[:, :3], P[:, 3] - P[:, 4], P[:, 5:]
+            y = (y_max * np.tanh(((colour @ rgb) * np.cos(angle) ** 2 + L @ d) / y_max)
+                 + noise_sd * rows.standard_normal(n))
+            light = (colour @ sib["rgb"].T
+                     * np.where(sib["malus"], np.cos(angle[:, None] + sib["offset"]) ** 2, 1.0)
+                     + L @ sib["lamps"].T)
+            light = np.where(sib["saturates"], sib["top"] * np.tanh(light / sib["top"]), light)
+            S = gain * light + 0.15 * noise * rows.standard_normal((n, m))
+            C = (np.where(child_tanh, np.tanh(y)[:, None], y[:, None]) * child_gains
+                 + 0.3 * rows.standard_normal((n, c))
+                 + shift * (1.0 + 0.5 * rows.standard_normal((n, c))))
+            Z = drift + (1.0 + 0.3 * abs(drift)) * rows.standard_normal((n, z))
+            part = pd.DataFrame(np.column_stack([P, S, C, Z]), columns=names)
+            part.insert(0, "Y", y)
+            part["env"] = e
+            parts.append(part)
+        return pd.concat(parts, ignore_index=True)
+
+    train = frame(TUNNEL_TRAIN, ranges)
+    held_out = frame(TUNNEL_HELD_OUT, np.repeat(ranges[:1], len(TUNNEL_HELD_OUT), axis=0))
+    return train, held_out, dict(kinds=dict(zip(names, kinds, strict=True)),
+                                 mechanisms=["Malus", "saturating"], parents=names[:k],
                                  shifted=[names[j] for j in sorted(moved)])
