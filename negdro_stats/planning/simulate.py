@@ -414,7 +414,8 @@ def shifted_parents_sensors(n: int = 2000, *, seed: int = 0, parent_shift: float
     (the linear misfit of ``Y`` on its parents moves with their distribution); OLS on
     the parents loses little out of sample, a fit that reads the siblings a great deal.
 
-    Returns ``(train, held_out, facts)`` as :func:`misspecified_sensors`."""
+    Returns ``(train, held_out, facts)`` as :func:`misspecified_sensors`, ``facts`` with
+    ``shifted`` too: the parents some training environment shifts."""
     n = check_int(n, "n", "shifted_parents_sensors", min_val=2)
     parent_shift = check_scalar(parent_shift, "parent_shift", "shifted_parents_sensors",
                                 min_val=0)
@@ -471,7 +472,8 @@ def shifted_parents_sensors(n: int = 2000, *, seed: int = 0, parent_shift: float
     train, held_out = frame(SHIFTED_TRAIN, shifts), frame(SENSOR_HELD_OUT, observational)
     return train, held_out, dict(kinds=dict(zip(names, kinds, strict=True)),
                                  mechanisms=[str(x) for x in laws], parents=names[:k],
-                                 shifted=[names[j] for j in sorted(moved)])
+                                 shifted=[names[j] for j in range(k) if np.any(
+                                     shifts[:, j] != shifts[0, j])])
 
 
 # light_tunnel's environments: (sibling exposure gain, sibling noise scale, shift of the
@@ -498,7 +500,7 @@ def light_tunnel(n: int = 2000, *, seed: int = 0) -> tuple[pd.DataFrame, pd.Data
     the held-out environments keep the parents as in the first and move the siblings'
     gains, the children and the noise covariates strongly (:data:`TUNNEL_HELD_OUT`).
 
-    Returns ``(train, held_out, facts)`` as :func:`misspecified_sensors`."""
+    Returns ``(train, held_out, facts)`` as :func:`shifted_parents_sensors`."""
     n = check_int(n, "n", "light_tunnel", min_val=2)
     rng = np.random.default_rng(check_int(seed, "seed", "light_tunnel"))
     lamps, m, c = (int(rng.integers(lo, hi)) for lo, hi in ((2, 4), (2, 4), (1, 3)))
@@ -558,4 +560,5 @@ def light_tunnel(n: int = 2000, *, seed: int = 0) -> tuple[pd.DataFrame, pd.Data
     held_out = frame(TUNNEL_HELD_OUT, np.repeat(ranges[:1], len(TUNNEL_HELD_OUT), axis=0))
     return train, held_out, dict(kinds=dict(zip(names, kinds, strict=True)),
                                  mechanisms=["Malus", "saturating"], parents=names[:k],
-                                 shifted=[names[j] for j in sorted(moved)])
+                                 shifted=[names[j] for j in range(k) if np.any(
+                                     ranges[:, j] != base[j])])

@@ -32,8 +32,11 @@ def test_the_held_out_environments_shift_only_non_parents(family, seed):
     spread = first[parents].std()
     for _, env in held_out.groupby("env"):          # parents as in the first environment
         assert (np.abs(env[parents].mean() - first[parents].mean()) < 0.1 * spread).all()
-    moved = train.groupby("env")[facts["shifted"]].agg(["mean", "std"])
-    assert (moved.max() - moved.min() > 0.2 * moved.abs().max()).any()
+    shifted = facts["shifted"]                  # each moved in some training environment
+    by_env = train.groupby("env")[shifted]
+    mean_moves = (by_env.mean() - first[shifted].mean()).abs() / first[shifted].std()
+    spread_moves = np.abs(np.log(by_env.std() / first[shifted].std()))
+    assert ((mean_moves > 0.5) | (spread_moves > 0.3)).any().all()
     causal, everything = _ols(train, parents), _ols(train, names)
     assert _worst_r2(causal, held_out, parents) > 0.3
     assert _worst_r2(everything, held_out, names) < _worst_r2(causal, held_out, parents) - 0.2
