@@ -167,7 +167,7 @@ def bench_mc(reps: int) -> dict:
                 fit0 = model.fit(n_boot=0, refit="negdro")
                 rep = model.diagnose(n_boot=0, n_perm=99, rng=r, results=fit0)
                 perm[label].append(rep.perm_pvalue <= 0.05)
-                risk[label].append(model._risk_test(sem.beta_star).pvalue <= 0.05)
+                risk[label].append(model.risk_test(sem.beta_star).pvalue <= 0.05)
         if (r + 1) % 10 == 0:
             print(r + 1, {k: round(float(np.mean(v)), 3) for k, v in cover.items()},
                   {k: round(float(np.mean(v)), 3) for k, v in perm.items()},

@@ -511,10 +511,10 @@ def light_tunnel(n: int = 2000, *, seed: int = 0) -> tuple[pd.DataFrame, pd.Data
     low = rng.uniform(0.0, np.pi / 4)
     base = np.array([(0.0, 1.0)] * 3 + [(0.0, np.pi / 3), (low, low + np.pi / 3)]
                     + [(0.0, 1.0)] * lamps)
-    sib = dict(rgb=rng.uniform(0.2, 2.0, (m, 3)),
-               lamps=rng.uniform(0.0, 1.2, (m, lamps)) * (rng.random((m, lamps)) < 0.7),
-               malus=rng.random(m) < 0.7, offset=rng.uniform(-0.3, 0.3, m),
-               saturates=rng.random(m) < 0.6, top=rng.uniform(1.5, 3.5, m))
+    sib_rgb = rng.uniform(0.2, 2.0, (m, 3))                       # the siblings' sensors
+    sib_lamps = rng.uniform(0.0, 1.2, (m, lamps)) * (rng.random((m, lamps)) < 0.7)
+    malus, offset = rng.random(m) < 0.7, rng.uniform(-0.3, 0.3, m)
+    saturates, top = rng.random(m) < 0.6, rng.uniform(1.5, 3.5, m)
     child_gains = rng.choice([-1, 1], c) * rng.uniform(0.5, 1.5, c)
     child_tanh = rng.random(c) < 0.3
     moved = rng.choice(k, 3, replace=False)
@@ -541,10 +541,10 @@ def light_tunnel(n: int = 2000, *, seed: int = 0) -> tuple[pd.DataFrame, pd.Data
             colour, angle, L = P[:, :3], P[:, 3] - P[:, 4], P[:, 5:]
             y = (y_max * np.tanh(((colour @ rgb) * np.cos(angle) ** 2 + L @ d) / y_max)
                  + noise_sd * rows.standard_normal(n))
-            light = (colour @ sib["rgb"].T
-                     * np.where(sib["malus"], np.cos(angle[:, None] + sib["offset"]) ** 2, 1.0)
-                     + L @ sib["lamps"].T)
-            light = np.where(sib["saturates"], sib["top"] * np.tanh(light / sib["top"]), light)
+            light = (colour @ sib_rgb.T
+                     * np.where(malus, np.cos(angle[:, None] + offset) ** 2, 1.0)
+                     + L @ sib_lamps.T)
+            light = np.where(saturates, top * np.tanh(light / top), light)
             S = gain * light + 0.15 * noise * rows.standard_normal((n, m))
             C = (np.where(child_tanh, np.tanh(y)[:, None], y[:, None]) * child_gains
                  + 0.3 * rows.standard_normal((n, c))

@@ -43,7 +43,8 @@ class DataView(Protocol):
 
 class FitSource(Protocol):
     """The fit behind a result: its data, Condition 1b on its moments (computed on first
-    use where the fit did not), the bootstrap it runs on request, and predictions."""
+    use where the fit did not), the bootstrap it runs on request, predictions, and the
+    equal-risk test at any ``b`` (:meth:`NegDRO.risk_test <negdro_stats.NegDRO.risk_test>`)."""
 
     @property
     def data(self) -> DataView: ...
@@ -54,3 +55,5 @@ class FitSource(Protocol):
                       n_jobs: int | None, verbose: bool | None) -> BootstrapResult: ...
 
     def predict(self, params: Any, exog: Any = None) -> Any: ...
+
+    def risk_test(self, b: FloatArray, score_cov: Any = None) -> Any: ...

@@ -670,6 +670,6 @@ def closest_fit(res: Results) -> ClosestSupport | None:
     data = res.model.data
     closest = closest_to_invariance(
         data.moments, () if res.intercept is None else (res.intercept,),
-        test_at=res.model._risk_test,
+        test_at=res.model.risk_test,
         fit=(tuple(np.flatnonzero(res.support.to_numpy())), res.solver.b))
     return None if closest is None else replace(closest, b=data.to_user(closest.b))
