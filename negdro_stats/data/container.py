@@ -656,21 +656,6 @@ class MultiEnvData:
         mean = s1 / n[:, None]
         return s2 / n[:, None, None] - np.einsum("ei,ej->eij", mean, mean)
 
-    def selection_score_cov(self) -> Callable[[FloatArray, np.ndarray], FloatArray] | None:
-        """What the selection's tests weight by, beside the score covariances' Gaussian
-        form: :meth:`score_cov_of_fit` where every container computes it -- the fourth
-        moments the moments carry (up to :data:`~negdro_stats.data.fourth.MAX_P`
-        covariates) -- or where the rows are dependent (their long-run covariance);
-        None past ``MAX_P`` covariates of independent rows, on every path (rows, Parquet,
-        CSV, Dask), so that they give one answer.  (Measured on random_sem(p = 40-60, 6
-        environments, half intervened, 400 rows each), 148 designs: where the rows' form
-        and the Gaussian one chose differently, the Gaussian form's error was the smaller
-        by 0.05 or more in 22 of 60 designs and the rows' in 16 (normal noise), 13 and 18
-        of 46 (t5 noise); mean errors 1.41 / 1.51 and 1.48 / 1.46.)"""
-        if self.moments.fourth is None and self.dependence is None:
-            return None
-        return self.score_cov_of_fit() if self.has_score_cov else None
-
     def score_cov_of_fit(self) -> Callable[[FloatArray, np.ndarray], FloatArray]:
         """:meth:`score_cov` for one fit.  With dependent rows each covariance is a pass
         over the rows, so the fit's last ``b``'s are kept (up to ``LONG_RUN_KEPT``

@@ -256,12 +256,11 @@ def selection_notes(res: Results, kind: str) -> list[str]:
                          "support and Phi_mu fit are reported.")
     if sel is not None and not len(sel.cumulant.cols) and not res.population:
         notes.append("The J tests used the Gaussian form of the score covariances: the "
-                     "fourth moments are carried for a few covariates only "
-                     "(negdro_stats.data.fourth.MAX_P), and past them every source, rows "
-                     "in memory too, takes this form, so that a frame, Parquet, CSV and "
-                     "Dask give one answer.  Exact for Gaussian rows; with heavier or "
-                     "lighter tails the tests are approximate (fewer covariates give the "
-                     "exact form).")
+                     "source keeps no rows and carries the fourth moments of a few "
+                     "covariates only (negdro_stats.data.fourth.MAX_P).  Exact for "
+                     "Gaussian rows; with heavier or lighter tails the tests are "
+                     "approximate (a frame in memory, or fewer covariates, gives the exact "
+                     "form).")
     open_, more = "" if sel is None else ", ".join(sel.undetermined), (
         " (more environments, or interventions on these covariates, would determine them).")
     if on_4:
