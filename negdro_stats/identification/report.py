@@ -40,7 +40,7 @@ from .conditions import (
     relative_margin_bounds,
 )
 
-__all__ = ["ClosestSupport", "closest_to_invariance", "CLOSEST_MAX_P",
+__all__ = ["ClosestSupport", "closest_to_invariance", "CLOSEST_MAX_P", "detectable_departure",
            "IdentificationReport", "RiskInvarianceTest", "identification_report",
            "risk_invariance_test", "risk_test_at"]
 
@@ -278,10 +278,11 @@ class IdentificationReport:
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class ClosestSupport:
-    """:func:`closest_to_invariance`'s answer: pooled OLS ``b`` on ``support`` (indices in
-    model order), its equal-risk ``test`` (the delta it is invariant up to, with its
-    bound), the ``tolerance`` the data certify (the smallest upper bound along the path)
-    and the number of supports ``compared``."""
+    """:func:`closest_to_invariance`'s answer: coefficients ``b`` on ``support`` (indices
+    in model order; pooled OLS, or the reported fit where that is the one chosen), its
+    equal-risk ``test`` (the delta it is invariant up to, with its bound), the
+    ``tolerance`` the data certify (the smallest upper bound among the fits compared)
+    and the number of fits ``compared``."""
 
     support: tuple
     b: FloatArray
