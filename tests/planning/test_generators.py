@@ -1,7 +1,8 @@
-"""The misspecified families of issue 67 keep their promises: the training environments
-shift the named parents, the held-out ones leave every parent as in the first
-environment, and there OLS on the parents keeps its accuracy where OLS on every
-covariate loses it."""
+"""The simulated families keep their promises.  The misspecified ones of issue 67: the
+training environments shift the named parents, the held-out ones leave every parent as
+in the first environment, and there OLS on the parents keeps its accuracy where OLS on
+every covariate loses it.  random_sem's sparse shifts (issue 68): every child of Y
+shifted, few others."""
 
 import numpy as np
 import pytest
@@ -40,3 +41,17 @@ def test_the_held_out_environments_shift_only_non_parents(family, seed):
     causal, everything = _ols(train, parents), _ols(train, names)
     assert _worst_r2(causal, held_out, parents) > 0.3
     assert _worst_r2(everything, held_out, names) < _worst_r2(causal, held_out, parents) - 0.2
+
+
+def test_sparse_shifts_shift_every_child_of_y_and_few_others():
+    """``shift_children=True`` adds Y's children to the share ``intervened`` of shifted
+    covariates and changes no other draw; Condition 4's children part then holds."""
+    plain = simulate.random_sem(300, n_envs=4, n_parents=6, n_children=5, intervened=0.05,
+                                rng=1)
+    sparse = simulate.random_sem(300, n_envs=4, n_parents=6, n_children=5, intervened=0.05,
+                                 shift_children=True, rng=1)
+    assert np.array_equal(plain.B, sparse.B)
+    report = sparse.check_identification()
+    assert set(report.D) <= set(report.S_L) and not set(plain.check_identification().D) <= set(
+        plain.check_identification().S_L)
+    assert len(report.S_L) <= 0.1 * 300 and "4" in report.routes
