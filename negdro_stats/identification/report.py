@@ -20,7 +20,7 @@ fails numerically is left out and counted (a warning), not an error.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 from scipy import optimize, stats
@@ -73,11 +73,23 @@ class RiskInvarianceTest:
     variances: FloatArray
     weights: FloatArray
 
+    def __setstate__(self, state: list) -> None:
+        """Unpickle; a test saved before ``variances`` and ``weights`` were kept gets NaN
+        for them, so its tolerance reads as unknown (NaN, "n/a"), not as 0."""
+        names = [f.name for f in fields(self)]
+        values = dict(zip(names, state, strict=False))
+        nan = np.full(len(values["risks"]), np.nan)
+        for name in names:
+            object.__setattr__(self, name, values.get(name, nan))
+
     @property
     def deviations(self) -> FloatArray:
         """Each environment's risk relative to the pooled risk, ``R_e / R - 1`` with ``R =
-        sum_e (n_e / n) R_e`` (0 where every risk is 0)."""
+        sum_e (n_e / n) R_e`` (0 where every risk is 0; NaN where the shares are unknown,
+        a test saved before they were kept)."""
         pooled = float(self.weights @ self.risks)
+        if np.isnan(pooled):
+            return np.full_like(self.risks, np.nan)
         return self.risks / pooled - 1.0 if pooled > 0 else np.zeros_like(self.risks)
 
     @property
@@ -115,6 +127,8 @@ class RiskInvarianceTest:
         test detects with probability :data:`DETECT_POWER` (:func:`detectable_departure`,
         at these risks' variances; 0 at an exact fit, whose risks are all 0)."""
         pooled = float(self.weights @ self.risks)
+        if np.isnan(pooled) or np.isnan(self.variances).any():
+            return np.nan
         return detectable_departure(self.variances / pooled**2) if pooled > 0 else 0.0
 
     def _deviation_se(self) -> FloatArray:
@@ -151,8 +165,11 @@ class RiskInvarianceTest:
     def __str__(self) -> str:
         verdict = ("evidence against risk invariance" if self.rejects
                    else "no evidence against risk invariance")
-        return (f"Equal environment risks at the estimate: chi2({self.df}) = "
-                f"{self.statistic:.3g}, p = {self.pvalue:.3g} ({verdict}).  Every "
+        said = (f"Equal environment risks at the estimate: chi2({self.df}) = "
+                f"{self.statistic:.3g}, p = {self.pvalue:.3g} ({verdict}).")
+        if np.isnan(self.delta):                  # (a test saved before it was kept)
+            return said
+        return (f"{said}  Every "
                 f"environment's risk is within {percent(self.delta)} of the pooled risk "
                 f"(upper {1 - RISK_TEST_LEVEL:.0%} bound {percent(self.delta_upper)}: "
                 "an equivalence test of invariance up to that tolerance rejects "
@@ -326,7 +343,9 @@ def detectable_departure(relative_variances: FloatArray) -> float:
 
 
 def detectable_sentence(d: float) -> str:
-    """:func:`detectable_departure` in words."""
+    """:func:`detectable_departure` in words (nothing where it is unknown, NaN)."""
+    if np.isnan(d):
+        return ""
     if not np.isfinite(d):
         return ("At these sizes the test cannot detect a departure of one environment's "
                 f"risk with {DETECT_POWER:.0%} power, however large (too few rows).")
@@ -336,7 +355,10 @@ def detectable_sentence(d: float) -> str:
 
 
 def percent(x: float) -> str:
-    """A relative tolerance as a percentage, to two significant digits."""
+    """A relative tolerance as a percentage, to two significant digits ("n/a" where it is
+    unknown, NaN)."""
+    if np.isnan(x):
+        return "n/a"
     return f"{100 * x:.2g}%" if x < 10 else f"{100 * x:.0f}%"
 
 

@@ -192,8 +192,8 @@ def _header_table(res: Results, kind: str, detail: bool) -> tuple[SimpleTable, i
          f"{ident.relative_margin:.3g} {condition_1b(res)}"),
         ("Invariance test p:", "n/a" if np.isnan(p_inv) else f"{p_inv:.3g}"),
         ("Equal risks p:", "n/a" if np.isnan(p_risk) else f"{p_risk:.3g}"),
-        ("Risks within:", "n/a" if res.invariance is None else
-         f"{percent(res.invariance.delta)} (bound {percent(res.invariance.delta_upper)})"),
+        ("Risks within:", "n/a" if res.invariance is None or np.isnan(res.invariance.delta)
+         else f"{percent(res.invariance.delta)} (bound {percent(res.invariance.delta_upper)})"),
         ("Converged:", "yes" if res.converged else "NO"),
     ]
     right += [("", "")] * (len(left) - len(right))

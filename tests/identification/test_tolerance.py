@@ -161,3 +161,14 @@ def test_where_invariance_is_rejected_the_fit_closest_to_it_is_reported_not_clai
     said = res.to_dict()["closest_to_invariance"]
     assert said["support"] == ["X1", "X2"] and said["compared"] == 5
     assert said["params"]["X2"] == pytest.approx(res.params["X2"])
+
+
+def test_a_saved_fit_keeps_its_tolerance(tmp_path):
+    """save / load gives the equal-risk test back with its variances and shares, so the
+    tolerance, its bound and the detectable departure are the same numbers."""
+    res = NegDRO(simulate.eq33(p=5).sample(500, rng=3), env="env", outcome="Y").fit(n_boot=0)
+    res.save(tmp_path / "fit.pkl")
+    back = type(res).load(tmp_path / "fit.pkl").invariance
+    assert (back.delta, back.delta_upper, back.detectable) == (
+        res.invariance.delta, res.invariance.delta_upper, res.invariance.detectable)
+    assert np.isfinite(back.delta) and "Risks within: n/a" not in str(res.summary())
