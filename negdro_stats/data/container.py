@@ -42,6 +42,7 @@ from .readers import (
     MISSING,
     Read,
     Rows,
+    Stream,
     as_pandas,
     path_kind,
     read_arrays,
@@ -146,10 +147,11 @@ class MultiEnvData:
     dependence: Dependence | None = None    # independent rows (with_dependence)
     _margin_blocks: BlockMoments | None = None      # made on first use (margin_resamplers)
     _dependent: MultiEnvData | None = None          # with_dependence's last copy
+    _stream: Stream | None = None                   # a source read again (none saved before 12-08)
 
     def __init__(self, moments: Moments, *, fit_intercept: bool = False,
                  rows: Rows | None = None, blocks: BlockMoments | None = None,
-                 first_column: bool = False) -> None:
+                 stream: Stream | None = None, first_column: bool = False) -> None:
         """``moments``: of the covariates in the data's frame, without a constant."""
         self.fit_intercept = bool(fit_intercept)
         if self.fit_intercept:
@@ -158,6 +160,7 @@ class MultiEnvData:
         self.moments = self._working(moments)
         self.outcome_first_column = bool(first_column)
         self._rows = rows
+        self._stream = stream
         self.blocks = blocks
 
     def __getstate__(self) -> dict:
@@ -383,7 +386,7 @@ class MultiEnvData:
             raise DataError(f"fit_intercept=True adds a column {INTERCEPT_NAME!r}, but data "
                             "already has one; rename it or drop it.")
         mom, blocks = read.moments()
-        data = cls(mom, fit_intercept=fit_intercept, rows=read.rows,
+        data = cls(mom, fit_intercept=fit_intercept, rows=read.rows, stream=read.stream,
                    blocks=None if blocks is None else _check_blocks(blocks),
                    first_column=first_column)
         _check_moments(data.moments, data.origin)
@@ -406,8 +409,9 @@ class MultiEnvData:
 
     @property
     def has_score_cov(self) -> bool:
-        """Whether :meth:`score_cov` can be computed (fourth moments, or the rows)."""
-        return self.moments.fourth is not None or self._rows is not None
+        """Whether :meth:`score_cov` can be computed (fourth moments, the rows, or a
+        source read again)."""
+        return self.moments.fourth is not None or self._passes
 
     def with_dependence(self, dependence: Dependence | None) -> MultiEnvData:
         """The same data with rows that depend as ``dependence`` says (None: independent):
@@ -570,13 +574,29 @@ class MultiEnvData:
         cov[np.ix_(S, S)] = J @ cov[np.ix_(S, S)] @ J.T
         return cov
 
+    @property
+    def _passes(self) -> bool:
+        """Whether a pass over the rows can be made: rows in memory, or a source read
+        again (:class:`~negdro_stats.data.readers.Stream`)."""
+        return self._rows is not None or self._stream is not None
+
     def _chunks(self, what: str):
         """The rows, one chunk at a time, in the frame of :attr:`moments` (without the
-        constant)."""
-        for X, y, codes in self._need_rows(what).chunks():
+        constant): in memory, or read again from the source (whose rows per environment
+        must be those of the first pass)."""
+        stream = None if self._rows is not None else self._stream
+        chunks = self._need_rows(what).chunks() if stream is None else stream.chunks(
+            self.moments.envs)
+        n = np.zeros(self.moments.n_envs)
+        for X, y, codes in chunks:
+            n += np.bincount(codes, minlength=len(n))
             if self.origin is not None:
                 X, y = X - self.origin[:-1], y - self.origin[-1]
             yield X, y, codes
+        if stream is not None and not np.array_equal(n, self.moments.n):
+            raise stream.changed(f"{int(n.sum())} rows where it had {int(self.moments.n.sum())}"
+                                 if n.sum() != self.moments.n.sum()
+                                 else "its rows moved between environments")
 
     # ------------------------------------------------------------------ row passes
     def _need_rows(self, what: str) -> Rows:
@@ -602,7 +622,7 @@ class MultiEnvData:
             return R, var / self._dependent_rows[1].rows(self.moments.n, 1)
         if fourth is not None:               # R from every row, Var(r^2) from the sample
             return risk_variances(self.moments, b)
-        if self.blocks is not None and self._rows is None:
+        if self.blocks is not None and not self._passes:
             cells = self._working(self.blocks.cells())
             K = self.blocks.n_blocks
             n = cells.n.reshape(E, K)

@@ -200,15 +200,22 @@ class CsvFile:
             raise DataError(self._ragged(*found)) from None
 
 
-def text_labels(text: pd.Series) -> Callable[[pd.Series], np.ndarray]:
+class TextLabels:
+    """Types the labels of a chunk by :func:`text_labels`'s rule (a plain object, so that
+    a source read again can be saved with its result)."""
+
+    def __init__(self, integral: bool) -> None:
+        self.integral = integral
+
+    def __call__(self, values: pd.Series) -> np.ndarray:
+        values = values.str.strip()
+        return values.astype(np.int64).to_numpy() if self.integral else values.to_numpy()
+
+
+def text_labels(text: pd.Series) -> TextLabels:
     """The one rule for environment labels read as text (a CSV file's, in from_csv and in
     the CLI), decided on every label of the file: stripped of spaces, and integers where
     every label is an integer within int64 ('01' and '1' are one environment), else text
     ('1.0' and '1' are two; a 20-digit label stays text: it overflowed).  Returns the
     function that types the labels of a chunk."""
-    integral = bool(text.str.strip().str.fullmatch(r"[-+]?\d{1,18}").all())
-
-    def typed(values: pd.Series) -> np.ndarray:
-        values = values.str.strip()
-        return values.astype(np.int64).to_numpy() if integral else values.to_numpy()
-    return typed
+    return TextLabels(bool(text.str.strip().str.fullmatch(r"[-+]?\d{1,18}").all()))

@@ -15,6 +15,8 @@ does not read anything itself.
   :func:`read_parquet` and :func:`read_csv` (its text read by
   :class:`~negdro_stats.data.csv_file.CsvFile`); :func:`read_dask` (partitions, merged).
   A new streaming format is a generator of batches given to :func:`read_batches`.
+  Parquet, CSV and Dask sources can be read again (:class:`Stream`), for the passes a
+  fit asks for past the covariates whose fourth moments a source carries.
 
 Every reader uses the same three checks: :func:`resolve_columns` (the outcome and
 covariates by name), :func:`check_real` (the variables are real numbers: pandas, numpy
@@ -31,12 +33,13 @@ moments; one module keeps that one code path visible.
 
 from __future__ import annotations
 
+import functools
 import glob
 import itertools
 import numbers
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
@@ -57,10 +60,10 @@ from .._validation import (
 )
 from ..exceptions import DataError, DataWarning
 from .blocks import DEFAULT_BLOCKS, BlockAccumulator, BlockMoments
-from .csv_file import CHUNK_ROWS, CsvFile, text_labels
+from .csv_file import CHUNK_ROWS, CsvFile, TextLabels, text_labels
 from .moments import DEFAULT_CHUNK_ROWS, MomentAccumulator, Moments, one_blas_thread
 
-__all__ = ["MISSING", "path_kind", "NanPolicy", "Read", "Rows", "Table", "as_pandas",
+__all__ = ["MISSING", "path_kind", "NanPolicy", "Read", "Rows", "Stream", "Table", "as_pandas",
            "check_labels", "check_real", "read_arrays", "read_batches", "read_csv", "read_dask",
            "read_formula", "read_frame", "read_parquet", "read_rows", "resolve_columns",
            "FIRST_COLUMN"]
@@ -294,7 +297,8 @@ class NanPolicy:
 @dataclass
 class Read:
     """One pass over a source: the accumulator, the names, the NaN policy's account and,
-    in memory, the rows (with the environments' labels, for codes 0..E-1)."""
+    in memory, the rows (with the environments' labels, for codes 0..E-1), or for a
+    source that can be read again, its :class:`Stream`."""
 
     acc: MomentAccumulator | BlockAccumulator
     covariates: list[str]
@@ -302,6 +306,7 @@ class Read:
     policy: NanPolicy
     rows: Rows | None = None
     envs: tuple | None = None
+    stream: Stream | None = None
 
     def moments(self) -> tuple[Moments, BlockMoments | None]:
         """The NaN policy's verdict, then the moments and (with blocks) block moments."""
@@ -409,6 +414,46 @@ class Rows:
         """One label per used row (:meth:`FrameRows.labels`, the NaN policy's rows)."""
         labels = self.block.labels(values, name)
         return labels if self.kept is None else labels[self.kept]
+
+
+class Stream:
+    """A source that can be read again (Parquet files, a CSV file, a Dask DataFrame), for
+    the passes a fit asks for beyond the moments: the score covariances and the
+    equal-risk test's variances past the covariates whose fourth moments a source carries
+    (:data:`~negdro_stats.data.fourth.MAX_P`), from the rows as a frame in memory gives
+    them.  ``batches()`` gives the source's batches again, as the first pass read them;
+    a row is kept by the same rule (every value finite: the NaN policy gave its verdict
+    on the first pass) and its label is coded by the environments' order.  ``batches``
+    is a ``functools.partial`` of a module function, so that a saved result keeps it
+    (reading again needs the source where it was)."""
+
+    def __init__(self, batches: Callable[[], Iterable[Mapping[str, np.ndarray]]], env: str,
+                 names: list[str], where: str) -> None:
+        self.batches, self.env, self.names, self.where = batches, env, names, where
+
+    def chunks(self, envs: Sequence) -> Iterator[tuple[FloatArray, FloatArray, np.ndarray]]:
+        """``(X, y, codes)`` of the kept rows, a batch at a time; ``envs`` the labels in
+        code order."""
+        index = pd.Index(list(envs))
+        try:
+            for batch in self.batches():
+                values = np.column_stack([np.asarray(batch[c], dtype=np.float64)
+                                          for c in self.names])
+                keep = np.isfinite(values).all(axis=1)
+                codes = index.get_indexer(np.asarray(batch[self.env])[keep])
+                if (codes < 0).any():
+                    raise self.changed("it holds environments it did not")
+                values = values[keep]
+                yield values[:, :-1], values[:, -1], codes
+        except OSError as exc:
+            raise DataError(f"Could not read {self.where} again ({exc}); a fit past "
+                            "the fourth moments' covariates reads its source again: keep "
+                            "it where it was, or refit on a copy.") from exc
+
+    def changed(self, how: str) -> DataError:
+        """The error for a source that is not what the first pass read."""
+        return DataError(f"{self.where} changed since it was read ({how}): read it again "
+                         "and refit.")
 
 
 @dataclass
@@ -648,7 +693,7 @@ def read_parquet(path: str | os.PathLike | Sequence, env: str, *, outcome: str |
     batch by batch and only the needed columns, with one schema for every file checked
     before the pass."""
     try:
-        import pyarrow.dataset as ds
+        import pyarrow.dataset  # noqa: F401
     except ImportError as exc:
         raise ImportError("Parquet sources need pyarrow: pip install "
                           "'negdro-stats[scale]'.") from exc
@@ -658,14 +703,25 @@ def read_parquet(path: str | os.PathLike | Sequence, env: str, *, outcome: str |
     schemas = _parquet_schemas(files)
     columns = list(dict.fromkeys(c for schema in schemas.values() for c in schema))
     outcome, covariates = resolve_columns(columns, env, outcome, covariates)
-    dataset = ds.dataset(files, format="parquet", schema=_unified_schema(
-        schemas, env, [outcome, *covariates]))
-    batches = dataset.to_batches(columns=[env, outcome, *covariates], batch_size=batch_rows,
-                                 batch_readahead=2, fragment_readahead=1)  # bounded memory
-    return read_batches(({name: batch.column(name).to_numpy(zero_copy_only=False)
-                          for name in batch.schema.names} for batch in batches),
-                        env, outcome=outcome, covariates=covariates, missing=missing,
-                        blocks=blocks, verbose=verbose, columns=columns, desc="parquet")
+    batches = functools.partial(_parquet_batches, files, _unified_schema(
+        schemas, env, [outcome, *covariates]), [env, outcome, *covariates], batch_rows)
+    read = read_batches(batches(), env, outcome=outcome, covariates=covariates,
+                        missing=missing, blocks=blocks, verbose=verbose, columns=columns,
+                        desc="parquet")
+    return replace(read, stream=Stream(batches, env, [*covariates, outcome],
+                                       "the Parquet files"))
+
+
+def _parquet_batches(files: list[str], schema: Any, columns: list[str], batch_rows: int
+                     ) -> Iterator[dict[str, np.ndarray]]:
+    """The Parquet files' batches, the ``columns`` only, in one schema."""
+    import pyarrow.dataset as ds
+
+    dataset = ds.dataset(files, format="parquet", schema=schema)
+    for batch in dataset.to_batches(columns=columns, batch_size=batch_rows,
+                                    batch_readahead=2, fragment_readahead=1):  # bounded memory
+        yield {name: batch.column(name).to_numpy(zero_copy_only=False)
+               for name in batch.schema.names}
 
 
 def read_dask(frame: Any, env: str, *, outcome: str | None = None,
@@ -717,7 +773,16 @@ def read_dask(frame: Any, env: str, *, outcome: str | None = None,
         parts = [dask.delayed(merge)(*parts[i:i + 2]) if i + 1 < len(parts) else parts[i]
                  for i in range(0, len(parts), 2)]
     acc, policy = _dask_compute(parts[0], verbose)
-    return Read(acc, covariates, outcome, policy)
+    return Read(acc, covariates, outcome, policy,
+                stream=Stream(functools.partial(_dask_batches, used), env, names,
+                              "the Dask DataFrame"))
+
+
+def _dask_batches(frame: Any) -> Iterator[dict[str, np.ndarray]]:
+    """The Dask DataFrame's partitions in order, one at a time (on the active client)."""
+    for part in frame.to_delayed():
+        part = _dask_compute(part, False)
+        yield {str(c): part[c].to_numpy() for c in part.columns}
 
 
 def read_csv(path: str | os.PathLike, env: str, *, outcome: str | None = None,
@@ -745,18 +810,21 @@ def read_csv(path: str | os.PathLike, env: str, *, outcome: str | None = None,
     if text.isna().any():
         raise DataError(f"{file.path} has {int(text.isna().sum())} rows with a blank {env!r} "
                         "cell; give every row an environment label.")
-    typed = text_labels(text)
-
-    def chunks() -> Iterator[dict[str, np.ndarray]]:
-        for chunk in file.chunks(env, chunk_rows, [env, *names]):
-            file.check_numbers(chunk, names)
-            check_real(chunk[names].dtypes.to_dict(), where=f"{file.path} (a cell that is "
-                       "not a number; leave the column out with covariates=[...])")
-            yield {env: typed(chunk[env]), **{c: chunk[c].to_numpy() for c in names}}
-
-    return read_batches(chunks(), env, outcome=outcome, covariates=covariates,
+    batches = functools.partial(_csv_batches, file, env, names, chunk_rows, text_labels(text))
+    read = read_batches(batches(), env, outcome=outcome, covariates=covariates,
                         missing=missing, blocks=blocks, verbose=verbose, columns=file.header,
                         total=-(-len(text) // chunk_rows), where=file.path, desc="csv")
+    return replace(read, stream=Stream(batches, env, names, file.path))
+
+
+def _csv_batches(file: CsvFile, env: str, names: list[str], chunk_rows: int,
+                 typed: TextLabels) -> Iterator[dict[str, np.ndarray]]:
+    """The CSV file's chunks: the labels typed, the variables checked to be numbers."""
+    for chunk in file.chunks(env, chunk_rows, [env, *names]):
+        file.check_numbers(chunk, names)
+        check_real(chunk[names].dtypes.to_dict(), where=f"{file.path} (a cell that is "
+                   "not a number; leave the column out with covariates=[...])")
+        yield {env: typed(chunk[env]), **{c: chunk[c].to_numpy() for c in names}}
 
 
 def _blocks(blocks: int) -> int:

@@ -256,10 +256,11 @@ def selection_notes(res: Results, kind: str) -> list[str]:
                          "support and Phi_mu fit are reported.")
     if sel is not None and not len(sel.cumulant.cols) and not res.population:
         notes.append("The J tests used the Gaussian form of the score covariances: the "
-                     "source keeps no rows and carries the fourth moments of a few "
-                     "covariates only (negdro_stats.data.fourth.MAX_P).  Exact for "
-                     "Gaussian rows; with heavier or lighter tails the tests are "
-                     "approximate (a frame in memory, or fewer covariates, gives the exact "
+                     "source cannot be read again (batches from an iterator) and carries "
+                     "the fourth moments of a few covariates only "
+                     "(negdro_stats.data.fourth.MAX_P).  Exact for Gaussian rows; with "
+                     "heavier or lighter tails the tests are approximate (a frame, "
+                     "Parquet, CSV or Dask source, or fewer covariates, gives the rows' "
                      "form).")
     open_, more = "" if sel is None else ", ".join(sel.undetermined), (
         " (more environments, or interventions on these covariates, would determine them).")

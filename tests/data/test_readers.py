@@ -8,6 +8,7 @@ any of their moments agree -- on non-Gaussian rows too, where the Gaussian form 
 score covariance (what the moments-only paths used before) changed the selected support.
 """
 
+import pickle
 import sqlite3
 import warnings
 
@@ -278,27 +279,73 @@ def test_score_covariance_from_rows_in_any_order():
 
 
 @needs('pyarrow')
-def test_past_max_p_without_rows_the_summary_says_gaussian_form(tmp_path):
-    """Past MAX_P covariates the fourth moments are not carried: a Parquet fit then
-    weights its J tests by the Gaussian form and its summary says so; a frame in memory
-    uses its rows and says nothing."""
-    rng = np.random.default_rng(0)
-    p = fourth.MAX_P + 1
+def _wide_frame(p: int, seed: int = 0) -> pd.DataFrame:
+    """Three environments of 300 t(5) rows past MAX_P covariates, Y on two of them."""
+    rng = np.random.default_rng(seed)
     parts = []
     for e in range(3):
         X = rng.standard_t(5, (300, p)) * rng.uniform(0.5, 2.0, p) + rng.normal(0, 1, p) * e
         parts.append(pd.DataFrame(X, columns=[f"X{j + 1}" for j in range(p)]).assign(
             Y=X[:, 0] - X[:, 1] + rng.standard_t(5, 300), env=e))
-    df = pd.concat(parts, ignore_index=True)
+    return pd.concat(parts, ignore_index=True)
+
+
+@needs('pyarrow', 'dask')
+def test_past_max_p_every_source_read_again_gives_the_frames_answer(tmp_path):
+    """Past MAX_P covariates the fourth moments are not carried: Parquet, CSV and Dask
+    read their rows again for the score covariances and the equal-risk test, so their
+    fit is the frame's; batches from an iterator cannot be read again, weight the J
+    tests by the Gaussian form, and the summary says so."""
+    import dask.dataframe as dd
+
+    df = _wide_frame(fourth.MAX_P + 1)
     df.to_parquet(tmp_path / "wide.parquet")
+    df.to_csv(tmp_path / "wide.csv", index=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        wide = NegDRO.from_parquet(str(tmp_path / "wide.parquet"), "env", outcome="Y")
-        frame = NegDRO(df, env="env", outcome="Y")
-        texts = [m.fit(n_boot=0).summary(detail=True).as_text() for m in (wide, frame)]
-    assert wide.moments.fourth is None and not wide.data.has_score_cov
-    assert "Gaussian form of the score" in texts[0].replace("\n", " ")
-    assert "Gaussian form" not in texts[1]
+        models = {"frame": NegDRO(df, env="env", outcome="Y"),
+                  "parquet": NegDRO.from_parquet(str(tmp_path / "wide.parquet"), "env",
+                                                 outcome="Y"),
+                  "csv": NegDRO.from_csv(tmp_path / "wide.csv", "env", outcome="Y"),
+                  "dask": NegDRO.from_dask(dd.from_pandas(df, npartitions=4), "env",
+                                           outcome="Y"),
+                  "batches": NegDRO((df.iloc[a:a + 250] for a in range(0, len(df), 250)),
+                                    env="env", outcome="Y")}
+        fits = {name: m.fit(n_boot=0) for name, m in models.items()}
+        texts = {name: " ".join(f.summary(detail=True).as_text().split())
+                 for name, f in fits.items()}
+    for name in ("parquet", "csv", "dask"):
+        assert models[name].moments.fourth is None and models[name].data.has_score_cov
+        np.testing.assert_allclose(fits[name].params, fits["frame"].params, atol=1e-10)
+        assert fits[name].verdict == fits["frame"].verdict
+        assert fits[name].invariance.pvalue == pytest.approx(fits["frame"].invariance.pvalue,
+                                                              rel=1e-8)
+        assert "Gaussian form" not in texts[name]
+    assert not models["batches"].data.has_score_cov
+    assert "Gaussian form of the score" in texts["batches"]
+    assert "Gaussian form" not in texts["frame"]
+
+
+@needs('pyarrow')
+def test_a_source_read_again_must_be_the_one_first_read(tmp_path):
+    """A fit past MAX_P reads its Parquet files again: moved, they give a DataError that
+    says why; rewritten with other rows, one that says the source changed (not a fit
+    of other rows); a saved model keeps the way back to its source."""
+    df = _wide_frame(fourth.MAX_P + 1, seed=1)
+    path = tmp_path / "wide.parquet"
+    df.to_parquet(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = NegDRO.from_parquet(str(path), "env", outcome="Y")
+        again = pickle.loads(pickle.dumps(model))
+        b = np.zeros(model.moments.p)
+        np.testing.assert_array_equal(again.data.score_cov(b), model.data.score_cov(b))
+        df.iloc[:-5].to_parquet(path)
+        with pytest.raises(DataError, match="changed since it was read"):
+            model.data.score_cov(b)
+        path.unlink()
+        with pytest.raises(DataError, match="Could not read the Parquet files again"):
+            model.fit(n_boot=0)
 
 
 # ----------------------------------------------------------------------- CSV streams
