@@ -4,28 +4,34 @@ bootstrap and permutations (:mod:`negdro_stats.identification.report`) and the
 sample-size planner's replicates (:mod:`negdro_stats.planning.sample_size`) all run through
 :func:`replicate`; it and the robust sets' per-coefficient intervals
 (:mod:`negdro_stats.inference.robust`) through :func:`map_jobs`, the one place that
-chooses between forked processes, threads and one job."""
+chooses between forked processes, threads, one job and the tasks of a ``dask.distributed``
+cluster (``n_jobs="dask"``, the default where a client is active): there each job runs
+on a worker, the job's function (with the moments or blocks it refers to) sent to every
+worker once, and the results come back in order, so the draws are those of a local run."""
 
 from __future__ import annotations
 
 import multiprocessing
+import numbers
 import os
 import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .exceptions import DataError
 
-__all__ = ["replicate", "map_jobs", "process_jobs", "default_jobs", "DEFAULT_N_BOOT",
-           "DEFAULT_N_RESAMPLE", "MAX_REPLICATES"]
+__all__ = ["replicate", "map_jobs", "process_jobs", "default_jobs", "check_jobs",
+           "active_client", "workers", "DASK", "Jobs", "DEFAULT_N_BOOT", "DEFAULT_N_RESAMPLE",
+           "MAX_REPLICATES"]
 
 T = TypeVar("T")
+Jobs = int | str          # a number of local workers, or DASK
 MAX_REPLICATES = 10**6    # more is a typo: at a millisecond a refit, 17 minutes of work
 DEFAULT_N_BOOT = 200      # the estimator's bootstrap: fit() runs it on first use
 DEFAULT_N_RESAMPLE = 199  # diagnose(): bootstrap resamples and permutations each (with the
@@ -33,6 +39,39 @@ DEFAULT_N_RESAMPLE = 199  # diagnose(): bootstrap resamples and permutations eac
 THREADS_MIN_WORK = 1e8    # rows x p^2 of a replicate's pass from which threads pay
 MAX_CHUNK = 4             # jobs sent to a worker process at once
 N_JOBS_VARIABLE = "NEGDRO_N_JOBS"   # the user's number of workers for every loop
+DASK = "dask"             # n_jobs: the active dask.distributed client's workers
+
+
+def active_client() -> Any:
+    """The active ``dask.distributed`` client, None without one, without distributed
+    installed, or inside a task on a worker (whose jobs stay where they are)."""
+    try:
+        from distributed import get_client, get_worker
+    except ImportError:
+        return None
+    try:
+        get_worker()
+        return None                               # (within a task)
+    except ValueError:
+        pass
+    try:
+        return get_client()
+    except ValueError:
+        return None
+
+
+def check_jobs(n_jobs: Any, owner: str) -> Jobs | None:
+    """``n_jobs`` as given: None (the default), a whole number >= 1, or ``"dask"``."""
+    if n_jobs is None:
+        return None
+    if isinstance(n_jobs, numbers.Integral) and not isinstance(n_jobs, bool) \
+            and int(n_jobs) >= 1:
+        return int(n_jobs)
+    if isinstance(n_jobs, str) and n_jobs.strip().lower() == DASK:
+        return DASK
+    raise DataError(f"{owner}: n_jobs={n_jobs!r} must be a whole number of workers (at least "
+                    "1), 'dask' (the tasks of the active dask.distributed client), or None "
+                    "(the default).")
 
 
 def can_fork() -> bool:
@@ -47,13 +86,18 @@ def can_fork() -> bool:
             and multiprocessing.parent_process() is None)
 
 
-def process_jobs() -> int:
+def process_jobs() -> Jobs:
     """Workers for a loop of independent jobs: ``NEGDRO_N_JOBS`` where it is set (``1``
-    keeps every loop in this process), else the cores where processes can be forked
+    keeps every loop in this process), else the cluster's where a ``dask.distributed``
+    client is active (:data:`DASK`), else the cores where processes can be forked
     (:func:`can_fork`), else one (threads do not pay for small numpy calls, which hold
     the GIL)."""
     cores = _cores()
-    return cores if cores is not None else (os.cpu_count() or 1) if can_fork() else 1
+    if cores is not None:
+        return cores
+    if active_client() is not None:
+        return DASK
+    return (os.cpu_count() or 1) if can_fork() else 1
 
 
 def _cores() -> int | None:
@@ -67,19 +111,25 @@ def _cores() -> int | None:
     return int(value)
 
 
-def default_jobs(data) -> int:
-    """The resampling's workers where the user names none: :func:`process_jobs` where
-    that is set or processes can be forked (a replicate then runs wholly in its own
-    process), else the cores where one replicate's pass over the rows of ``data`` (a
-    :class:`~negdro_stats.MultiEnvData`; ``N p^2`` flops, which release the GIL) is at
-    least ``THREADS_MIN_WORK``, else one.  Threads pay only there: below it a replicate
-    is many small numpy calls that hold the GIL (on eq. (33) with B = 40, two threads
-    took 1.28-1.46x the time of one at p = 10 / 30 / 60 and 2,000 rows x 4; 1.04x at
-    p = 30, 20,000 x 4 and 1.00x at p = 100, 2,000 x 4 (about 1e8); 0.83x at p = 60,
-    20,000 x 4 and 0.68x at p = 200, 2,000 x 4), while two forked processes
-    took 0.52x of one on eq. (33), p = 10, 20,000 x 4, B = 200 (a fork and its pool
-    cost about 15 ms)."""
-    if _cores() is not None or can_fork():
+def workers(jobs: Jobs) -> str:
+    """``jobs`` in words, for a progress message."""
+    return ("the Dask cluster's workers" if jobs == DASK
+            else f"{jobs} worker{'s' if jobs != 1 else ''}")
+
+
+def default_jobs(data) -> Jobs:
+    """The resampling's workers where the user names none: :func:`process_jobs` where that
+    is set, a client is active or processes can be forked (a replicate then runs wholly
+    in its own process or task), else the cores where one replicate's pass over the rows
+    of ``data`` (a :class:`~negdro_stats.MultiEnvData`; ``N p^2`` flops, which release
+    the GIL) is at least ``THREADS_MIN_WORK``, else one. Threads pay only there: below
+    it a replicate is many small numpy calls that hold the GIL (on eq. (33) with B = 40,
+    two threads took 1.28-1.46x the time of one at p = 10 / 30 / 60 and 2,000 rows x 4;
+    1.04x at p = 30, 20,000 x 4 and 1.00x at p = 100, 2,000 x 4 (about 1e8); 0.83x at p
+    = 60, 20,000 x 4 and 0.68x at p = 200, 2,000 x 4), while two forked processes took
+    0.52x of one on eq. (33), p = 10, 20,000 x 4, B = 200 (a fork and its pool cost
+    about 15 ms)."""
+    if _cores() is not None or can_fork() or active_client() is not None:
         return process_jobs()
     m = data.moments
     work = m.nobs * m.p**2 if data.blocks is None and data.has_rows else 0.0
@@ -93,14 +143,16 @@ def _forked(k: int):
     return _TASK(k)
 
 
-def map_jobs(run: Callable[[int], T], n: int, *, n_jobs: int = 1,
+def map_jobs(run: Callable[[int], T], n: int, *, n_jobs: Jobs = 1,
              progress: Callable | None = None) -> list[T]:
     """``[run(k) for k in range(n)]``, with ``n_jobs > 1`` in that many forked processes
     where :func:`can_fork` (``run`` and what it refers to are inherited, its results
     pickled back; one job where the system refuses them), else threads; BLAS held to
-    one thread per worker; a loop within a job is serial.  ``progress`` wraps the
-    iteration (a progress bar; given the results as they come, it is told ``n``
-    itself)."""
+    one thread per worker; a loop within a job is serial; with ``n_jobs="dask"`` as the
+    active client's tasks (:func:`_on_cluster`).  ``progress`` wraps the iteration (a
+    progress bar; given the results as they come, it is told ``n`` itself)."""
+    if isinstance(n_jobs, str):
+        return _on_cluster(run, n, progress)
     steps = range(n)
     if n_jobs > 1 and n > 1 and _TASK is None:          # (_TASK: within a job)
         with threadpool_limits(limits=1):
@@ -147,8 +199,32 @@ def _in_processes(run: Callable[[int], T], n: int, n_jobs: int,
         _TASK = None
 
 
+def _on_cluster(run: Callable[[int], T], n: int, progress: Callable | None) -> list[T]:
+    """:func:`map_jobs` on the active ``dask.distributed`` client: ``run`` (and what it
+    refers to: moments, blocks, or rows where the resampling needs them) sent to every
+    worker once, one task per job, the results gathered in order."""
+    client = active_client()
+    if client is None:
+        raise DataError("n_jobs='dask' needs an active dask.distributed client: start one "
+                        "(from distributed import Client; client = Client(...)), or pass a "
+                        "number of local workers.")
+    [shared] = client.scatter([run], broadcast=True, hash=False)
+    futures = client.map(_cluster_job, range(n), run=shared, pure=False)
+    results = (future.result() for future in futures)
+    try:
+        return list(progress(results) if progress is not None else results)
+    finally:
+        client.cancel([*futures, shared])
+
+
+def _cluster_job(k: int, run: Callable[[int], T]) -> T:
+    """One job on a worker, BLAS held to one thread (a worker's threads are its cores)."""
+    with threadpool_limits(limits=1):
+        return run(k)
+
+
 def replicate(one: Callable[[int, np.random.Generator], T], n: int,
-              rng: np.random.Generator, *, n_jobs: int = 1,
+              rng: np.random.Generator, *, n_jobs: Jobs = 1,
               progress: Callable | None = None) -> tuple[list[T | None], np.ndarray]:
     """The package's one resampling loop: ``one(k, child_k)`` for ``k < n``, each with its
     own generator spawned from ``rng`` (the same draws whatever ``n_jobs``), run by

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from functools import cached_property
 from typing import Any
 
@@ -779,6 +780,19 @@ class MultiEnvData:
         """The sorted rows of each environment (views)."""
         Z, bounds = self._sorted_rows
         return [Z[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+    def for_replicates(self) -> MultiEnvData:
+        """What the resampling reads, for replicates that run elsewhere (the tasks of a
+        Dask cluster): with blocks and no rows, the blocks and the moments, without the
+        fourth moments' sample of rows or the way back to the source (so only moments
+        travel); with rows, the data itself (a row bootstrap draws them)."""
+        if self.blocks is None or self._rows is not None:
+            return self
+        out = copy.copy(self)
+        out._stream = None
+        out.moments = replace(self.moments, fourth=None)
+        out.blocks = replace(self.blocks, fourth=None)
+        return out
 
     def resample(self, rng: np.random.Generator) -> Moments:
         """Moments of one stratified bootstrap sample: in every environment ``n_e`` rows

@@ -48,6 +48,7 @@ import narwhals.stable.v1 as nw
 import numpy as np
 import pandas as pd
 
+from .._resampling import active_client
 from .._typing import ArrayLike, FloatArray
 from .._validation import (
     check_int,
@@ -908,14 +909,10 @@ def _dask_compute(obj: Any, verbose: bool | None) -> Any:
     import dask
 
     show = verbose is True or (verbose is None and (sys.stderr.isatty() or in_notebook()))
-    try:
-        from distributed import get_client
+    client = active_client()
+    if client is not None:
         from distributed import progress as distributed_progress
 
-        client = get_client()
-    except (ImportError, ValueError):                 # no distributed, or no client
-        client = None
-    if client is not None:
         future = client.compute(obj)
         if show:
             distributed_progress(future)

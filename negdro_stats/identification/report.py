@@ -26,7 +26,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from .._json import jsonable
-from .._resampling import replicate
+from .._resampling import Jobs, replicate
 from .._stats import chi2_isf, chi2_sf, norm_isf, norm_sf
 from .._typing import FloatArray
 from .._validation import warn_user
@@ -442,7 +442,7 @@ def identification_report(
     alpha: float,
     rng: np.random.Generator,
     progress: Callable | None = None,
-    n_jobs: int = 1,
+    n_jobs: Jobs = 1,
 ) -> IdentificationReport:
     """Bootstrap and permutation around Condition 1b; see the module docstring.
 

@@ -18,7 +18,7 @@ from typing import Literal
 
 import numpy as np
 
-from .._resampling import replicate
+from .._resampling import Jobs, replicate
 from .._stats import norm_ppf
 from .._typing import FloatArray
 from .._validation import warn_user
@@ -106,7 +106,7 @@ def bootstrap(
     p: int,
     n_boot: int,
     rng: np.random.Generator,
-    n_jobs: int = 1,
+    n_jobs: Jobs = 1,
     progress: Callable | None = None,
 ) -> BootstrapResult:
     """Run ``n_boot`` bootstrap refits; see the module docstring.

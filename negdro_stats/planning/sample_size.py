@@ -67,7 +67,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .._resampling import process_jobs, replicate
+from .._resampling import process_jobs, replicate, workers
 from .._stats import norm_ppf
 from .._typing import FloatArray, IntArray
 from .._validation import (
@@ -666,7 +666,7 @@ def plan_sample_size(
 
     jobs = process_jobs()
     what = (f"plan_sample_size: {shape[0] * reps} fits of NegDRO ({shape[0]} n x {reps} "
-            f"replicates, {jobs} worker{'s' if jobs > 1 else ''})")
+            f"replicates, {workers(jobs)})")
     results, crashed = replicate(one, shape[0] * reps, rng, n_jobs=jobs,
                                  progress=lambda steps: progress(steps, verbose, "plan",
                                                                  shape[0] * reps, what))

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._resampling import DEFAULT_N_BOOT, MAX_REPLICATES
+from .._resampling import DEFAULT_N_BOOT, MAX_REPLICATES, check_jobs
 from .._validation import check_int, check_rng, generator_from_state
 from ..exceptions import BootstrapPendingError, DataError
 from ..inference.stratified import BootstrapResult
@@ -68,7 +68,7 @@ class BootstrapViews:
         return self.bootstrap_deferred and self.bootstrap is None
 
     def run_bootstrap(self, n_boot: int | None = None, rng: Any = None, *,
-                      n_jobs: int | None = None, verbose: bool | None = None
+                      n_jobs: int | str | None = None, verbose: bool | None = None
                       ) -> BootstrapResult:
         """Run the stratified bootstrap of the whole estimator now (a progress bar with
         the time left in a terminal or notebook) and return it; it is then
@@ -97,8 +97,7 @@ class BootstrapViews:
             n_boot, "n_boot", owner, min_val=2, max_val=MAX_REPLICATES)
         rng = (check_rng(rng, "rng", owner) if rng is not None or plan["rng"] is None
                else generator_from_state(plan["rng"]))
-        n_jobs = plan["n_jobs"] if n_jobs is None else check_int(n_jobs, "n_jobs", owner,
-                                                                 min_val=1)
+        n_jobs = plan["n_jobs"] if n_jobs is None else check_jobs(n_jobs, owner)
         self._requested = self.model.run_bootstrap(
             self.solver, n_boot, rng, n_jobs, plan["verbose"] if verbose is None else verbose)
         return self._requested

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .._resampling import Jobs
 from .._typing import FloatArray
 from ..estimation import SolverOutput
 from ..identification.conditions import IdentificationResult
@@ -52,7 +53,7 @@ class FitSource(Protocol):
     def condition_1b(self, paper: bool = False) -> IdentificationResult: ...
 
     def run_bootstrap(self, out: SolverOutput, n_boot: int, rng: np.random.Generator,
-                      n_jobs: int | None, verbose: bool | None) -> BootstrapResult: ...
+                      n_jobs: Jobs | None, verbose: bool | None) -> BootstrapResult: ...
 
     def predict(self, params: Any, exog: Any = None) -> Any: ...
 

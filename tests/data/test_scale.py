@@ -266,3 +266,38 @@ def test_dropped_rows_leave_the_same_blocks_in_memory_and_in_parquet(frame, tmp_
                                        batch_rows=700)
     assert_allclose(pq.blocks.n, memory.blocks.n)
     assert_allclose(pq.blocks.m2, memory.blocks.m2, rtol=1e-8, atol=1e-8)
+
+
+def test_resampling_runs_on_the_cluster_with_the_local_draws(frame, monkeypatch):
+    """With a dask.distributed client active, the bootstrap's and diagnose()'s replicates
+    are the cluster's tasks (by default, and with n_jobs='dask'; the task stream shows one
+    per replicate), from block moments only, and their draws are bit-identical to one
+    local worker's; n_jobs='dask' with no client, or a malformed n_jobs, is a DataError
+    that says what to pass."""
+    from negdro_stats import DataError
+
+    dd = pytest.importorskip("dask.dataframe")
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.delenv("NEGDRO_N_JOBS", raising=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                      dashboard_address=None) as cluster, \
+                distributed.Client(cluster) as client:
+            model = NegDRO.from_dask(dd.from_pandas(frame, npartitions=3), "env",
+                                     outcome="Y")
+            res = model.fit(n_boot=0)
+            with distributed.get_task_stream(client) as stream:
+                boot = res.run_bootstrap(12, rng=4)
+                report = model.diagnose(n_boot=5, n_perm=5, rng=2, results=res,
+                                        n_jobs="dask")
+            ran = [task for task in stream.data if "cluster_job" in str(task["key"])]
+        local = model.fit(n_boot=0).run_bootstrap(12, rng=4, n_jobs=1)
+        local_report = model.diagnose(n_boot=5, n_perm=5, rng=2, results=res, n_jobs=1)
+        assert len(ran) == 12 + 10
+        np.testing.assert_array_equal(boot.draws, local.draws)
+        assert str(report) == str(local_report)
+        with pytest.raises(DataError, match="needs an active dask.distributed client"):
+            model.fit(n_boot=0).run_bootstrap(3, n_jobs="dask")
+        with pytest.raises(DataError, match="n_jobs=0 must be a whole number"):
+            model.fit(n_boot=2, n_jobs=0)
