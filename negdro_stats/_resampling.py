@@ -12,7 +12,6 @@ worker once, and the results come back in order, so the draws are those of a loc
 from __future__ import annotations
 
 import multiprocessing
-import numbers
 import os
 import sys
 import threading
@@ -24,6 +23,7 @@ from typing import Any, TypeVar
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from ._validation import check_int
 from .exceptions import DataError
 
 __all__ = ["replicate", "map_jobs", "process_jobs", "default_jobs", "check_jobs",
@@ -61,17 +61,16 @@ def active_client() -> Any:
 
 
 def check_jobs(n_jobs: Any, owner: str) -> Jobs | None:
-    """``n_jobs`` as given: None (the default), a whole number >= 1, or ``"dask"``."""
+    """``n_jobs`` as given: None (the default), a whole number >= 1, or ``"dask"`` (the
+    tasks of the active ``dask.distributed`` client)."""
     if n_jobs is None:
         return None
-    if isinstance(n_jobs, numbers.Integral) and not isinstance(n_jobs, bool) \
-            and int(n_jobs) >= 1:
-        return int(n_jobs)
-    if isinstance(n_jobs, str) and n_jobs.strip().lower() == DASK:
-        return DASK
-    raise DataError(f"{owner}: n_jobs={n_jobs!r} must be a whole number of workers (at least "
-                    "1), 'dask' (the tasks of the active dask.distributed client), or None "
-                    "(the default).")
+    if isinstance(n_jobs, str):
+        if n_jobs.strip().lower() == DASK:
+            return DASK
+        raise ValueError(f"The 'n_jobs' parameter of {owner} must be an int in the range "
+                         f"[1, inf) or 'dask'. Got {n_jobs!r} instead.")
+    return check_int(n_jobs, "n_jobs", owner, min_val=1)
 
 
 def can_fork() -> bool:

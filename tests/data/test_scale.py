@@ -272,8 +272,8 @@ def test_resampling_runs_on_the_cluster_with_the_local_draws(frame, monkeypatch)
     """With a dask.distributed client active, the bootstrap's and diagnose()'s replicates
     are the cluster's tasks (by default, and with n_jobs='dask'; the task stream shows one
     per replicate), from block moments only, and their draws are bit-identical to one
-    local worker's; n_jobs='dask' with no client, or a malformed n_jobs, is a DataError
-    that says what to pass."""
+    local worker's; n_jobs='dask' with no client is a DataError that says what to do, a
+    malformed n_jobs an error that names the argument."""
     from negdro_stats import DataError
 
     dd = pytest.importorskip("dask.dataframe")
@@ -299,5 +299,6 @@ def test_resampling_runs_on_the_cluster_with_the_local_draws(frame, monkeypatch)
         assert str(report) == str(local_report)
         with pytest.raises(DataError, match="needs an active dask.distributed client"):
             model.fit(n_boot=0).run_bootstrap(3, n_jobs="dask")
-        with pytest.raises(DataError, match="n_jobs=0 must be a whole number"):
-            model.fit(n_boot=2, n_jobs=0)
+        with pytest.raises(ValueError, match="'n_jobs' parameter of NegDRO.fit must be an "
+                           "int in the range"):
+            model.fit(n_boot=2, n_jobs="many")
