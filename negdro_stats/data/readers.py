@@ -89,6 +89,7 @@ def path_kind(path: str | os.PathLike) -> str | None:
 MISSING = ("raise", "drop")
 NAN_HINT = "a CSV's empty, 'NA' or 'n/a' cells are read as NaN"
 FIRST_COLUMN = "outcome= not given"
+KEEP_BYTES = 1 << 31      # a source read again is kept in memory up to this size (Stream)
 
 
 # ----------------------------------------------------------------------- the checks
@@ -426,16 +427,39 @@ class Stream:
     a row is kept by the same rule (every value finite: the NaN policy gave its verdict
     on the first pass) and its label is coded by the environments' order.  ``batches``
     is a ``functools.partial`` of a module function, so that a saved result keeps it
-    (reading again needs the source where it was)."""
+    (reading again needs the source where it was).  The rows of the first complete pass
+    are kept in memory where they fit in ``KEEP_BYTES`` (a fit's least-risk search can
+    ask for hundreds of passes: one over a Parquet file costs several times one over a
+    frame's rows); larger sources are read each time."""
 
     def __init__(self, batches: Callable[[], Iterable[Mapping[str, np.ndarray]]], env: str,
                  names: list[str], where: str) -> None:
         self.batches, self.env, self.names, self.where = batches, env, names, where
+        self._kept: list | None = None
+
+    def __getstate__(self) -> dict:
+        """Saved without the rows kept in memory."""
+        return {**self.__dict__, "_kept": None}
 
     def chunks(self, envs: Sequence) -> Iterator[tuple[FloatArray, FloatArray, np.ndarray]]:
         """``(X, y, codes)`` of the kept rows, a batch at a time; ``envs`` the labels in
         code order."""
-        index = pd.Index(list(envs))
+        if self._kept is not None:
+            yield from self._kept
+            return
+        kept: list | None = []
+        size = 0
+        for X, y, codes in self._read(pd.Index(list(envs))):
+            if kept is not None:
+                size += (X.size + y.size) * 8 + codes.nbytes
+                kept = kept if size <= KEEP_BYTES else None
+                if kept is not None:
+                    kept.append((X, y, codes))
+            yield X, y, codes
+        self._kept = kept
+
+    def _read(self, index: pd.Index) -> Iterator[tuple[FloatArray, FloatArray, np.ndarray]]:
+        """One pass over the source, the labels coded by ``index``."""
         try:
             for batch in self.batches():
                 values = np.column_stack([np.asarray(batch[c], dtype=np.float64)

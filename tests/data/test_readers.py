@@ -328,24 +328,28 @@ def test_past_max_p_every_source_read_again_gives_the_frames_answer(tmp_path):
 
 @needs('pyarrow')
 def test_a_source_read_again_must_be_the_one_first_read(tmp_path):
-    """A fit past MAX_P reads its Parquet files again: moved, they give a DataError that
-    says why; rewritten with other rows, one that says the source changed (not a fit
-    of other rows); a saved model keeps the way back to its source."""
+    """A fit past MAX_P reads its Parquet files again (then keeps the rows, which are
+    small): moved, they give a DataError that says why; rewritten with other rows, one
+    that says the source changed (not a fit of other rows); a saved model keeps the way
+    back to its source, not the rows."""
     df = _wide_frame(fourth.MAX_P + 1, seed=1)
     path = tmp_path / "wide.parquet"
     df.to_parquet(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = NegDRO.from_parquet(str(path), "env", outcome="Y")
-        again = pickle.loads(pickle.dumps(model))
+        saved = pickle.dumps(model)
         b = np.zeros(model.moments.p)
-        np.testing.assert_array_equal(again.data.score_cov(b), model.data.score_cov(b))
+        first = model.data.score_cov(b)
+        np.testing.assert_array_equal(pickle.loads(saved).data.score_cov(b), first)
         df.iloc[:-5].to_parquet(path)
+        np.testing.assert_array_equal(model.data.score_cov(b), first)      # (kept)
+        assert len(pickle.dumps(model)) < len(saved) + 10_000              # (not saved)
         with pytest.raises(DataError, match="changed since it was read"):
-            model.data.score_cov(b)
+            pickle.loads(saved).data.score_cov(b)
         path.unlink()
         with pytest.raises(DataError, match="Could not read the Parquet files again"):
-            model.fit(n_boot=0)
+            pickle.loads(saved).fit(n_boot=0)
 
 
 # ----------------------------------------------------------------------- CSV streams
