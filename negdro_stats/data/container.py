@@ -650,8 +650,9 @@ class MultiEnvData:
         :data:`~negdro_stats.data.fourth.RESIDUAL` stands for ``r``, whose ``x r`` is
         ``r^2``): ``(E, |cols|, |cols|)``.  From the fourth moments where the moments carry them
         (:attr:`has_score_cov`), else from the rows, one chunk at a time.  With neither
-        (population moments; more than :data:`~negdro_stats.data.fourth.MAX_P` covariates from
-        Parquet or Dask) the selection uses the Gaussian form of this covariance (no
+        (population moments; batches from an iterator past
+        :data:`~negdro_stats.data.fourth.MAX_P` covariates) the selection uses the
+        Gaussian form of this covariance (no
         fourth-cumulant term; a between-block estimate, with K - 1 degrees of freedom for
         up to 30 columns, moved the J tests far more than the term it estimates)."""
         cols = np.arange(self.moments.p) if cols is None else np.asarray(cols)

@@ -86,7 +86,7 @@ uses at that fit; the positive-definiteness floor is not applied), over
 ``df``, and at least 1 (:func:`_bartlett`).  It is 1.065 (median) there, and the joint
 set then misses 3 of 40; 1.02 on Gaussian noise.  The same factor scales the subvector
 tests' quantiles (a score covariance off by a factor inflates ``K_j`` and ``J_j`` by it
-too).  It needs the moments' row sample (p <= 30:
+too).  It needs the moments' row sample (p <= 100:
 :data:`~negdro_stats.data.fourth.MAX_P`) with at least ``BARTLETT_MIN_ROWS`` rows per
 moment condition in every environment: with fewer, resamples of tied rows inflate the
 statistic more than the data do (a mean factor of 1.74 on Gaussian rows, p = 4, 30 rows
