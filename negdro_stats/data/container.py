@@ -579,13 +579,13 @@ class MultiEnvData:
     def _passes(self) -> bool:
         """Whether a pass over the rows can be made: rows in memory, or a source read
         again (:class:`~negdro_stats.data.readers.Stream`)."""
-        return self._rows is not None or self._stream is not None
+        return self._rows is not None or (self._stream is not None and self._stream.readable)
 
     def _chunks(self, what: str):
         """The rows, one chunk at a time, in the frame of :attr:`moments` (without the
         constant): in memory, or read again from the source (whose rows per environment
         must be those of the first pass)."""
-        stream = None if self._rows is not None else self._stream
+        stream = None if self._rows is not None or not self._passes else self._stream
         chunks = self._need_rows(what).chunks() if stream is None else stream.chunks(
             self.moments.envs)
         n = np.zeros(self.moments.n_envs)

@@ -33,7 +33,6 @@ moments; one module keeps that one code path visible.
 
 from __future__ import annotations
 
-import functools
 import glob
 import itertools
 import numbers
@@ -426,8 +425,10 @@ class Stream:
     them.  ``batches()`` gives the source's batches again, as the first pass read them;
     a row is kept by the same rule (every value finite: the NaN policy gave its verdict
     on the first pass) and its label is coded by the environments' order.  ``batches``
-    is a ``functools.partial`` of a module function, so that a saved result keeps it
-    (reading again needs the source where it was).  The rows of the first complete pass
+    (:class:`ParquetBatches`, :class:`CsvBatches`) is plain data, so that a saved result
+    keeps it (reading again needs the source where it was); a Dask DataFrame's
+    (:class:`DaskBatches`) is not saved: a result loaded from a file then has no
+    source (:attr:`readable`).  The rows of the first complete pass
     are kept in memory where they fit in ``KEEP_BYTES`` (a fit's least-risk search can
     ask for hundreds of passes: one over a Parquet file costs several times one over a
     frame's rows); larger sources are read each time."""
@@ -438,8 +439,14 @@ class Stream:
         self._kept: list | None = None
 
     def __getstate__(self) -> dict:
-        """Saved without the rows kept in memory."""
-        return {**self.__dict__, "_kept": None}
+        """Saved without the rows kept in memory, and without batches that cannot be."""
+        saved = getattr(self.batches, "saved", True)
+        return {**self.__dict__, "_kept": None, "batches": self.batches if saved else None}
+
+    @property
+    def readable(self) -> bool:
+        """Whether the source can be read again (not a Dask DataFrame's, loaded)."""
+        return self.batches is not None
 
     def chunks(self, envs: Sequence) -> Iterator[tuple[FloatArray, FloatArray, np.ndarray]]:
         """``(X, y, codes)`` of the kept rows, a batch at a time; ``envs`` the labels in
@@ -460,20 +467,24 @@ class Stream:
 
     def _read(self, index: pd.Index) -> Iterator[tuple[FloatArray, FloatArray, np.ndarray]]:
         """One pass over the source, the labels coded by ``index``."""
-        try:
-            for batch in self.batches():
-                values = np.column_stack([np.asarray(batch[c], dtype=np.float64)
-                                          for c in self.names])
-                keep = np.isfinite(values).all(axis=1)
-                codes = index.get_indexer(np.asarray(batch[self.env])[keep])
-                if (codes < 0).any():
-                    raise self.changed("it holds environments it did not")
-                values = values[keep]
-                yield values[:, :-1], values[:, -1], codes
-        except OSError as exc:
-            raise DataError(f"Could not read {self.where} again ({exc}); a fit past "
-                            "the fourth moments' covariates reads its source again: keep "
-                            "it where it was, or refit on a copy.") from exc
+        batches = self.batches()
+        while True:
+            try:
+                batch = next(batches, None)
+            except (OSError, DataError) as exc:       # (moved, removed, rewritten unlike)
+                raise DataError(f"Could not read {self.where} again ({exc}); a fit past "
+                                "the fourth moments' covariates reads its source again: "
+                                "keep it where it was, or refit on a copy.") from exc
+            if batch is None:
+                return
+            values = np.column_stack([np.asarray(batch[c], dtype=np.float64)
+                                      for c in self.names])
+            keep = np.isfinite(values).all(axis=1)
+            codes = index.get_indexer(np.asarray(batch[self.env])[keep])
+            if (codes < 0).any():
+                raise self.changed("it holds environments it did not")
+            values = values[keep]
+            yield values[:, :-1], values[:, -1], codes
 
     def changed(self, how: str) -> DataError:
         """The error for a source that is not what the first pass read."""
@@ -728,8 +739,8 @@ def read_parquet(path: str | os.PathLike | Sequence, env: str, *, outcome: str |
     schemas = _parquet_schemas(files)
     columns = list(dict.fromkeys(c for schema in schemas.values() for c in schema))
     outcome, covariates = resolve_columns(columns, env, outcome, covariates)
-    batches = functools.partial(_parquet_batches, files, _unified_schema(
-        schemas, env, [outcome, *covariates]), [env, outcome, *covariates], batch_rows)
+    _unified_schema(schemas, env, [outcome, *covariates])       # (checked before the pass)
+    batches = ParquetBatches(files, env, [outcome, *covariates], batch_rows)
     read = read_batches(batches(), env, outcome=outcome, covariates=covariates,
                         missing=missing, blocks=blocks, verbose=verbose, columns=columns,
                         desc="parquet")
@@ -737,16 +748,26 @@ def read_parquet(path: str | os.PathLike | Sequence, env: str, *, outcome: str |
                                        "the Parquet files"))
 
 
-def _parquet_batches(files: list[str], schema: Any, columns: list[str], batch_rows: int
-                     ) -> Iterator[dict[str, np.ndarray]]:
-    """The Parquet files' batches, the ``columns`` only, in one schema."""
-    import pyarrow.dataset as ds
+@dataclass(frozen=True)
+class ParquetBatches:
+    """The Parquet ``files``' batches of the columns ``env`` and ``numeric``, in one
+    schema (their footers read again each time: plain data, saved with a result)."""
 
-    dataset = ds.dataset(files, format="parquet", schema=schema)
-    for batch in dataset.to_batches(columns=columns, batch_size=batch_rows,
-                                    batch_readahead=2, fragment_readahead=1):  # bounded memory
-        yield {name: batch.column(name).to_numpy(zero_copy_only=False)
-               for name in batch.schema.names}
+    files: list[str]
+    env: str
+    numeric: list[str]
+    batch_rows: int
+
+    def __call__(self) -> Iterator[dict[str, np.ndarray]]:
+        import pyarrow.dataset as ds
+
+        schema = _unified_schema(_parquet_schemas(self.files), self.env, self.numeric)
+        dataset = ds.dataset(self.files, format="parquet", schema=schema)
+        for batch in dataset.to_batches(columns=[self.env, *self.numeric],
+                                        batch_size=self.batch_rows, batch_readahead=2,
+                                        fragment_readahead=1):          # bounded memory
+            yield {name: batch.column(name).to_numpy(zero_copy_only=False)
+                   for name in batch.schema.names}
 
 
 def read_dask(frame: Any, env: str, *, outcome: str | None = None,
@@ -799,15 +820,21 @@ def read_dask(frame: Any, env: str, *, outcome: str | None = None,
                  for i in range(0, len(parts), 2)]
     acc, policy = _dask_compute(parts[0], verbose)
     return Read(acc, covariates, outcome, policy,
-                stream=Stream(functools.partial(_dask_batches, used), env, names,
-                              "the Dask DataFrame"))
+                stream=Stream(DaskBatches(used), env, names, "the Dask DataFrame"))
 
 
-def _dask_batches(frame: Any) -> Iterator[dict[str, np.ndarray]]:
-    """The Dask DataFrame's partitions in order, one at a time (on the active client)."""
-    for part in frame.to_delayed():
-        part = _dask_compute(part, False)
-        yield {str(c): part[c].to_numpy() for c in part.columns}
+@dataclass(frozen=True)
+class DaskBatches:
+    """The Dask DataFrame's partitions in order, one at a time (on the active client).
+    Not saved with a result (a file that held a Dask graph would not load safely)."""
+
+    frame: Any
+    saved = False
+
+    def __call__(self) -> Iterator[dict[str, np.ndarray]]:
+        for part in self.frame.to_delayed():
+            part = _dask_compute(part, False)
+            yield {str(c): part[c].to_numpy() for c in part.columns}
 
 
 def read_csv(path: str | os.PathLike, env: str, *, outcome: str | None = None,
@@ -835,21 +862,30 @@ def read_csv(path: str | os.PathLike, env: str, *, outcome: str | None = None,
     if text.isna().any():
         raise DataError(f"{file.path} has {int(text.isna().sum())} rows with a blank {env!r} "
                         "cell; give every row an environment label.")
-    batches = functools.partial(_csv_batches, file, env, names, chunk_rows, text_labels(text))
+    batches = CsvBatches(file, env, names, chunk_rows, text_labels(text))
     read = read_batches(batches(), env, outcome=outcome, covariates=covariates,
                         missing=missing, blocks=blocks, verbose=verbose, columns=file.header,
                         total=-(-len(text) // chunk_rows), where=file.path, desc="csv")
     return replace(read, stream=Stream(batches, env, names, file.path))
 
 
-def _csv_batches(file: CsvFile, env: str, names: list[str], chunk_rows: int,
-                 typed: TextLabels) -> Iterator[dict[str, np.ndarray]]:
+@dataclass(frozen=True)
+class CsvBatches:
     """The CSV file's chunks: the labels typed, the variables checked to be numbers."""
-    for chunk in file.chunks(env, chunk_rows, [env, *names]):
-        file.check_numbers(chunk, names)
-        check_real(chunk[names].dtypes.to_dict(), where=f"{file.path} (a cell that is "
-                   "not a number; leave the column out with covariates=[...])")
-        yield {env: typed(chunk[env]), **{c: chunk[c].to_numpy() for c in names}}
+
+    file: CsvFile
+    env: str
+    names: list[str]
+    chunk_rows: int
+    typed: TextLabels
+
+    def __call__(self) -> Iterator[dict[str, np.ndarray]]:
+        file, env, names = self.file, self.env, self.names
+        for chunk in file.chunks(env, self.chunk_rows, [env, *names]):
+            file.check_numbers(chunk, names)
+            check_real(chunk[names].dtypes.to_dict(), where=f"{file.path} (a cell that is "
+                       "not a number; leave the column out with covariates=[...])")
+            yield {env: self.typed(chunk[env]), **{c: chunk[c].to_numpy() for c in names}}
 
 
 def _blocks(blocks: int) -> int:

@@ -547,3 +547,36 @@ def test_one_reader_choice_for_paths(tmp_path):
                                                          for kind in cases.values()]
     with pytest.raises(DataError, match="a path must name Parquet files"):
         NegDRO("x.dat", env="env")
+
+
+@needs('pyarrow', 'dask')
+def test_results_of_sources_read_again_save_and_load(tmp_path):
+    """A result of a Parquet or CSV source past MAX_P saves with its way back to the
+    source (plain data) and loads through the package's safe loader, whose score
+    covariances then read the source again; a Dask DataFrame is not saved (a file holding
+    a Dask graph would not load safely): the loaded model has no source to read."""
+    import dask.dataframe as dd
+
+    from negdro_stats import load
+
+    df = _wide_frame(fourth.MAX_P + 1, seed=2)
+    df.to_parquet(tmp_path / "wide.parquet")
+    df.to_csv(tmp_path / "wide.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        models = {"parquet": NegDRO.from_parquet(str(tmp_path / "wide.parquet"), "env",
+                                                 outcome="Y"),
+                  "csv": NegDRO.from_csv(tmp_path / "wide.csv", "env", outcome="Y"),
+                  "dask": NegDRO.from_dask(dd.from_pandas(df, npartitions=2), "env",
+                                           outcome="Y")}
+        b = np.zeros(models["csv"].moments.p)
+        for name, model in models.items():
+            res = model.fit(n_boot=0)
+            res.save(tmp_path / f"{name}.negdro")
+            back = load(tmp_path / f"{name}.negdro")
+            assert_allclose(back.params, res.params)
+            if name == "dask":
+                assert model.data.has_score_cov and not back.model.data.has_score_cov
+            else:
+                assert_allclose(back.model.data.score_cov(b), model.data.score_cov(b),
+                                rtol=1e-12)
