@@ -63,7 +63,7 @@ def speed(ps, n):
         t_gram = timed(lambda: _gram_pass(X, y, env))[1]  # noqa: B023
         model = NegDRO.from_arrays(y, X, env, names=names)
         res = model.fit(n_boot=0)
-        t_ident = timed(model._condition_1b, reps=1)[1]   # Condition 1b check (lazy, p > 200)
+        t_ident = timed(model.condition_1b, reps=1)[1]    # Condition 1b check (lazy, p > 200)
         mom = model.moments
         d, s = mom.scales()
         st = mom.rescale(d, s)

@@ -27,10 +27,15 @@ from threadpoolctl import threadpool_limits
 from negdro_stats import MultiEnvData, NegDRO, simulate
 
 
+def design(p: int, k: int) -> simulate.LinearSEM:
+    """Design ``k`` at ``p`` (the module docstring)."""
+    return simulate.random_sem(p, n_envs=4 + k % 3, n_parents=5 + k % 6, n_children=5,
+                               intervened=(0.02, 0.05, 0.1)[k % 3], shift_children=True,
+                               rng=k)
+
+
 def one(p: int, k: int, n: int) -> dict:
-    sem = simulate.random_sem(p, n_envs=4 + k % 3, n_parents=5 + k % 6, n_children=5,
-                              intervened=(0.02, 0.05, 0.1)[k % 3], shift_children=True,
-                              rng=k)
+    sem = design(p, k)
     df = sem.sample(n, rng=10_000 + k)
     beta = sem.beta_star
     parents = np.flatnonzero(beta)
