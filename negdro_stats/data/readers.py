@@ -467,7 +467,7 @@ class Stream:
 
     def _read(self, index: pd.Index) -> Iterator[tuple[FloatArray, FloatArray, np.ndarray]]:
         """One pass over the source, the labels coded by ``index``."""
-        batches = self.batches()
+        batches = iter(self.batches())
         while True:
             try:
                 batch = next(batches, None)
