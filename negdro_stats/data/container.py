@@ -602,7 +602,10 @@ class MultiEnvData:
     # ------------------------------------------------------------------ row passes
     def _need_rows(self, what: str) -> Rows:
         if self._rows is None:
-            raise DataError(f"{what} needs the rows; this model was built from moments.")
+            source = ("read from a stream (Parquet, CSV, Dask or batches), which keeps "
+                      "moments and blocks only: load the rows into a DataFrame to use it"
+                      if self.blocks is not None else "built from moments")
+            raise DataError(f"{what} needs the rows in memory; this model was {source}.")
         return self._rows
 
     def risk_variances(self, b: FloatArray, score_cov: Callable | None = None

@@ -433,8 +433,8 @@ class Stream:
     ask for hundreds of passes: one over a Parquet file costs several times one over a
     frame's rows); larger sources are read each time."""
 
-    def __init__(self, batches: Callable[[], Iterable[Mapping[str, np.ndarray]]], env: str,
-                 names: list[str], where: str) -> None:
+    def __init__(self, batches: Callable[[], Iterable[Mapping[str, np.ndarray]]] | None,
+                 env: str, names: list[str], where: str) -> None:
         self.batches, self.env, self.names, self.where = batches, env, names, where
         self._kept: list | None = None
 
@@ -467,6 +467,9 @@ class Stream:
 
     def _read(self, index: pd.Index) -> Iterator[tuple[FloatArray, FloatArray, np.ndarray]]:
         """One pass over the source, the labels coded by ``index``."""
+        if self.batches is None:
+            raise DataError(f"{self.where} is not saved with a result: refit from it to "
+                            "read its rows again.")
         batches = iter(self.batches())
         while True:
             try:
