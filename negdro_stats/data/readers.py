@@ -26,9 +26,10 @@ distinct); and the same NaN policy, :class:`NanPolicy` (``missing='raise'`` or
 A row's position in its source (dropped rows counted) places it in its block and in the
 fourth-moment sample, so every split of the same rows gives the same moments.
 
-Why one module of ~800 lines: every reader (frames, arrays, formulas, Parquet, Dask,
+Why one module of ~1,000 lines: every reader (frames, arrays, formulas, Parquet, Dask,
 blocks) feeds one accumulator and one NaN policy, so that every source gives the same
-moments; one module keeps that one code path visible.
+moments, and a source read again (:class:`Stream`) goes through its reader's own
+batches and the same rule for rows; one module keeps that one code path visible.
 """
 
 from __future__ import annotations
